@@ -1,0 +1,18 @@
+"""researchutils: Chainer extensions for deep-learning research.
+
+Importing this package loads nothing heavy; import the piece you need, for
+example ``from researchutils.chainer.functions import grad_clip_lstm``.
+"""
+import sys
+
+from researchutils._version import __version__
+
+if sys.version_info >= (3, 12):
+    raise ImportError(
+        'researchutils needs Python 3.8 to 3.11, not {}.{}: it is built on '
+        'Chainer 7.8.1 (the last Chainer release), which imports '
+        'numpy.distutils, removed in Python 3.12. Create an environment with '
+        'Python 3.11, e.g. `python3.11 -m venv .venv`.'.format(
+            *sys.version_info[:2]))
+
+__all__ = ['__version__']

@@ -1,0 +1,3 @@
+"""researchutils.chainer.data_loading."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""researchutils.chainer.functions."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""researchutils.chainer.functions.activation."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""researchutils.chainer.functions.loss."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""researchutils.chainer.iterators."""
+
+__all__ = []

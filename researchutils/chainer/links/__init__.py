@@ -1,0 +1,3 @@
+"""researchutils.chainer.links."""
+
+__all__ = []

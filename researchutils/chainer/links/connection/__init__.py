@@ -1,0 +1,3 @@
+"""researchutils.chainer.links.connection."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""researchutils.chainer.models."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""researchutils.chainer.serializers."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""researchutils.chainer.training."""
+
+__all__ = []

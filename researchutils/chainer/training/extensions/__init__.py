@@ -1,0 +1,3 @@
+"""researchutils.chainer.training.extensions."""
+
+__all__ = []
