@@ -9,9 +9,9 @@ PY := $(VENV)/bin/python
 export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
 # pip >= 25.3 no longer applies PIP_CONSTRAINT inside build isolation; this does.
 export PIP_BUILD_CONSTRAINT := $(CURDIR)/constraints.txt
+comma := ,
 HAVE_MPI := $(shell command -v mpiexec >/dev/null 2>&1 && echo yes)
 EXTRAS := test,docs,slack,plot$(if $(HAVE_MPI),$(comma)mpi)
-comma := ,
 MPIEXEC := mpiexec --allow-run-as-root --oversubscribe -n 2
 PYTEST_ARGS ?=
 
