@@ -1,3 +1,4 @@
-"""researchutils.chainer.models."""
+"""researchutils.chainer.models: Delira-style networks and data-parallel training."""
+from researchutils.chainer.models.abstract_network import AbstractChainerNetwork
 
-__all__ = []
+__all__ = ['AbstractChainerNetwork']
