@@ -1,0 +1,60 @@
+"""AbstractSampler: the order in which a DataManager visits a dataset, per epoch."""
+import abc
+
+import numpy
+
+
+class AbstractSampler(abc.ABC):
+    """Decides the order of a dataset's indices in each epoch.
+
+    The order of an epoch is a function of the epoch number and of the
+    sampler's state, so a run resumed from a snapshot at any epoch sees the
+    same orders as an uninterrupted one. Subclasses implement
+    :meth:`epoch_order`; :meth:`serialize` stores whatever state that needs.
+
+    Args:
+        indices (sequence of int): The dataset indices to visit.
+
+    Example:
+        >>> class EvenFirst(AbstractSampler):
+        ...     def epoch_order(self, epoch):
+        ...         return numpy.concatenate([self.indices[::2], self.indices[1::2]])
+        >>> EvenFirst(range(5)).epoch_order(0)
+        array([0, 2, 4, 1, 3])
+    """
+
+    def __init__(self, indices):
+        self.indices = numpy.asarray(indices, dtype=numpy.int64)
+        if self.indices.ndim != 1:
+            raise ValueError('indices must be 1-d, got shape {}'.format(self.indices.shape))
+
+    @classmethod
+    def from_dataset(cls, dataset, **kwargs):
+        """Builds a sampler over all indices of ``dataset``.
+
+        Args:
+            dataset: Anything with ``len``.
+            **kwargs: Passed to the constructor (for instance ``seed``).
+
+        Returns:
+            AbstractSampler: A sampler over ``range(len(dataset))``.
+
+        Example:
+            >>> SequentialSampler.from_dataset([10, 20, 30]).epoch_order(0)  # doctest: +SKIP
+            array([0, 1, 2])
+        """
+        return cls(numpy.arange(len(dataset)), **kwargs)
+
+    @abc.abstractmethod
+    def epoch_order(self, epoch):
+        """Returns the indices to visit in ``epoch`` (0-based), as an int64 array."""
+
+    def serialize(self, serializer):
+        """Saves or loads the sampler's state (none by default).
+
+        Args:
+            serializer: A Chainer serializer or deserializer.
+        """
+
+    def __len__(self):
+        return len(self.indices)

@@ -1,0 +1,58 @@
+"""RandomSampler: a fresh permutation of the dataset's indices every epoch."""
+import numpy
+
+from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
+
+
+class RandomSampler(AbstractSampler):
+    """Visits the indices in a new random order in every epoch.
+
+    The permutation of epoch ``e`` depends only on ``(seed, e)``, so a resumed
+    run repeats no order and skips none. The seed is part of the serialized
+    state.
+
+    Args:
+        indices (sequence of int): The dataset indices to visit.
+        seed (int or None): Seed of the permutations. ``None`` draws one from
+            NumPy's global random state, so ``numpy.random.seed`` makes runs
+            repeatable.
+
+    Example:
+        >>> sampler = RandomSampler(range(5), seed=0)
+        >>> sorted(sampler.epoch_order(0)) == [0, 1, 2, 3, 4]
+        True
+        >>> bool((sampler.epoch_order(0) == RandomSampler(range(5), seed=0).epoch_order(0)).all())
+        True
+    """
+
+    def __init__(self, indices, seed=None):
+        super().__init__(indices)
+        if seed is None:
+            seed = int(numpy.random.randint(0, 2 ** 31 - 1))
+        if not isinstance(seed, (int, numpy.integer)) or seed < 0:
+            raise ValueError('seed must be a non-negative integer or None, got {!r}'.format(seed))
+        self.seed = int(seed)
+
+    def epoch_order(self, epoch):
+        """Returns the permutation of the indices for ``epoch``.
+
+        Args:
+            epoch (int): The epoch, 0-based.
+
+        Returns:
+            numpy.ndarray: A permutation of the indices (int64).
+
+        Example:
+            >>> RandomSampler(range(4), seed=1).epoch_order(0).shape
+            (4,)
+        """
+        random_state = numpy.random.default_rng([self.seed, int(epoch)])
+        return self.indices[random_state.permutation(len(self.indices))]
+
+    def serialize(self, serializer):
+        """Saves or loads the seed.
+
+        Args:
+            serializer: A Chainer serializer or deserializer.
+        """
+        self.seed = int(serializer('seed', self.seed))

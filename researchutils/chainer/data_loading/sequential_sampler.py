@@ -1,0 +1,29 @@
+"""SequentialSampler: the dataset's indices in their order, every epoch."""
+from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
+
+
+class SequentialSampler(AbstractSampler):
+    """Visits the indices in the given order in every epoch.
+
+    Args:
+        indices (sequence of int): The dataset indices to visit.
+
+    Example:
+        >>> SequentialSampler([3, 1, 2]).epoch_order(5)
+        array([3, 1, 2])
+    """
+
+    def epoch_order(self, epoch):
+        """Returns the indices, unchanged.
+
+        Args:
+            epoch (int): The epoch (ignored).
+
+        Returns:
+            numpy.ndarray: The indices (int64).
+
+        Example:
+            >>> SequentialSampler.from_dataset(range(3)).epoch_order(0)
+            array([0, 1, 2])
+        """
+        return self.indices.copy()
