@@ -1,0 +1,227 @@
+"""Parameters: nested hyper-parameters with a "model" and a "training" part."""
+import itertools
+
+from researchutils.chainer.training import train_utils
+
+_PARTS = ('model', 'training')
+_MISSING = object()
+
+
+def _copy_tree(tree):
+    # Dicts and lists are copied; leaves (classes, functions, numbers) are shared.
+    if isinstance(tree, dict):
+        return {key: _copy_tree(value) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [_copy_tree(value) for value in tree]
+    return tree
+
+
+def _walk(tree, path):
+    for key, value in tree.items():
+        yield path + (key,), value
+        if isinstance(value, dict):
+            yield from _walk(value, path + (key,))
+
+
+def _leaves(tree, path=()):
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, path + (key,))
+        else:
+            yield path + (key,), value
+
+
+def _set_path(tree, path, value):
+    for key in path[:-1]:
+        tree = tree.setdefault(key, {})
+    tree[path[-1]] = value
+
+
+def _merge(base, update):
+    merged = _copy_tree(base)
+    for path, value in _leaves(update):
+        _set_path(merged, path, value)
+    return merged
+
+
+def _check_tree(tree, argument):
+    if tree is None:
+        return {}
+    if not isinstance(tree, dict):
+        raise TypeError('{} must be a dict with "model" and "training" parts, got {!r}'.format(
+            argument, tree))
+    unknown = [key for key in tree if key not in _PARTS]
+    if unknown:
+        raise ValueError('{} has the top-level keys {}; only "model" and "training" are '
+                         'allowed: move them into one of those parts'.format(argument, unknown))
+    for part in tree:
+        if not isinstance(tree[part], dict):
+            raise TypeError('{}[{!r}] must be a dict, got {!r}'.format(argument, part, tree[part]))
+    return _copy_tree(tree)
+
+
+class Parameters(object):
+    """Hyper-parameters of an experiment: fixed values and values to search over.
+
+    Both trees have a ``"model"`` part (the model's constructor arguments) and
+    a ``"training"`` part (``num_epochs``, ``optimizer_cls``, ``losses``...).
+    ``variable_params`` has the same shape, with a list of candidate values at
+    each leaf; :meth:`grid` gives one :class:`Parameters` per combination,
+    which :meth:`ChainerExperiment.grid_search` trains and compares.
+
+    Args:
+        fixed_params (dict or None): ``{"model": {...}, "training": {...}}``.
+        variable_params (dict or None): The same shape; every leaf a non-empty
+            list of values.
+
+    Example:
+        >>> params = Parameters(
+        ...     fixed_params={"model": {"num_hidden": 20},
+        ...                   "training": {"batch_size": 64, "optimizer_params": {"lr": 0.1}}},
+        ...     variable_params={"model": {"num_layers": [1, 2]}})
+        >>> params.nested_get("batch_size")
+        64
+        >>> params.nested_get("lr")
+        0.1
+        >>> [p.model for p in params.grid()]
+        [{'num_hidden': 20, 'num_layers': 1}, {'num_hidden': 20, 'num_layers': 2}]
+    """
+
+    def __init__(self, fixed_params=None, variable_params=None):
+        self.fixed_params = _check_tree(fixed_params, 'fixed_params')
+        self.variable_params = _check_tree(variable_params, 'variable_params')
+        for path, value in _leaves(self.variable_params):
+            if not isinstance(value, list) or not value:
+                raise ValueError('variable_params/{} must be a non-empty list of candidate '
+                                 'values, got {!r}'.format('/'.join(path), value))
+        self.choice = {}
+
+    def _trees(self):
+        return (('fixed_params', self.fixed_params), ('variable_params', self.variable_params))
+
+    def nested_get(self, key, default=_MISSING):
+        """Finds a key anywhere in the parameters.
+
+        ``key`` is a name (``"batch_size"``) or the end of a path with ``/``
+        between names (``"training/batch_size"``), which tells apart a name
+        used in several places.
+
+        Args:
+            key (str): The name or path end to look up.
+            default: Returned when nothing matches; without it a missing key
+                is a KeyError.
+
+        Returns:
+            The value (for a variable parameter, its list of candidates).
+
+        Raises:
+            KeyError: Nothing matches (the message lists the available keys),
+                or several places match (it lists their paths).
+
+        Example:
+            >>> params = Parameters({"model": {"n": 1}, "training": {"n": 2, "lr": 3}})
+            >>> params.nested_get("training/n"), params.nested_get("lr")
+            (2, 3)
+            >>> params.nested_get("momentum", default=0.9)
+            0.9
+        """
+        wanted = tuple(key.split('/'))
+        matches = []
+        for name, tree in self._trees():
+            for path, value in _walk(tree, (name,)):
+                if path[-len(wanted):] == wanted:
+                    matches.append(('/'.join(path), value))
+        if len(matches) == 1:
+            return matches[0][1]
+        if matches:
+            raise KeyError('{!r} is ambiguous, it is at {}: ask for one of them by a longer path '
+                           'such as {!r}'.format(key, [p for p, _ in matches],
+                                                 matches[0][0].split('/', 1)[1]))
+        if default is not _MISSING:
+            return default
+        available = sorted({path[-1] for _, tree in self._trees()
+                            for path, _ in _walk(tree, ())})
+        raise KeyError('{!r} is not in the parameters; the keys are {}'.format(key, available))
+
+    def _part(self, part):
+        if self.variable_params:
+            raise ValueError('the parameters still hold variable_params {}: pick one combination '
+                             'with grid() (or ChainerExperiment.grid_search) first'.format(
+                                 sorted('/'.join(p) for p, _ in _leaves(self.variable_params))))
+        return _copy_tree(self.fixed_params.get(part, {}))
+
+    @property
+    def model(self):
+        """dict: The ``"model"`` part, the model's constructor arguments (a copy)."""
+        return self._part('model')
+
+    @property
+    def training(self):
+        """dict: The ``"training"`` part (a copy)."""
+        return self._part('training')
+
+    def grid(self):
+        """Yields one fixed :class:`Parameters` per combination of the variable values.
+
+        Each result has no variable parameters; its :attr:`choice` says which
+        values were picked (path to value).
+
+        Yields:
+            Parameters: The combinations, in ``itertools.product`` order.
+
+        Example:
+            >>> params = Parameters({"training": {"lr": 1}},
+            ...                     {"training": {"lr": [1, 2], "momentum": [0, 0.9]}})
+            >>> [p.choice for p in params.grid()][1]
+            {'training/lr': 1, 'training/momentum': 0.9}
+        """
+        leaves = list(_leaves(self.variable_params))
+        for values in itertools.product(*[candidates for _, candidates in leaves]):
+            update = {}
+            for (path, _), value in zip(leaves, values):
+                _set_path(update, path, value)
+            combination = Parameters(_merge(self.fixed_params, update))
+            combination.choice = {'/'.join(path): value
+                                  for (path, _), value in zip(leaves, values)}
+            yield combination
+
+    def to_json(self):
+        """Returns the parameters as JSON-ready data (classes and functions by reference).
+
+        Returns:
+            dict: ``{"fixed_params": ..., "variable_params": ...}``.
+
+        Raises:
+            ValueError: A value cannot be saved (a lambda, a local function);
+                the message names its path.
+
+        Example:
+            >>> Parameters({"training": {"num_epochs": 3}}).to_json()["fixed_params"]
+            {'training': {'num_epochs': 3}}
+        """
+        return {name: train_utils.to_json_value(tree, name) for name, tree in self._trees()}
+
+    @classmethod
+    def from_json(cls, data):
+        """Rebuilds parameters from :meth:`to_json`'s data.
+
+        Args:
+            data (dict): As returned by :meth:`to_json` (and read back from JSON).
+
+        Returns:
+            Parameters: Equal to the saved ones.
+
+        Example:
+            >>> Parameters.from_json(Parameters({"model": {"n": 2}}).to_json()).model
+            {'n': 2}
+        """
+        return cls(train_utils.from_json_value(data['fixed_params'], 'fixed_params'),
+                   train_utils.from_json_value(data['variable_params'], 'variable_params'))
+
+    def __eq__(self, other):
+        return (isinstance(other, Parameters) and self.fixed_params == other.fixed_params
+                and self.variable_params == other.variable_params)
+
+    def __repr__(self):
+        return 'Parameters(fixed_params={!r}, variable_params={!r})'.format(
+            self.fixed_params, self.variable_params)

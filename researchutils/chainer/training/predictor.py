@@ -1,0 +1,272 @@
+"""Predictor: a model's predictions and NumPy metrics, batch by batch, in test mode."""
+import chainer
+import numpy
+from chainer import backend
+
+
+def convert_to_numpy(value):
+    """Returns ``value`` with every Variable and device array as a NumPy array.
+
+    Recurses into dicts, lists and tuples; other values are returned as they are.
+
+    Args:
+        value: A model's output.
+
+    Returns:
+        The same structure holding NumPy arrays.
+
+    Example:
+        >>> convert_to_numpy({"pred": chainer.Variable(numpy.ones(2, numpy.float32))})
+        {'pred': array([1., 1.], dtype=float32)}
+    """
+    if isinstance(value, chainer.Variable):
+        value = value.array
+    if isinstance(value, dict):
+        return {key: convert_to_numpy(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(convert_to_numpy(item) for item in value)
+    if backend.get_array_module(value) is not numpy:
+        return backend.CpuDevice().send(value)
+    return value
+
+
+def _as_float(value, name):
+    if isinstance(value, chainer.Variable):
+        value = value.array
+    value = numpy.asarray(convert_to_numpy(value))
+    if value.size != 1:
+        raise ValueError('metric {!r} must return a scalar, got an array of shape {}'.format(
+            name, value.shape))
+    return float(value.reshape(()))
+
+
+def _batch_length(batch):
+    for value in batch.values():
+        return len(value)
+    raise ValueError('a batch must hold at least one array')
+
+
+class Predictor(object):
+    """Predicts with a model in test mode, without a graph, from batches or a DataManager.
+
+    The model is called as ``model(**{arg: batch[key] for arg, key in
+    key_mapping.items()})`` under ``chainer.using_config('train', False)`` and
+    ``chainer.no_backprop_mode()``. A model returning a dict (an
+    :class:`~researchutils.chainer.models.AbstractChainerNetwork`) gives that
+    dict; any other output is returned as ``{"pred": output}``.
+
+    Args:
+        model (chainer.Link): Any Chain.
+        key_mapping (dict): Model argument name to batch key, e.g.
+            ``{"x": "data"}``.
+        convert_batch_to_npy_fn (callable): Turns the model's output dict into
+            a dict of NumPy arrays (default :func:`convert_to_numpy`).
+        prepare_batch_fn (callable or None): Gets the dict of the batch entries
+            named in ``key_mapping`` and returns it ready for the model. By
+            default they are sent to the model's device, floating arrays as
+            float32.
+
+    Example:
+        >>> import chainer.links as L
+        >>> predictor = Predictor(L.Linear(3, 2), {"x": "data"})
+        >>> predictor.predict({"data": numpy.ones((4, 3))})["pred"].shape
+        (4, 2)
+    """
+
+    def __init__(self, model, key_mapping, convert_batch_to_npy_fn=convert_to_numpy,
+                 prepare_batch_fn=None):
+        if not isinstance(model, chainer.Link):
+            raise TypeError('model must be a chainer.Link, got {!r}'.format(type(model).__name__))
+        if (not isinstance(key_mapping, dict) or not key_mapping
+                or not all(isinstance(k, str) and isinstance(v, str)
+                           for k, v in key_mapping.items())):
+            raise ValueError('key_mapping must be a non-empty dict from model argument names to '
+                             'batch keys, e.g. {{"x": "data"}}, got {!r}'.format(key_mapping))
+        if not callable(convert_batch_to_npy_fn):
+            raise TypeError('convert_batch_to_npy_fn must be callable, got {!r}'.format(
+                convert_batch_to_npy_fn))
+        if prepare_batch_fn is not None and not callable(prepare_batch_fn):
+            raise TypeError('prepare_batch_fn must be callable or None, got {!r}'.format(
+                prepare_batch_fn))
+        self.model = model
+        self.key_mapping = dict(key_mapping)
+        self.convert_batch_to_npy_fn = convert_batch_to_npy_fn
+        self.prepare_batch_fn = prepare_batch_fn or self._send_to_model_device
+
+    def _send_to_model_device(self, batch):
+        device = self.model.device
+        prepared = {}
+        for key, value in batch.items():
+            value = numpy.asarray(value) if backend.get_array_module(value) is numpy else value
+            if value.dtype.kind == 'f' and value.dtype != numpy.float32:
+                value = value.astype(numpy.float32)
+            prepared[key] = device.send(value)
+        return prepared
+
+    def check_batch_keys(self, keys):
+        """Raises if a batch with ``keys`` lacks an entry that ``key_mapping`` names.
+
+        Args:
+            keys (iterable of str): The keys of the batches to predict on.
+
+        Raises:
+            KeyError: The message names the missing key and the batch keys.
+
+        Example:
+            >>> import chainer.links as L
+            >>> try:
+            ...     Predictor(L.Linear(3, 2), {"x": "image"}).check_batch_keys(["data"])
+            ... except KeyError as error:
+            ...     print("batch key 'image'" in str(error))
+            True
+        """
+        keys = list(keys)
+        for key in self.key_mapping.values():
+            if key not in keys:
+                raise KeyError('key_mapping {!r} names the batch key {!r}, but the batches have '
+                               'the keys {}: fix key_mapping'.format(self.key_mapping, key, keys))
+
+    def predict(self, batch):
+        """Returns the model's predictions for one batch, as a dict of NumPy arrays.
+
+        Args:
+            batch (dict): Batch key to array, arrays stacked along axis 0.
+
+        Returns:
+            dict: Output name to NumPy array.
+
+        Example:
+            >>> import chainer.links as L
+            >>> out = Predictor(L.Linear(2, 1), {"x": "data"}).predict({"data": numpy.ones((3, 2))})
+            >>> type(out["pred"]).__name__
+            'ndarray'
+        """
+        self.check_batch_keys(batch)
+        inputs = self.prepare_batch_fn({key: batch[key] for key in set(self.key_mapping.values())})
+        with chainer.using_config('train', False), chainer.no_backprop_mode():
+            outputs = self.model(**{arg: inputs[key] for arg, key in self.key_mapping.items()})
+        if not isinstance(outputs, dict):
+            outputs = {'pred': outputs}
+        return self.convert_batch_to_npy_fn(outputs)
+
+    def predict_data_mgr(self, manager, batchsize=None, metrics={},  # noqa: B006
+                         metric_keys=None):
+        """Yields the predictions and metric values of each batch of a DataManager.
+
+        A generator: only one batch is in memory at a time. Each metric is a
+        NumPy function called as ``metric(*values)``, where each value is the
+        prediction or else the batch entry named by ``metric_keys[name]``
+        (default ``("pred", "label")``).
+
+        Args:
+            manager (DataManager): The batches (one epoch).
+            batchsize (int or None): Overrides the manager's batch size.
+            metrics (dict): Name to metric function on NumPy arrays.
+            metric_keys (dict or None): Name to the keys of the metric's
+                arguments.
+
+        Yields:
+            tuple: ``(preds, metric_vals)``: a dict of NumPy arrays and a dict
+            of floats.
+
+        Example:
+            >>> import chainer.links as L
+            >>> from researchutils.chainer.data_loading import DataManager
+            >>> data = [{"data": numpy.ones(2), "label": numpy.zeros(1)}] * 5
+            >>> mae = lambda pred, label: numpy.abs(pred - label).mean()
+            >>> stream = Predictor(L.Linear(2, 1), {"x": "data"}).predict_data_mgr(
+            ...     DataManager(data, 2), metrics={"MAE": mae})
+            >>> [preds["pred"].shape[0] for preds, _ in stream]
+            [2, 2, 1]
+        """
+        metric_keys = self._check_metrics(metrics, metric_keys)
+        if batchsize is not None and batchsize != manager.batch_size:
+            manager = manager.replace(batch_size=batchsize)
+        for batch in manager:
+            preds = self.predict(batch)
+            metric_vals = {}
+            for name, metric in metrics.items():
+                arguments = []
+                for key in metric_keys[name]:
+                    if key in preds:
+                        arguments.append(preds[key])
+                    elif key in batch:
+                        arguments.append(batch[key])
+                    else:
+                        raise KeyError('metric {!r} needs {!r}, which is neither a prediction {} '
+                                       'nor a batch entry {}: fix metric_keys'.format(
+                                           name, key, sorted(preds), sorted(batch)))
+                metric_vals[name] = _as_float(metric(*arguments), name)
+            yield preds, metric_vals
+
+    @staticmethod
+    def _check_metrics(metrics, metric_keys):
+        if not isinstance(metrics, dict) or not all(callable(m) for m in metrics.values()):
+            raise TypeError('metrics must be a dict from names to functions, got {!r}'.format(
+                metrics))
+        if metric_keys is None:
+            return {name: ('pred', 'label') for name in metrics}
+        missing = [name for name in metrics if name not in metric_keys]
+        if missing:
+            raise KeyError('metric_keys has no entry for the metrics {}'.format(missing))
+        return metric_keys
+
+    def metric_sums(self, manager, metrics, metric_keys=None, batchsize=None):
+        """Returns each metric summed over batches weighted by batch size, and the count.
+
+        Used to combine the metrics of several shards (ChainerMN ranks) exactly.
+
+        Args:
+            manager (DataManager): The batches.
+            metrics (dict): Name to metric function on NumPy arrays.
+            metric_keys (dict or None): As in :meth:`predict_data_mgr`.
+            batchsize (int or None): Overrides the manager's batch size.
+
+        Returns:
+            tuple: ``(sums, count)``, a dict of floats and the number of examples.
+
+        Example:
+            >>> import chainer.links as L
+            >>> from researchutils.chainer.data_loading import DataManager
+            >>> data = [{"data": numpy.ones(2), "label": numpy.zeros(1)}] * 3
+            >>> one = lambda pred, label: 1.0
+            >>> Predictor(L.Linear(2, 1), {"x": "data"}).metric_sums(
+            ...     DataManager(data, 2), {"one": one})
+            ({'one': 3.0}, 3)
+        """
+        sums = {name: 0. for name in metrics}
+        count = 0
+        for preds, metric_vals in self.predict_data_mgr(manager, batchsize, metrics, metric_keys):
+            size = _batch_length(preds)
+            count += size
+            for name, value in metric_vals.items():
+                sums[name] += value * size
+        return sums, count
+
+    def evaluate(self, manager, metrics, metric_keys=None, batchsize=None):
+        """Returns dataset-level metrics, reducing the stream without keeping predictions.
+
+        Each metric is averaged over batches weighted by their size: exact for
+        metrics that are means over examples (MSE, accuracy), not for others
+        (AUC).
+
+        Args:
+            manager (DataManager): The batches.
+            metrics (dict): Name to metric function on NumPy arrays.
+            metric_keys (dict or None): As in :meth:`predict_data_mgr`.
+            batchsize (int or None): Overrides the manager's batch size.
+
+        Returns:
+            dict: Metric name to float.
+
+        Example:
+            >>> import chainer.links as L
+            >>> from researchutils.chainer.data_loading import DataManager
+            >>> data = [{"data": numpy.ones(2), "label": numpy.zeros(1)}] * 3
+            >>> model = L.Linear(2, 1, initialW=0, initial_bias=0)
+            >>> Predictor(model, {"x": "data"}).evaluate(
+            ...     DataManager(data, 2), {"MAE": lambda p, y: numpy.abs(p - y).mean()})
+            {'MAE': 0.0}
+        """
+        sums, count = self.metric_sums(manager, metrics, metric_keys, batchsize)
+        return {name: total / count for name, total in sums.items()}

@@ -1,0 +1,220 @@
+"""Helpers of the unified training API: the default optimizer builder and JSON encoding."""
+import importlib
+import json
+import os
+import sys
+import tempfile
+
+import chainer
+import numpy
+
+
+def create_optims_default_chainer(model, optim_cls, **optim_params):
+    """Builds the optimizers of an experiment: one ``optim_cls`` over the whole model.
+
+    A :class:`~researchutils.chainer.models.DataParallelChainerNetwork` gets a
+    :class:`~researchutils.chainer.models.DataParallelChainerOptimizer`, so the
+    replicas' gradients are summed and their parameters kept equal.
+
+    Args:
+        model (chainer.Link): The model to optimize.
+        optim_cls (type): A :class:`chainer.Optimizer` subclass, for instance
+            ``chainer.optimizers.Adam``.
+        **optim_params: Hyper-parameters of ``optim_cls`` (``alpha=1e-3``...).
+
+    Returns:
+        dict: ``{"default": optimizer}``, the optimizer set up on ``model``.
+
+    Raises:
+        TypeError: ``optim_cls`` is not a Chainer optimizer class, or it does
+            not take ``optim_params`` (the message names them).
+
+    Example:
+        >>> import chainer.links as L
+        >>> optims = create_optims_default_chainer(L.Linear(2, 1), chainer.optimizers.SGD, lr=0.1)
+        >>> optims["default"].lr
+        0.1
+    """
+    if not (isinstance(optim_cls, type) and issubclass(optim_cls, chainer.Optimizer)):
+        raise TypeError('optimizer_cls must be a Chainer optimizer class such as '
+                        'chainer.optimizers.Adam, got {!r}'.format(optim_cls))
+    data_parallel = sys.modules.get('researchutils.chainer.models.data_parallel')
+    try:
+        if data_parallel is not None and isinstance(model,
+                                                    data_parallel.DataParallelChainerNetwork):
+            optimizer = data_parallel.DataParallelChainerOptimizer.from_optimizer_class(
+                optim_cls, **optim_params)
+        else:
+            optimizer = optim_cls(**optim_params)
+    except TypeError as error:
+        raise TypeError('optimizer_params {!r} do not fit {}: {}'.format(
+            optim_params, optim_cls.__name__, error)) from error
+    optimizer.setup(model)
+    return {'default': optimizer}
+
+
+def atomic_write_text(path, text):
+    """Writes ``text`` to ``path`` atomically (a temporary file, then ``os.replace``).
+
+    Args:
+        path (str): The file to write; its folder is created when missing.
+        text (str): The content.
+
+    Example:
+        >>> atomic_write_text('/tmp/researchutils_doc.json', '{}')
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', dir=folder)
+    try:
+        with os.fdopen(handle, 'w', encoding='utf-8') as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
+def object_reference(value, where):
+    """Returns ``"module:qualname"`` for an importable class or function.
+
+    Args:
+        value: A class or a module-level function.
+        where (str): Where the value sits, for the error message.
+
+    Returns:
+        str: A reference that :func:`resolve_reference` turns back into ``value``.
+
+    Raises:
+        ValueError: ``value`` cannot be found again by import (a lambda, a
+            local function, a partial); the message says what to do.
+
+    Example:
+        >>> object_reference(chainer.optimizers.Adam, 'optimizer_cls')
+        'chainer.optimizers.adam:Adam'
+    """
+    module = getattr(value, '__module__', None)
+    qualname = getattr(value, '__qualname__', None)
+    if module is None or qualname is None or '<' in qualname:
+        raise ValueError('{} is {!r}, which cannot be saved as a reference: use a class or a '
+                         'function defined at module level'.format(where, value))
+    reference = '{}:{}'.format(module, qualname)
+    try:
+        found = resolve_reference(reference, where)
+    except ValueError:
+        found = None
+    if found is not value:
+        raise ValueError('{} is {!r}, but {!r} does not import back to it: use a class or a '
+                         'function defined at module level'.format(where, value, reference))
+    return reference
+
+
+def resolve_reference(reference, where):
+    """Imports the object named by a ``"module:qualname"`` reference.
+
+    Args:
+        reference (str): As written by :func:`object_reference`.
+        where (str): Where the reference sits, for the error message.
+
+    Returns:
+        object: The class or function.
+
+    Example:
+        >>> resolve_reference('chainer.optimizers.adam:Adam', 'optimizer_cls').__name__
+        'Adam'
+    """
+    module_name, _, qualname = reference.partition(':')
+    try:
+        value = importlib.import_module(module_name)
+        for part in qualname.split('.'):
+            value = getattr(value, part)
+    except (ImportError, AttributeError) as error:
+        raise ValueError('{}: cannot import {!r} ({})'.format(where, reference, error)) from error
+    return value
+
+
+def to_json_value(value, where='value'):
+    """Encodes nested parameters as JSON-ready data; classes and functions by reference.
+
+    Args:
+        value: Nested dicts, lists, tuples, numbers, strings, NumPy scalars
+            and arrays, classes and module-level functions.
+        where (str): The path of ``value``, for error messages.
+
+    Returns:
+        object: Data for :func:`json.dumps`; :func:`from_json_value` inverts it.
+
+    Example:
+        >>> to_json_value({"lr": numpy.float64(0.5), "trigger": (1, "epoch")})
+        {'lr': 0.5, 'trigger': {'__tuple__': [1, 'epoch']}}
+    """
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, numpy.generic):
+        return value.item()
+    if isinstance(value, numpy.ndarray):
+        return {'__ndarray__': value.tolist(), 'dtype': str(value.dtype)}
+    if isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                raise ValueError('{} has the key {!r}; only string keys can be saved'.format(
+                    where, key))
+        return {key: to_json_value(item, '{}/{}'.format(where, key))
+                for key, item in value.items()}
+    if isinstance(value, tuple):
+        return {'__tuple__': [to_json_value(item, '{}[{}]'.format(where, i))
+                              for i, item in enumerate(value)]}
+    if isinstance(value, list):
+        return [to_json_value(item, '{}[{}]'.format(where, i)) for i, item in enumerate(value)]
+    if isinstance(value, type) or callable(value):
+        return {'__object__': object_reference(value, where)}
+    raise ValueError('{} is {!r} of type {}, which cannot be saved as JSON'.format(
+        where, value, type(value).__name__))
+
+
+def from_json_value(value, where='value'):
+    """Decodes what :func:`to_json_value` wrote.
+
+    Args:
+        value: Data read by :func:`json.loads`.
+        where (str): The path of ``value``, for error messages.
+
+    Returns:
+        object: The parameters, with classes and functions imported again.
+
+    Example:
+        >>> from_json_value({'__tuple__': [1, 'epoch']})
+        (1, 'epoch')
+    """
+    if isinstance(value, list):
+        return [from_json_value(item, where) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {'__tuple__'}:
+        return tuple(from_json_value(item, where) for item in value['__tuple__'])
+    if set(value) == {'__object__'}:
+        return resolve_reference(value['__object__'], where)
+    if set(value) == {'__ndarray__', 'dtype'}:
+        return numpy.asarray(value['__ndarray__'], dtype=value['dtype'])
+    return {key: from_json_value(item, '{}/{}'.format(where, key)) for key, item in value.items()}
+
+
+def dumps_json(value):
+    """Formats JSON-ready data readably (indented, keys in their order).
+
+    Args:
+        value: Data for :func:`json.dumps`.
+
+    Returns:
+        str: The text, ending with a newline.
+
+    Example:
+        >>> print(dumps_json({"a": 1}), end='')
+        {
+          "a": 1
+        }
+    """
+    return json.dumps(value, indent=2) + '\n'
