@@ -219,8 +219,9 @@ class DecorableIterator(iterator.Iterator):
         is_new_epoch = serializer('is_new_epoch', self.is_new_epoch)
         order = self._state.order
         if order is not None:
-            # A copy: a deserializer writes into the array it is given.
-            order = order.copy() if loading else order
+            # Loading with None makes the deserializer return the stored array,
+            # which is checked below, instead of copying it into ours.
+            order = None if loading else order
             try:
                 order = serializer('order', order)
             except KeyError:  # written by Chainer's MultithreadIterator
