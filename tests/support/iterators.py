@@ -1,0 +1,100 @@
+"""Datasets and ``decor_fun`` s shared by the iterator tests.
+
+They live at module level so that worker processes started with ``spawn`` can
+unpickle them.
+"""
+import os
+import signal
+import time
+
+import numpy
+
+from researchutils.chainer.iterators import (
+    DecorableMultiprocessIterator,
+    DecorableMultithreadIterator,
+    DecorableSerialIterator,
+)
+
+KINDS = ('serial', 'multithread', 'multiprocess')
+
+
+def make_iterator(kind, dataset, batch_size, *args, **kwargs):
+    """One of the three decorable iterators, with two workers where it has workers."""
+    if kind == 'serial':
+        return DecorableSerialIterator(dataset, batch_size, *args, **kwargs)
+    if kind == 'multithread':
+        kwargs.setdefault('n_threads', 2)
+        return DecorableMultithreadIterator(dataset, batch_size, *args, **kwargs)
+    if kind == 'multiprocess':
+        kwargs.setdefault('n_processes', 2)
+        return DecorableMultiprocessIterator(dataset, batch_size, *args, **kwargs)
+    raise ValueError('unknown kind {!r}'.format(kind))
+
+
+class LazyRange(object):
+    """``n`` items, item ``i`` being ``3 * i``, computed on access; counts the reads."""
+
+    def __init__(self, n):
+        self.n = n
+        self.reads = 0
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        if not 0 <= index < self.n:
+            raise IndexError(index)
+        self.reads += 1
+        return 3 * index
+
+
+def index_and_item(dataset, index):
+    return (index, type(index).__name__, dataset[index])
+
+
+def square(dataset, index):
+    return dataset[index] ** 2
+
+
+def plus_uniform(dataset, index):
+    return float(dataset[index]) + numpy.random.uniform()
+
+
+def random_integers(dataset, index):
+    return int(numpy.random.randint(0, 2 ** 62))
+
+
+def fail_at_five(dataset, index):
+    if index == 5:
+        raise ValueError('cannot decorate example 5')
+    return dataset[index]
+
+
+def raise_timeout_error(dataset, index):
+    raise TimeoutError('the camera did not answer')
+
+
+def pid_after_sleep(dataset, index):
+    time.sleep(0.02)
+    return os.getpid()
+
+
+def slow_item(dataset, index):
+    time.sleep(0.3)
+    return dataset[index]
+
+
+def exit_at_four(dataset, index):
+    if index == 4:
+        os._exit(3)
+    return dataset[index]
+
+
+def kill_self_at_four(dataset, index):
+    if index == 4:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return dataset[index]
+
+
+def unpicklable_example(dataset, index):
+    return lambda: index
