@@ -7,6 +7,7 @@ import numpy
 from researchutils.chainer.data_loading.abstract_dataset import AbstractDataset
 from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
 from researchutils.chainer.data_loading.sequential_sampler import SequentialSampler
+from researchutils.chainer.iterators import DecorableMultiprocessIterator
 
 
 def _add_note(error, note):
@@ -72,7 +73,6 @@ def _in_process_batches(builder, plan):
 
 
 def _worker_batches(builder, plan, n_processes):
-    from researchutils.chainer.iterators import DecorableMultiprocessIterator
     # Each "example" of this iterator is a whole batch; a group of n_processes
     # batches is built in parallel, one per worker.
     iterator = DecorableMultiprocessIterator(
