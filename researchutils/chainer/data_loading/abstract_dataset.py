@@ -82,7 +82,8 @@ class AbstractDataset(abc.ABC):
             >>> val = dataset.get_subset(range(800, 1000))  # doctest: +SKIP
         """
         indices = numpy.asarray(indices)
-        if indices.ndim != 1 or (indices.size and not numpy.issubdtype(indices.dtype, numpy.integer)):
+        integers = indices.size == 0 or numpy.issubdtype(indices.dtype, numpy.integer)
+        if indices.ndim != 1 or not integers:
             raise TypeError('get_subset: indices must be a 1-d sequence of integers, got {!r}'
                             .format(indices))
         size = len(self)

@@ -49,7 +49,7 @@ class AbstractSampler(abc.ABC):
     def epoch_order(self, epoch):
         """Returns the indices to visit in ``epoch`` (0-based), as an int64 array."""
 
-    def serialize(self, serializer):
+    def serialize(self, serializer):  # noqa: B027 - stateless samplers store nothing
         """Saves or loads the sampler's state (none by default).
 
         Args:

@@ -252,6 +252,10 @@ class ChainerExperiment(object):
             an ``(extension, trigger)`` pair.
         seed (int or None): Seeds the model's initial weights.
 
+    Attributes:
+        trainer (chainer.training.Trainer): The Trainer of the last
+            :meth:`run` that trained (None before).
+
     Example:
         >>> experiment = ChainerExperiment(params, SimpleNet, name="example",
         ...                                save_path="./experiments")  # doctest: +SKIP
@@ -296,6 +300,7 @@ class ChainerExperiment(object):
         self.comm = comm
         self.extensions = list(extensions)
         self.seed = seed
+        self.trainer = None
         for extension in self.extensions:
             target = extension[0] if isinstance(extension, tuple) else extension
             if not callable(target):
@@ -457,6 +462,7 @@ class ChainerExperiment(object):
         snapshot = _latest_snapshot(self.output_dir)
         if snapshot is not None:
             serializers.load_snapshot(snapshot, trainer)
+        self.trainer = trainer
         trainer.run()
         if self._is_writer:
             serializers.save_model(os.path.join(self.output_dir, _FINAL_MODEL), model)
@@ -499,7 +505,8 @@ class ChainerExperiment(object):
             trainer.extend(_BestModelSaver(model, 'val/' + self.val_score_key,
                                            self.val_score_mode,
                                            os.path.join(self.output_dir, _BEST_MODEL)))
-        trainer.extend(chainer_extensions.snapshot(filename='snapshot_epoch_{.updater.epoch}'),
+        trainer.extend(chainer_extensions.snapshot(filename='snapshot_epoch_{.updater.epoch}',
+                                                  n_retains=2),
                        trigger=(self.checkpoint_freq, 'epoch'))
         trainer.extend(chainer_extensions.LogReport(trigger=(1, 'epoch')))
         self._extend_plots(trainer, training, val)

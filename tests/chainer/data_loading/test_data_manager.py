@@ -1,0 +1,183 @@
+import os
+
+import chainer
+import numpy as np
+import pytest
+
+from researchutils.chainer.data_loading import (
+    AbstractDataset,
+    DataManager,
+    RandomSampler,
+    SequentialSampler,
+)
+
+
+class Numbers(AbstractDataset):
+    """Example i: data = [i, 2i] (float64), label = i % 3 (int32)."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.size = size
+
+    def __getitem__(self, index):
+        return {'data': np.array([index, 2 * index], np.float64), 'label': np.int32(index % 3)}
+
+    def __len__(self):
+        return self.size
+
+
+class FailsAt(Numbers):
+    def __getitem__(self, index):
+        if index == 5:
+            raise ArithmeticError('broken example')
+        return super().__getitem__(index)
+
+
+def add_one(batch):
+    return dict(batch, data=batch['data'] + 1)
+
+
+def add_pid(batch):
+    return dict(batch, pid=np.full(len(batch['data']), os.getpid()))
+
+
+def batch_mean_centering(batch):
+    # A transform that needs the whole batch, not one example.
+    return dict(batch, data=batch['data'] - batch['data'].mean(axis=0))
+
+
+def failing_transform(batch):
+    raise ZeroDivisionError('transform failed')
+
+
+def firsts(batches):
+    return [list(batch['data'][:, 0].astype(int)) for batch in batches]
+
+
+def test_batches_stack_examples_along_a_new_first_axis():
+    batch = next(iter(DataManager(Numbers(10), 4)))
+    np.testing.assert_array_equal(batch['data'], np.stack([[i, 2 * i] for i in range(4)]))
+    np.testing.assert_array_equal(batch['label'], np.array([0, 1, 2, 0], np.int32))
+
+
+def test_one_epoch_has_a_short_last_batch():
+    assert firsts(DataManager(Numbers(5), 2)) == [[0, 1], [2, 3], [4]]
+    assert len(DataManager(Numbers(5), 2)) == 3
+
+
+def test_drop_last_drops_the_short_batch():
+    manager = DataManager(Numbers(5), 2, drop_last=True)
+    assert firsts(manager) == [[0, 1], [2, 3]]
+    assert len(manager) == 2
+
+
+def test_random_sampler_visits_every_example_once_per_epoch():
+    manager = DataManager(Numbers(23), 5, sampler_cls=RandomSampler, sampler_kwargs={'seed': 1})
+    seen = [i for batch in firsts(manager) for i in batch]
+    assert sorted(seen) == list(range(23))
+    assert seen != list(range(23))
+
+
+def test_transforms_get_the_whole_batch_dict():
+    batch = next(iter(DataManager(Numbers(4), 4, transforms=batch_mean_centering)))
+    data = np.array([[i, 2 * i] for i in range(4)], np.float64)
+    np.testing.assert_allclose(batch['data'], data - data.mean(axis=0))
+
+
+@pytest.mark.timeout(60)
+def test_worker_processes_give_the_in_process_batches():
+    in_process = list(DataManager(Numbers(30), 4, transforms=add_one))
+    workers = list(DataManager(Numbers(30), 4, transforms=add_one, n_process_augmentation=2))
+    assert len(workers) == len(in_process)
+    for ours, reference in zip(workers, in_process):
+        np.testing.assert_array_equal(ours['data'], reference['data'])
+
+
+@pytest.mark.timeout(60)
+def test_transforms_run_in_the_worker_processes():
+    batches = list(DataManager(Numbers(16), 2, transforms=add_pid, n_process_augmentation=2))
+    pids = {int(batch['pid'][0]) for batch in batches}
+    assert os.getpid() not in pids
+    assert len(pids) == 2
+
+
+@pytest.mark.timeout(60)
+def test_worker_transform_error_keeps_its_type_and_message():
+    manager = DataManager(Numbers(8), 2, transforms=failing_transform, n_process_augmentation=2)
+    with pytest.raises(ZeroDivisionError, match='transform failed'):
+        list(manager)
+
+
+def test_dataset_error_keeps_its_type_and_names_the_index():
+    with pytest.raises(ArithmeticError, match='broken example') as info:
+        list(DataManager(FailsAt(8), 2))
+    assert 'dataset[5]' in '\n'.join(getattr(info.value, '__notes__', ['dataset[5]']))
+
+
+def test_non_dict_example_is_refused_naming_the_index():
+    with pytest.raises(TypeError, match=r'dataset\[0\] returned int'):
+        list(DataManager([1, 2, 3], 2))
+
+
+def test_iterator_counts_epochs_like_chainer():
+    iterator = DataManager(Numbers(5), 2).get_iterator()
+    details = []
+    for _ in range(4):
+        iterator.next()
+        details.append((iterator.epoch, iterator.is_new_epoch, round(iterator.epoch_detail, 3)))
+    assert details == [(0, False, 0.333), (0, False, 0.667), (1, True, 1.0), (1, False, 1.333)]
+    assert iterator.previous_epoch_detail == pytest.approx(1.0)
+
+
+def test_iterator_without_repeat_stops_after_one_epoch():
+    iterator = DataManager(Numbers(5), 2).get_iterator(repeat=False)
+    assert len(list(iterator)) == 3
+    with pytest.raises(StopIteration):
+        iterator.next()
+
+
+def test_snapshot_mid_epoch_resumes_with_the_same_remaining_batches():
+    manager = DataManager(Numbers(20), 3, sampler_cls=RandomSampler)
+    iterator = manager.get_iterator()
+    for _ in range(9):  # one epoch (7 batches) and two more
+        iterator.next()
+    state = {}
+    iterator.serialize(chainer.serializers.DictionarySerializer(state))
+    expected = firsts(iterator.next() for _ in range(8))
+    resumed = manager.get_iterator()
+    resumed.serialize(chainer.serializers.NpzDeserializer(state))
+    assert firsts(resumed.next() for _ in range(8)) == expected
+    assert resumed.epoch == iterator.epoch
+
+
+def test_get_subset_keeps_the_settings():
+    manager = DataManager(Numbers(10), 2, transforms=add_one).get_subset([9, 3])
+    assert firsts(manager) == [[10, 4]]
+
+
+def test_get_subset_works_on_a_plain_list_of_dicts():
+    manager = DataManager([{'data': np.array([i])} for i in range(6)], 2).get_subset([5, 1])
+    assert [list(b['data'][:, 0]) for b in manager] == [[5, 1]]
+
+
+def test_batch_keys_are_the_keys_after_transforms():
+    assert DataManager(Numbers(3), 2, transforms=add_pid).batch_keys() == ['data', 'label', 'pid']
+
+
+@pytest.mark.parametrize('kwargs, error, message', [
+    ({'batch_size': 0}, ValueError, 'batch_size'),
+    ({'batch_size': 2, 'n_process_augmentation': -1}, ValueError, 'n_process_augmentation'),
+    ({'batch_size': 2, 'sampler_cls': list}, TypeError, 'sampler_cls'),
+    ({'batch_size': 2, 'transforms': 3}, TypeError, 'transforms'),
+    ({'batch_size': 20, 'drop_last': True}, ValueError, 'no batch'),
+    ({'batch_size': 2, 'sampler_cls': SequentialSampler, 'sampler_kwargs': {'seed': 1}},
+     TypeError, 'seed'),
+])
+def test_bad_arguments_are_refused_at_construction(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        DataManager(Numbers(10), **kwargs)
+
+
+def test_empty_dataset_is_refused():
+    with pytest.raises(ValueError, match='empty'):
+        DataManager([], 2)

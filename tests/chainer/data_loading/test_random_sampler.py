@@ -1,0 +1,44 @@
+import chainer
+import numpy as np
+import pytest
+
+from researchutils.chainer.data_loading import RandomSampler
+
+
+def test_each_epoch_is_a_permutation_of_the_indices():
+    sampler = RandomSampler.from_dataset(range(50), seed=3)
+    for epoch in range(3):
+        assert sorted(sampler.epoch_order(epoch)) == list(range(50))
+
+
+def test_epochs_have_different_orders():
+    sampler = RandomSampler.from_dataset(range(50), seed=3)
+    assert not np.array_equal(sampler.epoch_order(0), sampler.epoch_order(1))
+
+
+def test_order_depends_only_on_seed_and_epoch():
+    first = RandomSampler(range(50), seed=7)
+    second = RandomSampler(range(50), seed=7)
+    second.epoch_order(0)
+    np.testing.assert_array_equal(first.epoch_order(4), second.epoch_order(4))
+
+
+def test_global_numpy_seed_makes_unseeded_samplers_repeatable():
+    np.random.seed(11)
+    first = RandomSampler(range(20)).epoch_order(0)
+    np.random.seed(11)
+    np.testing.assert_array_equal(RandomSampler(range(20)).epoch_order(0), first)
+
+
+def test_seed_survives_serialization():
+    sampler = RandomSampler(range(30), seed=5)
+    target = {}
+    sampler.serialize(chainer.serializers.DictionarySerializer(target))
+    restored = RandomSampler(range(30), seed=99)
+    restored.serialize(chainer.serializers.NpzDeserializer(target))
+    np.testing.assert_array_equal(restored.epoch_order(2), sampler.epoch_order(2))
+
+
+def test_negative_seed_is_refused():
+    with pytest.raises(ValueError, match='seed'):
+        RandomSampler(range(3), seed=-1)

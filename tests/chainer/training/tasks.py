@@ -1,0 +1,101 @@
+"""A small learnable regression task shared by the training API tests.
+
+Run as ``python -m tests.chainer.training.tasks SAVE_PATH NUM_EPOCHS`` it trains
+the task in a ChainerExperiment, slowly enough to be killed mid-run.
+"""
+import sys
+import time
+
+import chainer
+import chainer.functions as F
+import chainer.links as L
+import numpy as np
+
+from researchutils.chainer.data_loading import (
+    AbstractDataset,
+    DataManager,
+    RandomSampler,
+    SequentialSampler,
+)
+from researchutils.chainer.models import AbstractChainerNetwork
+from researchutils.chainer.training import ChainerExperiment, Parameters
+
+NUM_INPUTS = 4
+NUM_OUTPUTS = 2
+TRUE_WEIGHTS = np.array([[1., -2.], [0.5, 1.], [-1., 0.], [2., 0.5]], dtype=np.float32)
+
+
+class LinearTask(AbstractDataset):
+    """``label = data @ TRUE_WEIGHTS + 0.5`` with ``data`` uniform in [-1, 1]."""
+
+    def __init__(self, num_samples, seed=0):
+        super().__init__()
+        random_state = np.random.RandomState(seed)
+        self.data = random_state.uniform(-1, 1, (num_samples, NUM_INPUTS)).astype(np.float32)
+        self.labels = (self.data @ TRUE_WEIGHTS + 0.5).astype(np.float32)
+
+    def __getitem__(self, index):
+        return {'data': self.data[index], 'label': self.labels[index]}
+
+    def __len__(self):
+        return len(self.data)
+
+
+class Regressor(AbstractChainerNetwork):
+    def __init__(self, num_inputs=NUM_INPUTS, num_outputs=NUM_OUTPUTS, num_hidden=16):
+        super().__init__(num_inputs=num_inputs, num_outputs=num_outputs, num_hidden=num_hidden)
+        with self.init_scope():
+            self.fc1 = L.Linear(num_inputs, num_hidden)
+            self.fc2 = L.Linear(num_hidden, num_outputs)
+
+    def forward(self, x):
+        return {'pred': self.fc2(F.relu(self.fc1(x)))}
+
+
+def mean_squared_error(pred, label):
+    """The reference metric: plain NumPy."""
+    return float(np.mean((np.asarray(pred) - np.asarray(label)) ** 2))
+
+
+def negative_mse(pred, label):
+    return -mean_squared_error(pred, label)
+
+
+def make_params(model=None, variable=None, **training):
+    settings = {'batch_size': 32, 'num_epochs': 6, 'optimizer_cls': chainer.optimizers.Adam,
+                'optimizer_params': {'alpha': 0.02},
+                'losses': {'MSE': F.mean_squared_error},
+                'val_metrics': {'MSE': mean_squared_error}}
+    settings.update(training)
+    return Parameters({'model': dict(model or {}), 'training': settings}, variable)
+
+
+def make_managers(n_train=256, n_val=64, batch_size=32, n_process_augmentation=0, seed=0):
+    train = DataManager(LinearTask(n_train, seed=1), batch_size, sampler_cls=RandomSampler,
+                        n_process_augmentation=n_process_augmentation,
+                        sampler_kwargs={'seed': seed})
+    val = DataManager(LinearTask(n_val, seed=2), batch_size, sampler_cls=SequentialSampler,
+                      n_process_augmentation=n_process_augmentation)
+    return train, val
+
+
+class SlowEpochs(chainer.training.Extension):
+    """Sleeps at each epoch end, so a test can kill the run between snapshots."""
+
+    trigger = (1, 'epoch')
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __call__(self, trainer):
+        time.sleep(self.seconds)
+
+
+def make_experiment(save_path, num_epochs, extensions=()):
+    return ChainerExperiment(make_params(num_epochs=num_epochs), Regressor, 'resumable',
+                             save_path, val_score_key='MSE', seed=0, extensions=extensions)
+
+
+if __name__ == '__main__':
+    save_path, num_epochs = sys.argv[1], int(sys.argv[2])
+    make_experiment(save_path, num_epochs, extensions=[SlowEpochs(0.4)]).run(*make_managers())

@@ -1,0 +1,128 @@
+import gc
+import types
+import weakref
+
+import chainer
+import chainer.functions as F
+import chainer.links as L
+import numpy as np
+import pytest
+
+from researchutils.chainer.data_loading import DataManager
+from researchutils.chainer.training import Predictor
+from tests.chainer.training import tasks
+
+
+def linear_reference(link, x):
+    return x.astype(np.float32) @ link.W.array.T + link.b.array
+
+
+class RecordsMode(chainer.Chain):
+    def forward(self, x):
+        self.train_mode = chainer.config.train
+        self.backprop = chainer.config.enable_backprop
+        return {'pred': F.dropout(chainer.Variable(x), 0.5)}
+
+
+class TwoInputs(chainer.Chain):
+    def forward(self, first, second):
+        return {'pred': first - second}
+
+
+def test_predict_returns_numpy_outputs_of_the_model():
+    link = L.Linear(3, 2)
+    x = np.random.RandomState(0).randn(5, 3)
+    preds = Predictor(link, {'x': 'data'}).predict({'data': x, 'label': np.zeros(5)})
+    assert type(preds['pred']) is np.ndarray
+    np.testing.assert_allclose(preds['pred'], linear_reference(link, x), rtol=1e-5)
+
+
+def test_predict_runs_in_test_mode_without_a_graph():
+    model = RecordsMode()
+    x = np.ones((100, 4), np.float32)
+    preds = Predictor(model, {'x': 'data'}).predict({'data': x})
+    assert model.train_mode is False and model.backprop is False
+    np.testing.assert_array_equal(preds['pred'], x)  # dropout is off
+
+
+def test_key_mapping_maps_model_arguments_to_batch_keys():
+    batch = {'a': np.full((2, 1), 5.), 'b': np.full((2, 1), 3.)}
+    preds = Predictor(TwoInputs(), {'first': 'a', 'second': 'b'}).predict(batch)
+    np.testing.assert_array_equal(preds['pred'], np.full((2, 1), 2.))
+
+
+def test_a_missing_batch_key_names_it():
+    with pytest.raises(KeyError, match="names the batch key 'image'"):
+        Predictor(L.Linear(3, 2), {'x': 'image'}).predict({'data': np.ones((1, 3))})
+
+
+def test_bad_key_mapping_is_refused_at_construction():
+    with pytest.raises(ValueError, match='key_mapping'):
+        Predictor(L.Linear(3, 2), {})
+
+
+def test_predict_data_mgr_is_a_generator_of_batches():
+    stream = Predictor(L.Linear(4, 2), {'x': 'data'}).predict_data_mgr(
+        DataManager(tasks.LinearTask(10), 4))
+    assert isinstance(stream, types.GeneratorType)
+    assert [len(preds['pred']) for preds, metrics in stream] == [4, 4, 2]
+
+
+def test_metrics_get_numpy_predictions_and_labels():
+    seen = []
+
+    def metric(pred, label):
+        seen.append((type(pred), type(label)))
+        return tasks.mean_squared_error(pred, label)
+
+    link = L.Linear(4, 2)
+    dataset = tasks.LinearTask(10)
+    results = list(Predictor(link, {'x': 'data'}).predict_data_mgr(
+        DataManager(dataset, 4), metrics={'MSE': metric}))
+    assert set(seen) == {(np.ndarray, np.ndarray)}
+    reference = np.mean((linear_reference(link, dataset.data[:4]) - dataset.labels[:4]) ** 2)
+    assert results[0][1]['MSE'] == pytest.approx(reference, rel=1e-5)
+
+
+def test_metric_keys_choose_the_arguments():
+    manager = DataManager([{'data': np.ones(2), 'weight': np.float32(3)}] * 2, 2)
+    stream = Predictor(L.Linear(2, 1), {'x': 'data'}).predict_data_mgr(
+        manager, metrics={'w': lambda weight: weight.sum()}, metric_keys={'w': ('weight',)})
+    assert [metrics['w'] for _, metrics in stream] == [6.0]
+
+
+def test_batchsize_overrides_the_manager():
+    stream = Predictor(L.Linear(4, 2), {'x': 'data'}).predict_data_mgr(
+        DataManager(tasks.LinearTask(10), 4), batchsize=5)
+    assert [len(preds['pred']) for preds, _ in stream] == [5, 5]
+
+
+def test_stream_keeps_no_earlier_predictions():
+    stream = Predictor(L.Linear(4, 2), {'x': 'data'}).predict_data_mgr(
+        DataManager(tasks.LinearTask(12), 4))
+    preds, _ = next(stream)
+    first = weakref.ref(preds['pred'])
+    del preds
+    next(stream)
+    gc.collect()
+    assert first() is None
+
+
+def test_evaluate_equals_the_metric_over_the_whole_dataset():
+    link = L.Linear(4, 2)
+    dataset = tasks.LinearTask(11)
+    result = Predictor(link, {'x': 'data'}).evaluate(DataManager(dataset, 4),
+                                                     {'MSE': tasks.mean_squared_error})
+    reference = np.mean((linear_reference(link, dataset.data) - dataset.labels) ** 2)
+    assert result['MSE'] == pytest.approx(reference, rel=1e-5)
+
+
+def test_a_metric_returning_an_array_is_refused():
+    predictor = Predictor(L.Linear(4, 2), {'x': 'data'})
+    with pytest.raises(ValueError, match="metric 'raw' must return a scalar"):
+        predictor.evaluate(DataManager(tasks.LinearTask(4), 4), {'raw': lambda p, y: p})
+
+
+def test_an_output_that_is_not_a_dict_becomes_pred():
+    preds = Predictor(L.Linear(3, 2), {'x': 'data'}).predict({'data': np.ones((1, 3))})
+    assert list(preds) == ['pred']

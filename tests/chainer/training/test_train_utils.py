@@ -1,0 +1,53 @@
+import json
+import os
+
+import chainer
+import chainer.links as L
+import numpy as np
+import pytest
+
+from researchutils.chainer.training import create_optims_default_chainer, train_utils
+
+
+def test_default_optimizer_is_set_up_on_the_whole_model():
+    model = L.Linear(3, 2)
+    optimizers = create_optims_default_chainer(model, chainer.optimizers.MomentumSGD, lr=0.3)
+    assert list(optimizers) == ['default']
+    assert isinstance(optimizers['default'], chainer.optimizers.MomentumSGD)
+    assert optimizers['default'].target is model and optimizers['default'].lr == 0.3
+
+
+def test_a_class_that_is_not_a_chainer_optimizer_is_refused():
+    with pytest.raises(TypeError, match='Chainer optimizer class'):
+        create_optims_default_chainer(L.Linear(3, 2), dict)
+
+
+def test_optimizer_params_that_do_not_fit_name_the_class():
+    with pytest.raises(TypeError, match='do not fit Adam'):
+        create_optims_default_chainer(L.Linear(3, 2), chainer.optimizers.Adam, lr=0.1)
+
+
+def test_atomic_write_leaves_only_the_target_file(tmp_path):
+    path = tmp_path / 'sub' / 'settings.json'
+    train_utils.atomic_write_text(str(path), '{"a": 1}')
+    train_utils.atomic_write_text(str(path), '{"a": 2}')
+    assert json.loads(path.read_text()) == {'a': 2}
+    assert os.listdir(str(tmp_path / 'sub')) == ['settings.json']
+
+
+def test_json_values_round_trip():
+    value = {'trigger': (1, 'epoch'), 'array': np.arange(3, dtype=np.int16),
+             'cls': chainer.optimizers.SGD, 'scalar': np.float32(0.5), 'list': [None, True]}
+    restored = train_utils.from_json_value(json.loads(json.dumps(
+        train_utils.to_json_value(value))))
+    assert restored['trigger'] == (1, 'epoch') and restored['cls'] is chainer.optimizers.SGD
+    assert restored['array'].dtype == np.int16 and list(restored['array']) == [0, 1, 2]
+    assert restored['scalar'] == 0.5 and restored['list'] == [None, True]
+
+
+def test_a_local_function_cannot_be_saved_by_reference():
+    def local():
+        pass
+
+    with pytest.raises(ValueError, match='module level'):
+        train_utils.object_reference(local, 'metric')
