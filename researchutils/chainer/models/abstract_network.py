@@ -82,6 +82,7 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
     Example:
         >>> import chainer.functions as F
         >>> import chainer.links as L
+        >>> import numpy as np
         >>> class Classifier(AbstractChainerNetwork):
         ...     def __init__(self, n_out=3):
         ...         super().__init__(n_out=n_out)
@@ -154,6 +155,7 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
         Example:
             >>> import chainer.functions as F
             >>> import chainer.links as L
+            >>> import numpy as np
             >>> class Regressor(AbstractChainerNetwork):
             ...     def __init__(self):
             ...         super().__init__()
@@ -222,6 +224,7 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
             dict: The same keys, mapped to arrays on the devices.
 
         Example:
+            >>> import numpy as np
             >>> batch = AbstractChainerNetwork.prepare_batch(
             ...     {'data': np.zeros((2, 3)), 'label': np.array([1, 0])}, '@numpy', '@numpy')
             >>> batch['data'].dtype, batch['label'].dtype.kind

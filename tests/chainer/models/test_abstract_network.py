@@ -1,11 +1,13 @@
 """Tests of AbstractChainerNetwork against hand-written NumPy references."""
+import doctest
+
 import chainer
 import chainer.functions as F
 import chainer.links as L
 import numpy as np
 import pytest
 
-from researchutils.chainer.models import AbstractChainerNetwork
+from researchutils.chainer.models import AbstractChainerNetwork, abstract_network
 
 
 class LinearNet(AbstractChainerNetwork):
@@ -258,3 +260,8 @@ def test_prepare_batch_sends_data_and_labels_to_their_devices():
         {'data': np.zeros((2, 3)), 'label': np.array([0, 1])}, '@cupy:0', '@numpy')
     assert isinstance(batch['data'], cupy.ndarray) and isinstance(batch['label'], np.ndarray)
     assert batch['label'].dtype.kind == 'i'
+
+
+def test_docstring_examples_run():
+    result = doctest.testmod(abstract_network)
+    assert result.attempted > 0 and result.failed == 0
