@@ -215,8 +215,12 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
 
         Args:
             model (DataParallelChainerNetwork): The wrapper to run.
-            data_dict, optimizers, losses, metrics, fold, **kwargs: As in
-                :meth:`AbstractChainerNetwork.closure`.
+            data_dict: As in :meth:`AbstractChainerNetwork.closure`.
+            optimizers: As there.
+            losses: As there.
+            metrics: As there.
+            fold: As there.
+            **kwargs: As there.
 
         Returns:
             tuple: ``(metric_vals, loss_vals, preds)``, as the module's closure returns them.
@@ -501,7 +505,8 @@ class DataParallelChainerOptimizer(chainer.Optimizer):
 
         Args:
             optim_cls (type): A :class:`chainer.Optimizer` subclass.
-            *args, **kwargs: Its constructor's arguments.
+            *args: Its constructor's positional arguments.
+            **kwargs: Its constructor's keyword arguments.
 
         Returns:
             DataParallelChainerOptimizer: The wrapper, not yet set up.
