@@ -129,10 +129,11 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
         ``data_dict["data"]`` goes to ``model``; each loss and metric function is called as
         ``function(preds["pred"], *others)``, where ``others`` are the remaining values of
         ``data_dict`` in their order. With ``optimizers`` the step runs in training mode: the
-        losses are summed, the gradients cleared, the sum backpropagated and
-        ``optimizers["default"].update()`` called. Without optimizers (``None`` or empty) it runs
-        under ``chainer.using_config('train', False)`` and ``chainer.no_backprop_mode()`` and
-        touches no parameter. The default ``{}`` arguments are never modified.
+        losses are summed, the gradients cleared, the sum backpropagated (scaled by the
+        optimizer's loss scale, if one is set) and ``optimizers["default"].update()`` called.
+        Without optimizers (``None`` or empty) it runs under
+        ``chainer.using_config('train', False)`` and ``chainer.no_backprop_mode()`` and touches
+        no parameter. The default ``{}`` arguments are never modified.
 
         Args:
             model (chainer.Link): The network; called with ``data_dict["data"]``, returns a dict
@@ -192,9 +193,11 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
             total = None
             for loss in loss_vars.values():
                 total = loss if total is None else total + loss
+            optimizer = optimizers['default']
             model.cleargrads()
-            total.backward()
-            optimizers['default'].update()
+            # As Optimizer.update(lossfun) does; the update rules divide by the same scale.
+            total.backward(loss_scale=getattr(optimizer, '_loss_scale', None))
+            optimizer.update()
         else:
             with chainer.using_config('train', False), chainer.no_backprop_mode():
                 preds = _checked_outputs(model(data_dict['data']))

@@ -76,6 +76,22 @@ def test_closure_training_step_equals_numpy_sgd():
     np.testing.assert_allclose(net.fc.b.array, bias, rtol=1e-5, atol=1e-6)
 
 
+def test_closure_backpropagates_with_the_optimizer_loss_scale():
+    net = LinearNet()
+    batch = _regression_batch()
+    weight, _ = _numpy_sgd_step(net.fc.W.array.copy(), net.fc.b.array.copy(),
+                                batch['data'], batch['y'], lr=0.1)
+    unscaled_grad = (net.fc.W.array - weight) / 0.1
+    optimizer = chainer.optimizers.SGD(lr=0.1).setup(net)
+    optimizer.set_loss_scale(64.0)
+    seen = []
+    optimizer.add_hook(lambda opt: seen.append(net.fc.W.grad.copy()), name='record')
+    AbstractChainerNetwork.closure(net, batch, {'default': optimizer},
+                                   losses={'mse': F.mean_squared_error})
+    np.testing.assert_allclose(seen[0], 64.0 * unscaled_grad, rtol=1e-4)
+    np.testing.assert_allclose(net.fc.W.array, weight, rtol=1e-5, atol=1e-6)
+
+
 def test_closure_sums_the_losses():
     net = LinearNet()
     batch = _regression_batch()

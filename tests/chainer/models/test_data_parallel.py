@@ -115,6 +115,21 @@ def test_replicas_hold_the_master_parameters_after_each_step(replicas):
         _assert_params_equal(replica, model.module, rtol=0, atol=0)
 
 
+def test_loss_scaling_set_through_the_wrapper_trains_like_plain():
+    plain = MLP()
+    plain_optimizer = OPTIMIZERS['SGD']().setup(plain)
+    model, optimizer = _parallel(MLP(), [CPU] * 3, OPTIMIZERS['SGD']())
+    optimizer.set_loss_scale(32.0)
+    seen = []
+    optimizer.add_hook(lambda opt: seen.append(model.module.l1.W.grad.copy()), name='record')
+    batches = _batches(1, size=7)
+    _train(plain, plain_optimizer, batches)
+    _train(model, optimizer, batches)
+    plain_grad = plain.l1.W.grad
+    np.testing.assert_allclose(seen[0], 32.0 * plain_grad, rtol=1e-4, atol=1e-5)
+    _assert_params_equal(model, plain)
+
+
 def test_update_with_a_loss_function_equals_plain_training():
     plain = MLP()
     plain_optimizer = OPTIMIZERS['MomentumSGD']().setup(plain)
