@@ -415,7 +415,8 @@ def test_hooks_are_named_and_timed_for_chainer():
             ParallelOptimizerUpdateModelParameters.call_for_each_param) == ('post', False)
 
 
-def _make_trainer(model, optimizer, out, iterations=4):
+def _make_trainer(model, optimizer, out, iterations=4, rate='lr'):
+    """A Trainer over 24 examples in batches of 6, ``rate`` halved every step, snapshot at end."""
     dataset = chainer.datasets.TupleDataset(
         *zip(*[(b['data'][i], b['label'][i]) for b in _batches(1, 24) for i in range(24)]))
     iterator = chainer.iterators.SerialIterator(dataset, 6, shuffle=False)
@@ -423,7 +424,7 @@ def _make_trainer(model, optimizer, out, iterations=4):
         iterator, optimizer,
         loss_func=lambda x, t: F.softmax_cross_entropy(model(x)['pred'], t))
     trainer = training.Trainer(updater, (iterations, 'iteration'), out=str(out))
-    trainer.extend(extensions.ExponentialShift('lr', 0.5), trigger=(1, 'iteration'))
+    trainer.extend(extensions.ExponentialShift(rate, 0.5), trigger=(1, 'iteration'))
     trainer.extend(extensions.snapshot(filename='snapshot'), trigger=(iterations, 'iteration'))
     return trainer
 
@@ -443,6 +444,25 @@ def test_trainer_with_exponential_shift_and_snapshot_equals_plain(tmp_path):
     _assert_params_equal(resumed, model.module, rtol=0, atol=0)
     trainer.get_extension('ExponentialShift').initialize(trainer)  # what a resumed run does
     assert resumed_optimizer.lr == optimizer.lr and resumed_optimizer.t == 4
+
+
+def test_plain_trainer_snapshot_resumes_in_the_wrapper_like_plain(tmp_path):
+    first = MLP()
+    _make_trainer(first, OPTIMIZERS['Adam']().setup(first), tmp_path / 'first',
+                  rate='alpha').run()
+    snapshot = str(tmp_path / 'first' / 'snapshot')
+    plain = MLP(seed=7)
+    plain_trainer = _make_trainer(plain, OPTIMIZERS['Adam']().setup(plain), tmp_path / 'plain',
+                                  iterations=7, rate='alpha')
+    model, optimizer = _parallel(MLP(seed=8), [CPU] * 2, OPTIMIZERS['Adam']())
+    parallel_trainer = _make_trainer(model, optimizer, tmp_path / 'parallel', iterations=7,
+                                     rate='alpha')
+    for trainer in (plain_trainer, parallel_trainer):
+        chainer.serializers.load_npz(snapshot, trainer)
+        trainer.run()
+    assert optimizer.t == plain_trainer.updater.get_optimizer('main').t == 7
+    assert optimizer.alpha == pytest.approx(0.01 * 0.5 ** 7)
+    _assert_params_equal(model, plain)
 
 
 def test_rejects_a_module_that_is_not_a_link():
