@@ -82,6 +82,7 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
     Example:
         >>> import chainer.functions as F
         >>> import chainer.links as L
+        >>> import numpy as np
         >>> class Classifier(AbstractChainerNetwork):
         ...     def __init__(self, n_out=3):
         ...         super().__init__(n_out=n_out)
@@ -128,10 +129,11 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
         ``data_dict["data"]`` goes to ``model``; each loss and metric function is called as
         ``function(preds["pred"], *others)``, where ``others`` are the remaining values of
         ``data_dict`` in their order. With ``optimizers`` the step runs in training mode: the
-        losses are summed, the gradients cleared, the sum backpropagated and
-        ``optimizers["default"].update()`` called. Without optimizers (``None`` or empty) it runs
-        under ``chainer.using_config('train', False)`` and ``chainer.no_backprop_mode()`` and
-        touches no parameter. The default ``{}`` arguments are never modified.
+        losses are summed, the gradients cleared, the sum backpropagated (scaled by the
+        optimizer's loss scale, if one is set) and ``optimizers["default"].update()`` called.
+        Without optimizers (``None`` or empty) it runs under
+        ``chainer.using_config('train', False)`` and ``chainer.no_backprop_mode()`` and touches
+        no parameter. The default ``{}`` arguments are never modified.
 
         Args:
             model (chainer.Link): The network; called with ``data_dict["data"]``, returns a dict
@@ -154,6 +156,7 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
         Example:
             >>> import chainer.functions as F
             >>> import chainer.links as L
+            >>> import numpy as np
             >>> class Regressor(AbstractChainerNetwork):
             ...     def __init__(self):
             ...         super().__init__()
@@ -190,9 +193,11 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
             total = None
             for loss in loss_vars.values():
                 total = loss if total is None else total + loss
+            optimizer = optimizers['default']
             model.cleargrads()
-            total.backward()
-            optimizers['default'].update()
+            # As Optimizer.update(lossfun) does; the update rules divide by the same scale.
+            total.backward(loss_scale=getattr(optimizer, '_loss_scale', None))
+            optimizer.update()
         else:
             with chainer.using_config('train', False), chainer.no_backprop_mode():
                 preds = _checked_outputs(model(data_dict['data']))
@@ -222,6 +227,7 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
             dict: The same keys, mapped to arrays on the devices.
 
         Example:
+            >>> import numpy as np
             >>> batch = AbstractChainerNetwork.prepare_batch(
             ...     {'data': np.zeros((2, 3)), 'label': np.array([1, 0])}, '@numpy', '@numpy')
             >>> batch['data'].dtype, batch['label'].dtype.kind

@@ -1,11 +1,13 @@
 """Tests of AbstractChainerNetwork against hand-written NumPy references."""
+import doctest
+
 import chainer
 import chainer.functions as F
 import chainer.links as L
 import numpy as np
 import pytest
 
-from researchutils.chainer.models import AbstractChainerNetwork
+from researchutils.chainer.models import AbstractChainerNetwork, abstract_network
 
 
 class LinearNet(AbstractChainerNetwork):
@@ -72,6 +74,22 @@ def test_closure_training_step_equals_numpy_sgd():
                                    losses={'mse': F.mean_squared_error})
     np.testing.assert_allclose(net.fc.W.array, weight, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(net.fc.b.array, bias, rtol=1e-5, atol=1e-6)
+
+
+def test_closure_backpropagates_with_the_optimizer_loss_scale():
+    net = LinearNet()
+    batch = _regression_batch()
+    weight, _ = _numpy_sgd_step(net.fc.W.array.copy(), net.fc.b.array.copy(),
+                                batch['data'], batch['y'], lr=0.1)
+    unscaled_grad = (net.fc.W.array - weight) / 0.1
+    optimizer = chainer.optimizers.SGD(lr=0.1).setup(net)
+    optimizer.set_loss_scale(64.0)
+    seen = []
+    optimizer.add_hook(lambda opt: seen.append(net.fc.W.grad.copy()), name='record')
+    AbstractChainerNetwork.closure(net, batch, {'default': optimizer},
+                                   losses={'mse': F.mean_squared_error})
+    np.testing.assert_allclose(seen[0], 64.0 * unscaled_grad, rtol=1e-4)
+    np.testing.assert_allclose(net.fc.W.array, weight, rtol=1e-5, atol=1e-6)
 
 
 def test_closure_sums_the_losses():
@@ -258,3 +276,8 @@ def test_prepare_batch_sends_data_and_labels_to_their_devices():
         {'data': np.zeros((2, 3)), 'label': np.array([0, 1])}, '@cupy:0', '@numpy')
     assert isinstance(batch['data'], cupy.ndarray) and isinstance(batch['label'], np.ndarray)
     assert batch['label'].dtype.kind == 'i'
+
+
+def test_docstring_examples_run():
+    result = doctest.testmod(abstract_network)
+    assert result.attempted > 0 and result.failed == 0
