@@ -349,3 +349,20 @@ def test_training_on_gpu_0_learns(tmp_path):
     model = exp.run(train, val)
     assert model.device.xp is not np
     assert val_mse(exp, model, val) < before / 10
+
+
+def test_several_devices_train_a_data_parallel_model_like_one_device(tmp_path):
+    from researchutils.chainer.models import (
+        DataParallelChainerNetwork,
+        DataParallelChainerOptimizer,
+    )
+    params = tasks.make_params(num_epochs=2)
+    single = experiment(tmp_path / 'single', params).run(*tasks.make_managers())
+    parallel_exp = experiment(tmp_path / 'parallel', params, gpu_ids=['@numpy', '@numpy'])
+    parallel = parallel_exp.run(*tasks.make_managers())
+    assert isinstance(parallel, DataParallelChainerNetwork)
+    assert isinstance(parallel_exp.trainer.updater.get_optimizer('main'),
+                      DataParallelChainerOptimizer)
+    for name, param in single.namedparams():
+        np.testing.assert_allclose(dict(parallel.namedparams())[name].array, param.array,
+                                   rtol=1e-4, atol=1e-5, err_msg=name)
