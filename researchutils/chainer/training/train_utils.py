@@ -61,7 +61,7 @@ def atomic_write_text(path, text):
         text (str): The content.
 
     Example:
-        >>> atomic_write_text('/tmp/researchutils_doc.json', '{}')
+        >>> atomic_write_text('settings.json', '{}')
     """
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)

@@ -1,0 +1,68 @@
+"""ChainerExperiment with a ChainerMN communicator; run by `make test-mpi` (mpiexec -n 2)."""
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+from researchutils.chainer.data_loading import DataManager
+from researchutils.chainer.training import ChainerExperiment
+from tests.chainer.training import tasks
+
+pytestmark = [pytest.mark.mpi, pytest.mark.timeout(120)]
+
+
+@pytest.fixture(scope='module')
+def comm():
+    import chainermn
+    return chainermn.create_communicator('naive')
+
+
+@pytest.fixture
+def shared_path(comm, tmp_path):
+    return comm.mpi_comm.bcast(str(tmp_path) if comm.rank == 0 else None, root=0)
+
+
+def make(comm, path, **kwargs):
+    return ChainerExperiment(tasks.make_params(num_epochs=kwargs.pop('num_epochs', 6)),
+                             tasks.Regressor, 'mpi', path, comm=comm, seed=comm.rank, **kwargs)
+
+
+def val_mse(exp, model, val):
+    return exp.test(model, val, {'MSE': tasks.mean_squared_error})['MSE']
+
+
+def test_training_over_ranks_learns(comm, shared_path):
+    exp = make(comm, shared_path, val_score_key='MSE')
+    train, val = tasks.make_managers()
+    before = val_mse(exp, exp.build_model(), val)
+    assert val_mse(exp, exp.run(train, val), val) < before / 10
+
+
+def test_every_rank_ends_with_the_same_parameters(comm, shared_path):
+    model = make(comm, shared_path, num_epochs=2).run(*tasks.make_managers())
+    flat = np.concatenate([param.array.ravel() for _, param in sorted(model.namedparams())])
+    gathered = comm.mpi_comm.allgather(flat)
+    np.testing.assert_array_equal(gathered[0], gathered[1])
+
+
+def test_val_metrics_are_aggregated_over_the_whole_val_set(comm, shared_path):
+    exp = make(comm, shared_path, num_epochs=1)
+    train, val = tasks.make_managers(n_val=61)
+    model = exp.run(train, val)
+    reported = comm.mpi_comm.bcast(
+        exp.trainer.observation['val/MSE'] if comm.rank == 0 else None, root=0)
+    whole = val_mse(exp, model, DataManager(val.dataset, 61))
+    assert exp.trainer.observation['val/MSE'] == pytest.approx(whole, rel=1e-5)
+    assert reported == pytest.approx(whole, rel=1e-5)
+
+
+def test_only_rank_0_writes_files(comm, tmp_path):
+    exp = make(comm, str(tmp_path), num_epochs=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # rank 1 finds no final model in its own folder
+        exp.run(*tasks.make_managers())
+    if comm.rank == 0:
+        assert {'log', 'final_model.npz', 'run_state.json'} <= set(os.listdir(exp.output_dir))
+    else:  # Chainer's Trainer makes its (empty) out folder on every rank
+        assert not os.path.exists(exp.output_dir) or os.listdir(exp.output_dir) == []
