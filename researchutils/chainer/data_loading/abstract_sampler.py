@@ -13,17 +13,22 @@ class AbstractSampler(abc.ABC):
     :meth:`epoch_order`; :meth:`serialize` stores whatever state that needs.
 
     Args:
-        indices (sequence of int): The dataset indices to visit.
+        indices (sequence of int): The dataset indices to visit. A ``range``
+            is kept as it is (no array of one index per example is made).
 
     Example:
         >>> class EvenFirst(AbstractSampler):
         ...     def epoch_order(self, epoch):
-        ...         return numpy.concatenate([self.indices[::2], self.indices[1::2]])
+        ...         indices = numpy.asarray(self.indices)
+        ...         return numpy.concatenate([indices[::2], indices[1::2]])
         >>> EvenFirst(range(5)).epoch_order(0)
         array([0, 2, 4, 1, 3])
     """
 
     def __init__(self, indices):
+        if isinstance(indices, range):
+            self.indices = indices
+            return
         self.indices = numpy.asarray(indices, dtype=numpy.int64)
         if self.indices.ndim != 1:
             raise ValueError('indices must be 1-d, got shape {}'.format(self.indices.shape))
@@ -40,14 +45,14 @@ class AbstractSampler(abc.ABC):
             AbstractSampler: A sampler over ``range(len(dataset))``.
 
         Example:
-            >>> SequentialSampler.from_dataset([10, 20, 30]).epoch_order(0)  # doctest: +SKIP
-            array([0, 1, 2])
+            >>> list(SequentialSampler.from_dataset([10, 20, 30]).epoch_order(0))
+            [0, 1, 2]
         """
-        return cls(numpy.arange(len(dataset)), **kwargs)
+        return cls(range(len(dataset)), **kwargs)
 
     @abc.abstractmethod
     def epoch_order(self, epoch):
-        """Returns the indices to visit in ``epoch`` (0-based), as an int64 array."""
+        """Returns the indices to visit in ``epoch`` (0-based): an int64 array or a range."""
 
     def serialize(self, serializer):  # noqa: B027 - stateless samplers store nothing
         """Saves or loads the sampler's state (none by default).

@@ -86,6 +86,29 @@ def _worker_batches(builder, plan, n_processes):
         iterator.finalize()
 
 
+class _EpochPlan(object):
+    """The dataset indices of each batch of an epoch, sliced lazily from the order."""
+
+    def __init__(self, order, batch_size, n_batches, first=0):
+        self._order = order
+        self._batch_size = batch_size
+        self._n_batches = n_batches
+        self._first = first
+
+    def __len__(self):
+        return self._n_batches - self._first
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, _, _ = index.indices(len(self))
+            return _EpochPlan(self._order, self._batch_size, self._n_batches,
+                              self._first + start)
+        if not 0 <= index < len(self):
+            raise IndexError('batch {} of an epoch plan of {}'.format(index, len(self)))
+        start = (self._first + index) * self._batch_size
+        return self._order[start:start + self._batch_size]
+
+
 class _BatchIterator(chainer.dataset.Iterator):
     """Chainer iterator over a DataManager's batches (see DataManager.get_iterator)."""
 
@@ -257,16 +280,15 @@ class DataManager(object):
             epoch (int): The epoch, 0-based.
 
         Returns:
-            list of numpy.ndarray: One array of dataset indices per batch.
+            sequence: One sequence of dataset indices per batch, sliced from
+            the epoch's order when asked for.
 
         Example:
             >>> manager = DataManager([{"x": 0}] * 5, 2)
             >>> [list(b) for b in manager.epoch_plan(SequentialSampler(range(5)), 0)]
             [[0, 1], [2, 3], [4]]
         """
-        order = sampler.epoch_order(epoch)
-        starts = range(0, len(order), self.batch_size)
-        return [order[start:start + self.batch_size] for start in starts][:len(self)]
+        return _EpochPlan(sampler.epoch_order(epoch), self.batch_size, len(self))
 
     def get_iterator(self, repeat=True):
         """Returns a Chainer iterator over batch dicts.
@@ -299,7 +321,7 @@ class DataManager(object):
             >>> DataManager([{"data": 1, "label": 0}], 1).batch_keys()
             ['data', 'label']
         """
-        plan = [numpy.arange(min(self.batch_size, len(self.dataset)))]
+        plan = [range(min(self.batch_size, len(self.dataset)))]
         return list(_BatchBuilder(self.dataset, self.transforms)(plan, 0))
 
     def replace(self, **changes):

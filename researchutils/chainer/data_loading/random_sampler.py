@@ -47,7 +47,8 @@ class RandomSampler(AbstractSampler):
             (4,)
         """
         random_state = numpy.random.default_rng([self.seed, int(epoch)])
-        return self.indices[random_state.permutation(len(self.indices))]
+        return numpy.asarray(self.indices, dtype=numpy.int64)[
+            random_state.permutation(len(self.indices))]
 
     def serialize(self, serializer):
         """Saves or loads the seed.

@@ -20,10 +20,13 @@ class SequentialSampler(AbstractSampler):
             epoch (int): The epoch (ignored).
 
         Returns:
-            numpy.ndarray: The indices (int64).
+            numpy.ndarray or range: The indices (a range stays a range, so a
+            sequential pass over a huge dataset holds no index array).
 
         Example:
             >>> SequentialSampler.from_dataset(range(3)).epoch_order(0)
-            array([0, 1, 2])
+            range(0, 3)
         """
+        if isinstance(self.indices, range):
+            return self.indices
         return self.indices.copy()
