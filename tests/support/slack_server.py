@@ -50,6 +50,7 @@ class SlackServer(object):
         self._pending_files = {}
         self._lock = threading.Condition()
         self._delay = 0.0
+        self._slow_remaining = None
         self._faults = []     # [kind, remaining (None: forever), retry_after, method]
         self._accept_token = True
         self._ts = itertools.count(1)
@@ -107,10 +108,11 @@ class SlackServer(object):
 
     # behaviour --------------------------------------------------------------
 
-    def slow(self, seconds):
-        """Delays every later answer by ``seconds`` (0 restores speed)."""
+    def slow(self, seconds, times=None):
+        """Delays the next ``times`` answers (None: all) by ``seconds`` (0 restores speed)."""
         with self._lock:
             self._delay = float(seconds)
+            self._slow_remaining = times
 
     def fail(self, kind, times=None, retry_after=1, method=None):
         """Makes the next ``times`` requests (None: all, until :meth:`recover`) fail.
@@ -162,6 +164,15 @@ class SlackServer(object):
             return [m['text'] for m in self.messages]
 
     # request handling (called by _Handler on the server's threads) -----------
+
+    def _take_delay(self):
+        with self._lock:
+            delay = self._delay
+            if self._slow_remaining is not None:
+                self._slow_remaining -= 1
+                if self._slow_remaining <= 0:
+                    self._delay, self._slow_remaining = 0.0, None
+            return delay
 
     def _take_fault(self, method):
         with self._lock:
@@ -303,8 +314,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.headers.get('Content-Type', ''), body, url.query)
         entry = {'method': method, 'params': params, 'time': time.monotonic(),
                  'headers': dict(self.headers.items())}
-        with slack._lock:
-            delay = slack._delay
+        delay = slack._take_delay()
         if delay:
             slack._release.wait(delay)
         kind, retry_after = slack._take_fault(method)

@@ -141,6 +141,13 @@ def test_slow_server_answers_after_the_delay(server):
     assert time.monotonic() - started >= 0.3
 
 
+def test_slow_for_some_times_then_fast_again(server):
+    server.slow(2, times=1)
+    with pytest.raises(Exception, match='timed out'):
+        server.client(timeout=0.2).auth_test()
+    assert server.client(timeout=0.5).auth_test()['ok']
+
+
 def test_slow_server_beyond_client_timeout_times_out(server):
     server.slow(2)
     with pytest.raises(Exception) as info:

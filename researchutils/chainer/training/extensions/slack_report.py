@@ -149,6 +149,7 @@ class _Outbox(object):
         self._size = size
         self._closed = False
         self._condition = threading.Condition()
+        self.accepted = 0  # messages ever accepted
 
     def offer(self, item, bounded=True):
         """Appends ``item`` unless the outbox is full (or closed); never blocks."""
@@ -156,6 +157,7 @@ class _Outbox(object):
             if self._closed or (bounded and len(self._items) >= self._size):
                 return False
             self._items.append(item)
+            self.accepted += _count(item)
             self._condition.notify()
             return True
 
@@ -176,13 +178,6 @@ class _Outbox(object):
             self._closed = True
             self._condition.notify_all()
 
-    def drain(self):
-        """Removes everything left; returns how many messages that was."""
-        with self._condition:
-            count = sum(_count(item) for item in self._items)
-            self._items.clear()
-            return count
-
 
 def _count(item):
     return len(item.texts) if isinstance(item, _Text) else 1
@@ -200,7 +195,7 @@ class _Poster(object):
         self.max_retries = max_retries
         self.retry_backoff = retry_backoff
         self.max_retry_backoff = max_retry_backoff
-        self.dropped = 0
+        self.delivered = 0
         self._thread_ts = None
         self._lock = threading.Lock()
         self._abort = threading.Event()
@@ -208,7 +203,6 @@ class _Poster(object):
         self._post_channel = None
         self._disabled = None
         self._failing = False
-        self._in_flight = 0
         self._thread = None
 
     @property
@@ -231,17 +225,18 @@ class _Poster(object):
             self._thread.start()
 
     def close(self, timeout):
-        """Waits up to ``timeout`` s for the outbox to empty; returns messages not posted."""
+        """Waits up to ``timeout`` s for the outbox to empty; returns messages not posted.
+
+        After the timeout the poster gives up what is left; a request under
+        way finishes on its own, unwaited for (the thread is a daemon).
+        """
         self.outbox.close()
         if self._thread is not None:
             self._thread.join(timeout)
             if self._thread.is_alive():
                 self._abort.set()
-                # A request under way finishes on its own, unwaited for.
-                self._thread.join(0.05)
         with self._lock:
-            in_flight = self._in_flight if self._thread and self._thread.is_alive() else 0
-        return self.dropped + self.outbox.drain() + in_flight
+            return self.outbox.accepted - self.delivered
 
     def _run(self):
         while not self.outbox.finished:
@@ -251,7 +246,6 @@ class _Poster(object):
             if isinstance(item, _Text):
                 for index, text in enumerate(item.texts):
                     if not self._deliver(self._post_text, text, item.root and index == 0):
-                        self.dropped += len(item.texts) - index - 1
                         break
             else:
                 self._deliver(self._upload, item)
@@ -259,32 +253,25 @@ class _Poster(object):
     def _deliver(self, send, *args):
         """Sends one message, retrying; returns whether it was posted."""
         attempt = 0
-        with self._lock:
-            self._in_flight = 1
-        try:
-            while True:
-                if self._disabled is not None or self._abort.is_set():
-                    self.dropped += 1
+        while True:
+            if self._disabled is not None or self._abort.is_set():
+                return False
+            try:
+                send(*args)
+            except _Skip:
+                return False
+            except Exception as error:
+                wait = self._wait_before_retry(error, attempt)
+                if wait is None or self._abort.wait(wait):
                     return False
-                try:
-                    send(*args)
-                except _Skip:
-                    self.dropped += 1
-                    return False
-                except Exception as error:
-                    wait = self._wait_before_retry(error, attempt)
-                    if wait is None or self._abort.wait(wait):
-                        self.dropped += 1
-                        return False
-                    attempt += 1
-                    continue
-                if self._failing:
-                    logger.warning('SlackReport: Slack answers again; posting resumed')
-                    self._failing = False
-                return True
-        finally:
+                attempt += 1
+                continue
             with self._lock:
-                self._in_flight = 0
+                self.delivered += 1
+            if self._failing:
+                logger.warning('SlackReport: Slack answers again; posting resumed')
+                self._failing = False
+            return True
 
     def _wait_before_retry(self, error, attempt):
         """Seconds to wait before retrying after ``error``, or None to give up."""
@@ -518,6 +505,16 @@ class SlackReport(extension.Extension):
         self._finalized = False
 
     @property
+    def thread_ts(self):
+        """Timestamp of the run's Slack thread (str), or None until its start is posted.
+
+        Example:
+            >>> report.thread_ts  # doctest: +SKIP
+            '1700000000.000100'
+        """
+        return self._poster.thread_ts
+
+    @property
     def _rank_zero(self):
         return self._comm is None or self._comm.rank == 0
 
@@ -633,9 +630,10 @@ class SlackReport(extension.Extension):
             logger.exception('SlackReport: the final message could not be formatted')
         undelivered = self._poster.close(self._flush_timeout)
         if undelivered:
-            warnings.warn('SlackReport: {} message(s) could not be posted to Slack within '
-                          'flush_timeout={} s and were dropped'.format(
-                              undelivered, self._flush_timeout), RuntimeWarning)
+            warnings.warn('SlackReport: {} message(s) could not be posted to Slack and were '
+                          'dropped (the logged warnings say why; finalize waited at most '
+                          'flush_timeout={} s)'.format(undelivered, self._flush_timeout),
+                          RuntimeWarning)
 
     def serialize(self, serializer):
         """Saves the thread's timestamp and how many log rows were posted."""
