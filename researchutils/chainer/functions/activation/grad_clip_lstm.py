@@ -75,7 +75,7 @@ def _cupy_backward(c_prev, acts, tanh_c, gc, gh, gc_prev, gx_gates, low, high, b
         'T c_prev, T ta, T si, T sf, T so, T tc, T gc, T gh, T low, T high',
         'T gc_prev, T ga, T gi, T gf, T go',
         '''
-        T one = 1;
+        const T one = 1.0;
         T g = gh * so * (one - tc * tc) + gc;
         T raw_a = g * si * (one - ta * ta);
         T raw_i = g * ta * si * (one - si);
