@@ -10,7 +10,8 @@ it records every request and what was posted, and can be told to misbehave:
 * :meth:`SlackServer.fail` - answer HTTP 500, HTTP 429 with ``Retry-After``,
   or drop the connection without an answer, for the next ``times`` requests
   (or until :meth:`SlackServer.recover`);
-* :meth:`SlackServer.reject_token` - answer ``invalid_auth`` to every call.
+* :meth:`SlackServer.reject_token` - answer ``invalid_auth`` to every call;
+* :meth:`SlackServer.refuse` - answer a given Slack error to one method.
 
 Example::
 
@@ -53,6 +54,7 @@ class SlackServer(object):
         self._slow_remaining = None
         self._faults = []     # [kind, remaining (None: forever), retry_after, method]
         self._accept_token = True
+        self._refusals = {}
         self._ts = itertools.count(1)
         self._file_ids = itertools.count(1)
         self._release = threading.Event()
@@ -134,6 +136,16 @@ class SlackServer(object):
             self._faults = []
             self._delay = 0.0
             self._accept_token = True
+            self._refusals = {}
+
+    def refuse(self, method, error):
+        """Answers ``{"ok": false, "error": error}`` to every later call of ``method``.
+
+        For example ``refuse('conversations.list', 'missing_scope')`` plays a token
+        without ``channels:read``.
+        """
+        with self._lock:
+            self._refusals[method] = error
 
     def reject_token(self):
         """Answers ``invalid_auth`` to every API call from now on."""
@@ -207,6 +219,10 @@ class SlackServer(object):
         if not self._accept_token or authorization != 'Bearer ' + self.token:
             error = 'invalid_auth' if authorization else 'not_authed'
             return 200, {}, {'ok': False, 'error': error}
+        with self._lock:
+            refusal = self._refusals.get(method)
+        if refusal is not None:
+            return 200, {}, {'ok': False, 'error': refusal}
         handler = getattr(self, '_api_' + method.replace('.', '_'), None)
         if handler is None:
             return 200, {}, {'ok': False, 'error': 'unknown_method'}

@@ -90,6 +90,15 @@ def test_wrong_token_is_invalid_auth(server):
     assert info.value.response['error'] == 'invalid_auth'
 
 
+def test_refused_method_answers_the_given_error(server):
+    server.refuse('conversations.list', 'missing_scope')
+    client = server.client()
+    with pytest.raises(SlackApiError) as info:
+        client.conversations_list()
+    assert info.value.response['error'] == 'missing_scope'
+    assert client.auth_test()['ok']
+
+
 def test_fail_500_answers_http_500_then_recovers(server):
     server.fail('500', times=1)
     client = server.client()

@@ -328,6 +328,20 @@ def test_channel_name_found_on_a_later_page(tmp_path):
         assert {m['channel'] for m in server.messages} == {'C0000000420'}
 
 
+def test_token_unable_to_list_channels_posts_by_name_and_skips_uploads(server, tmp_path,
+                                                                      caplog):
+    server.refuse('conversations.list', 'missing_scope')
+    trainer = _trainer(tmp_path, _report(server, channel='random', upload=['plot.png']))
+    trainer.extend(_write_every((3,), 'plot.png'))
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        with pytest.warns(RuntimeWarning, match='1 message'):
+            trainer.run()
+    assert {m['channel'] for m in server.messages} == {'C0000000002'}
+    assert 'finished' in server.texts()[-1]
+    assert server.uploads == []
+    assert [r for r in caplog.records if 'channels:read' in r.message]
+
+
 def test_channel_id_needs_no_lookup(server, tmp_path):
     _trainer(tmp_path, _report(server, channel='C0000000003')).run()
     assert server.calls('conversations.list') == []
