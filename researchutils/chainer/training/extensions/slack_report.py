@@ -79,7 +79,7 @@ def _split_message(title, lines, limit, repeated_lines=0):
     line too long for one message is trimmed.
     """
     title = _trim(title, limit // 2) if title else ''
-    head = lines[:repeated_lines]
+    head = [_trim(line, limit // 3) for line in lines[:repeated_lines]]
     body = lines[repeated_lines:] or ([] if head else [''])
     texts = []
     current = []

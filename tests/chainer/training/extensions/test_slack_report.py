@@ -206,6 +206,15 @@ def test_long_report_is_split_into_messages_within_the_limit(server, tmp_path):
     assert _column(server, 'iteration') == [str(i) for i in range(1, 41)]
 
 
+def test_table_wider_than_a_message_is_trimmed_not_rejected(server, tmp_path):
+    entries = ['iteration'] + ['observation/with/a/long/name/%d' % i for i in range(30)]
+    trainer = _trainer(tmp_path, _report(server, entries=entries, max_message_chars=300))
+    trainer.run()
+    assert all(len(text) <= 300 for text in server.texts())
+    assert 'finished' in server.texts()[-1]
+    assert _column(server, 'iteration') == ['2', '4', '6', '8']
+
+
 def test_over_long_error_text_is_trimmed_and_split_not_rejected(server, tmp_path):
     trainer = _trainer(tmp_path, _report(server, max_message_chars=400))
     trainer.extend(crash_at(3, Crash('x' * 5000)))
