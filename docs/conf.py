@@ -19,6 +19,8 @@ extensions = [
     'sphinx.ext.doctest',
 ]
 autodoc_member_order = 'bysource'
+# Chainer's own docstrings use labels of Chainer's docs that do not resolve here.
+autodoc_inherit_docstrings = False
 autodoc_default_options = {'members': True, 'show-inheritance': True}
 # Optional dependencies are imported where used, so nothing needs mocking;
 # listed here only so a docs build without the extras still succeeds.

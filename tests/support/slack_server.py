@@ -10,7 +10,8 @@ it records every request and what was posted, and can be told to misbehave:
 * :meth:`SlackServer.fail` - answer HTTP 500, HTTP 429 with ``Retry-After``,
   or drop the connection without an answer, for the next ``times`` requests
   (or until :meth:`SlackServer.recover`);
-* :meth:`SlackServer.reject_token` - answer ``invalid_auth`` to every call.
+* :meth:`SlackServer.reject_token` - answer ``invalid_auth`` to every call;
+* :meth:`SlackServer.refuse` - answer a given Slack error to one method.
 
 Example::
 
@@ -50,8 +51,10 @@ class SlackServer(object):
         self._pending_files = {}
         self._lock = threading.Condition()
         self._delay = 0.0
+        self._slow_remaining = None
         self._faults = []     # [kind, remaining (None: forever), retry_after, method]
         self._accept_token = True
+        self._refusals = {}
         self._ts = itertools.count(1)
         self._file_ids = itertools.count(1)
         self._release = threading.Event()
@@ -107,10 +110,11 @@ class SlackServer(object):
 
     # behaviour --------------------------------------------------------------
 
-    def slow(self, seconds):
-        """Delays every later answer by ``seconds`` (0 restores speed)."""
+    def slow(self, seconds, times=None):
+        """Delays the next ``times`` answers (None: all) by ``seconds`` (0 restores speed)."""
         with self._lock:
             self._delay = float(seconds)
+            self._slow_remaining = times
 
     def fail(self, kind, times=None, retry_after=1, method=None):
         """Makes the next ``times`` requests (None: all, until :meth:`recover`) fail.
@@ -132,6 +136,16 @@ class SlackServer(object):
             self._faults = []
             self._delay = 0.0
             self._accept_token = True
+            self._refusals = {}
+
+    def refuse(self, method, error):
+        """Answers ``{"ok": false, "error": error}`` to every later call of ``method``.
+
+        For example ``refuse('conversations.list', 'missing_scope')`` plays a token
+        without ``channels:read``.
+        """
+        with self._lock:
+            self._refusals[method] = error
 
     def reject_token(self):
         """Answers ``invalid_auth`` to every API call from now on."""
@@ -162,6 +176,15 @@ class SlackServer(object):
             return [m['text'] for m in self.messages]
 
     # request handling (called by _Handler on the server's threads) -----------
+
+    def _take_delay(self):
+        with self._lock:
+            delay = self._delay
+            if self._slow_remaining is not None:
+                self._slow_remaining -= 1
+                if self._slow_remaining <= 0:
+                    self._delay, self._slow_remaining = 0.0, None
+            return delay
 
     def _take_fault(self, method):
         with self._lock:
@@ -196,6 +219,10 @@ class SlackServer(object):
         if not self._accept_token or authorization != 'Bearer ' + self.token:
             error = 'invalid_auth' if authorization else 'not_authed'
             return 200, {}, {'ok': False, 'error': error}
+        with self._lock:
+            refusal = self._refusals.get(method)
+        if refusal is not None:
+            return 200, {}, {'ok': False, 'error': refusal}
         handler = getattr(self, '_api_' + method.replace('.', '_'), None)
         if handler is None:
             return 200, {}, {'ok': False, 'error': 'unknown_method'}
@@ -303,8 +330,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.headers.get('Content-Type', ''), body, url.query)
         entry = {'method': method, 'params': params, 'time': time.monotonic(),
                  'headers': dict(self.headers.items())}
-        with slack._lock:
-            delay = slack._delay
+        delay = slack._take_delay()
         if delay:
             slack._release.wait(delay)
         kind, retry_after = slack._take_fault(method)

@@ -90,6 +90,15 @@ def test_wrong_token_is_invalid_auth(server):
     assert info.value.response['error'] == 'invalid_auth'
 
 
+def test_refused_method_answers_the_given_error(server):
+    server.refuse('conversations.list', 'missing_scope')
+    client = server.client()
+    with pytest.raises(SlackApiError) as info:
+        client.conversations_list()
+    assert info.value.response['error'] == 'missing_scope'
+    assert client.auth_test()['ok']
+
+
 def test_fail_500_answers_http_500_then_recovers(server):
     server.fail('500', times=1)
     client = server.client()
@@ -139,6 +148,13 @@ def test_slow_server_answers_after_the_delay(server):
     started = time.monotonic()
     server.client().auth_test()
     assert time.monotonic() - started >= 0.3
+
+
+def test_slow_for_some_times_then_fast_again(server):
+    server.slow(2, times=1)
+    with pytest.raises(Exception, match='timed out'):
+        server.client(timeout=0.2).auth_test()
+    assert server.client(timeout=0.5).auth_test()['ok']
 
 
 def test_slow_server_beyond_client_timeout_times_out(server):

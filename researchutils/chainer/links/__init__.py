@@ -1,3 +1,8 @@
-"""researchutils.chainer.links."""
+"""Links (parameterized layers).
 
-__all__ = []
+Example:
+    >>> from researchutils.chainer.links import GradClipLSTM
+"""
+from researchutils.chainer.links.connection.grad_clip_lstm import GradClipLSTM  # noqa: F401
+
+__all__ = ['GradClipLSTM']

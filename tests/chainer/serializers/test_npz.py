@@ -1,5 +1,4 @@
 """save_model / load_model / load_snapshot / load_model_from_snapshot on real files."""
-import doctest
 import errno
 import gc
 import os
@@ -292,7 +291,3 @@ def test_load_model_from_snapshot_rejects_a_non_string_key(snapshot_run):
     with pytest.raises(TypeError, match='key'):
         serializers.load_model_from_snapshot(path, make_model(), key=3)
 
-
-def test_docstring_examples_run():
-    failures, tried = doctest.testmod(npz, optionflags=doctest.ELLIPSIS)
-    assert tried > 0 and failures == 0

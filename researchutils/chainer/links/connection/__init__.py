@@ -1,3 +1,4 @@
-"""researchutils.chainer.links.connection."""
+"""Connection links."""
+from researchutils.chainer.links.connection.grad_clip_lstm import GradClipLSTM  # noqa: F401
 
-__all__ = []
+__all__ = ['GradClipLSTM']

@@ -1,0 +1,31 @@
+"""Side-by-side timing: alternate the candidates, repeat, report medians and ratios."""
+import statistics
+import time
+
+
+def compare(candidates, repeat=15, number=20, warmup=3):
+    """Time each callable in ``candidates`` (a dict name -> fn) in alternating rounds.
+
+    Returns a dict name -> median seconds per call. Alternating rounds expose every
+    candidate to the same machine state, so the ratios hold even when absolute times drift.
+    """
+    for fn in candidates.values():
+        for _ in range(warmup):
+            fn()
+    samples = {name: [] for name in candidates}
+    for _ in range(repeat):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            samples[name].append((time.perf_counter() - start) / number)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def report(title, medians, baseline):
+    """Print each candidate's median time and its ratio to ``baseline``."""
+    print(title)
+    base = medians[baseline]
+    for name, seconds in medians.items():
+        print('  {:<44s} {:9.3f} ms   {:5.3f}x {}'.format(
+            name, seconds * 1e3, seconds / base, baseline))

@@ -1,0 +1,102 @@
+"""Fully-connected LSTM layer with derivative clipping, a drop-in for ``chainer.links.LSTM``.
+
+Tests: ``tests/chainer/links/connection/test_grad_clip_lstm.py``.
+"""
+import chainer
+import chainer.functions as F
+import chainer.links as L
+from chainer import utils
+
+from researchutils.chainer.functions.activation.grad_clip_lstm import (
+    _validate_bounds,
+    grad_clip_lstm,
+)
+
+
+class GradClipLSTM(L.LSTM):
+    """Fully-connected LSTM layer whose gate gradients are clipped at every step.
+
+    The same layer as :class:`chainer.links.LSTM` (parameters ``upward/W``, ``upward/b``
+    and ``lateral/W``, their initialization, lazy initialization when ``in_size`` is None,
+    :meth:`reset_state`, :meth:`set_state`, a batch that shrinks between steps, and
+    serialization), except that each step runs
+    :func:`~researchutils.chainer.functions.grad_clip_lstm`: in the backward pass the
+    gradient with respect to the gate pre-activations is clipped to
+    ``[clip_min, clip_max]`` (Graves 2013, section 2.1). Gradients carried back in time
+    through the cell state are not clipped.
+
+    Args:
+        in_size (int or None): Dimension of the input. ``None`` (or giving only one size)
+            defers it to the first call.
+        out_size (int): Number of LSTM units.
+        lateral_init: Initializer of the lateral connection's weight.
+        upward_init: Initializer of the upward connection's weight.
+        bias_init: Initializer of the biases other than the forget gate's.
+        forget_bias_init: Initializer of the forget gate's bias.
+        clip_min (float or None): Lower bound of the gate gradients; ``None`` is unbounded.
+        clip_max (float or None): Upper bound of the gate gradients; ``None`` is unbounded.
+
+    Raises:
+        ValueError: ``clip_min > clip_max``.
+
+    Example:
+        >>> import numpy as np
+        >>> from researchutils.chainer.links import GradClipLSTM
+        >>> lstm = GradClipLSTM(3, 4, clip_min=-10.0, clip_max=10.0)
+        >>> y = lstm(np.zeros((2, 3), np.float32))
+        >>> y.shape
+        (2, 4)
+    """
+
+    def __init__(self, in_size, out_size=None, lateral_init=None, upward_init=None,
+                 bias_init=None, forget_bias_init=None, clip_min=None, clip_max=None):
+        self.clip_min, self.clip_max = _validate_bounds(clip_min, clip_max)
+        super().__init__(in_size, out_size, lateral_init=lateral_init,
+                         upward_init=upward_init, bias_init=bias_init,
+                         forget_bias_init=forget_bias_init)
+
+    def forward(self, x):
+        """Advances the state by one step and returns the new output.
+
+        Args:
+            x (:class:`~chainer.Variable` or ndarray): Input of shape
+                ``(B, in_size)``; ``B`` may shrink from one step to the next (never grow),
+                and the rows beyond it keep their state.
+
+        Returns:
+            ~chainer.Variable: Output of shape ``(B, out_size)``.
+        """
+        if self.upward.W.array is None:
+            with chainer.using_device(self.device):
+                self.upward._initialize_params(utils.size_of_shape(x.shape[1:]))
+                self._initialize_params()
+
+        batch = len(x)
+        gates = self.upward(x)
+        h_rest = None
+        if self.h is not None:
+            state_batch = len(self.h)
+            if batch > state_batch:
+                raise TypeError(
+                    'the batch size of x ({}) must not exceed the batch size of the '
+                    'previous state h ({})'.format(batch, state_batch))
+            if batch == 0:
+                h_rest = self.h
+            elif batch < state_batch:
+                h_used, h_rest = F.split_axis(self.h, [batch], axis=0)
+                gates = gates + self.lateral(h_used)
+            else:
+                gates = gates + self.lateral(self.h)
+        if self.c is None:
+            with chainer.using_device(self.device):
+                self.c = chainer.Variable(
+                    self.xp.zeros((batch, self.state_size), dtype=gates.dtype))
+        self.c, y = grad_clip_lstm(self.c, gates, self.clip_min, self.clip_max)
+
+        if h_rest is None:
+            self.h = y
+        elif batch == 0:
+            self.h = h_rest
+        else:
+            self.h = F.concat([y, h_rest], axis=0)
+        return y

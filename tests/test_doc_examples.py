@@ -1,0 +1,33 @@
+"""The examples in docstrings and in the tutorials run and print what they show."""
+import doctest
+import glob
+import importlib
+import os
+import pkgutil
+
+import pytest
+
+import researchutils
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TUTORIALS = sorted(glob.glob(os.path.join(ROOT, 'docs', 'tutorials', '*.rst')))
+OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+def _modules():
+    for info in pkgutil.walk_packages(researchutils.__path__, 'researchutils.'):
+        yield info.name
+
+
+@pytest.mark.parametrize('name', sorted(_modules()))
+def test_docstring_examples_run(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=OPTIONS)
+    assert result.failed == 0
+
+
+@pytest.mark.parametrize('path', TUTORIALS, ids=os.path.basename)
+def test_tutorial_examples_run(path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = doctest.testfile(path, module_relative=False, optionflags=OPTIONS)
+    assert result.failed == 0
