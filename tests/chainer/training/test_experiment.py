@@ -366,3 +366,19 @@ def test_several_devices_train_a_data_parallel_model_like_one_device(tmp_path):
     for name, param in single.namedparams():
         np.testing.assert_allclose(dict(parallel.namedparams())[name].array, param.array,
                                    rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.timeout(60)
+def test_slack_report_posts_the_experiment_log(tmp_path):
+    from researchutils.chainer.training.extensions import SlackReport
+    from tests.support.slack_server import SlackServer
+
+    with SlackServer() as server:
+        report = SlackReport(server.client(), entries=['epoch', 'main/MSE', 'val/MSE'],
+                             flush_timeout=5)
+        exp = experiment(tmp_path, tasks.make_params(num_epochs=2),
+                         extensions=[(report, (1, 'epoch'))])
+        exp.run(*tasks.make_managers(n_train=64))
+        texts = '\n'.join(server.texts())
+    assert 'val/MSE' in texts and 'finished' in texts
+    assert '{:.6g}'.format(read_log(exp)[-1]['val/MSE'])[:5] in texts
