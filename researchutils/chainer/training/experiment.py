@@ -106,6 +106,15 @@ def _read_json(path):
         return json.load(stream)
 
 
+def _replace_model(path, model):
+    # save_model never overwrites: write a fresh file beside, then replace atomically.
+    temporary = path + '.tmp.npz'
+    if os.path.exists(temporary):
+        os.remove(temporary)  # left by a run killed between the two steps
+    serializers.save_model(temporary, model)
+    os.replace(temporary, path)
+
+
 class _ClosureUpdater(chainer.training.updaters.StandardUpdater):
     """Runs one ``model.closure`` step per iteration and reports its losses and metrics."""
 
@@ -178,12 +187,7 @@ class _BestModelSaver(chainer.training.Extension):
         value = float(trainer.observation[self._monitor])
         if not math.isnan(self.best_value) and not self._better(value, self.best_value):
             return
-        # save_model never overwrites: write a fresh file, then replace atomically.
-        temporary = '{}.epoch{}.tmp.npz'.format(self._path, trainer.updater.epoch)
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        serializers.save_model(temporary, self._model)
-        os.replace(temporary, self._path)
+        _replace_model(self._path, self._model)
         self.best_value = value
         self.best_epoch = trainer.updater.epoch
 
@@ -193,9 +197,28 @@ class _BestModelSaver(chainer.training.Extension):
 
 
 class _ResumableEarlyStopping(triggers.EarlyStoppingTrigger):
-    """Chainer's EarlyStoppingTrigger whose counters survive a snapshot."""
+    """Chainer's EarlyStoppingTrigger whose counters survive a snapshot.
+
+    A snapshot is taken at an epoch's end, after that epoch's validation but
+    before this trigger has seen it (it looks at the next iteration's start),
+    so the value still to be checked is saved too and checked on resume.
+    """
+
+    _trainer = None
+    _pending = float('nan')
+
+    def __call__(self, trainer):
+        self._trainer = trainer
+        if not math.isnan(self._pending) and self.monitor not in trainer.observation:
+            trainer.observation[self.monitor] = self._pending
+        self._pending = float('nan')
+        return super().__call__(trainer)
 
     def serialize(self, serializer):
+        pending = float('nan')
+        if self._trainer is not None:
+            pending = float(self._trainer.observation.get(self.monitor, pending))
+        self._pending = float(serializer('pending', pending))
         self.best = float(serializer('best', self.best))
         self.count = int(serializer('count', self.count))
         self._interval_trigger.serialize(serializer['interval_trigger'])
@@ -465,7 +488,7 @@ class ChainerExperiment(object):
         self.trainer = trainer
         trainer.run()
         if self._is_writer:
-            serializers.save_model(os.path.join(self.output_dir, _FINAL_MODEL), model)
+            _replace_model(os.path.join(self.output_dir, _FINAL_MODEL), model)
             train_utils.atomic_write_text(state_path, train_utils.dumps_json(
                 {'finished': True, 'epoch': updater.epoch}))
         if self.comm is not None:

@@ -382,3 +382,17 @@ def test_slack_report_posts_the_experiment_log(tmp_path):
         texts = '\n'.join(server.texts())
     assert 'val/MSE' in texts and 'finished' in texts
     assert '{:.6g}'.format(read_log(exp)[-1]['val/MSE'])[:5] in texts
+
+
+def test_early_stopping_resumed_from_a_snapshot_stops_at_the_same_epoch(tmp_path):
+    def params(num_epochs):
+        return tasks.make_params(num_epochs=num_epochs, optimizer_cls=chainer.optimizers.SGD,
+                                 optimizer_params={'lr': 0.0}, early_stopping_patience=2)
+
+    first = experiment(tmp_path, params(2), val_score_key='MSE')
+    first.run(*tasks.make_managers())
+    os.remove(os.path.join(first.output_dir, 'run_state.json'))  # let it train further
+    resumed = experiment(tmp_path, params(10), val_score_key='MSE')
+    resumed.run(*tasks.make_managers())
+    # Uninterrupted, the same run stops after epoch 3 (see the test above).
+    assert [entry['epoch'] for entry in read_log(resumed)] == [1, 2, 3]
