@@ -456,8 +456,7 @@ class ChainerExperiment(object):
                            'batches have the keys {}: name the input "data"'.format(train_keys))
         model = self.build_model()
         predictor = Predictor(model, self._resolved_key_mapping())
-        if val is not None:
-            predictor.check_batch_keys(val.batch_keys())
+        predictor.check_batch_keys(train_keys if val is None else val.batch_keys())
         state_path = os.path.join(self.output_dir, _STATE_FILE)
         if os.path.exists(state_path):
             return self._finished_model(model, val)
@@ -485,6 +484,10 @@ class ChainerExperiment(object):
         snapshot = _latest_snapshot(self.output_dir)
         if snapshot is not None:
             serializers.load_snapshot(snapshot, trainer)
+            if self.comm is not None:
+                # Every rank loaded the same weights: record them as known, so the
+                # multi-node optimizer does not spend its first update on a broadcast.
+                optimizers['default'].is_changed(optimizers['default'].target)
         self.trainer = trainer
         trainer.run()
         if self._is_writer:

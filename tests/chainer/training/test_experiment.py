@@ -396,3 +396,10 @@ def test_early_stopping_resumed_from_a_snapshot_stops_at_the_same_epoch(tmp_path
     resumed.run(*tasks.make_managers())
     # Uninterrupted, the same run stops after epoch 3 (see the test above).
     assert [entry['epoch'] for entry in read_log(resumed)] == [1, 2, 3]
+
+
+def test_key_mapping_is_checked_against_training_batches_without_val(tmp_path):
+    exp = experiment(tmp_path, key_mapping={'x': 'image'})
+    with pytest.raises(KeyError, match="batch key 'image'"):
+        exp.run(tasks.make_managers()[0])
+    assert not os.path.exists(exp.output_dir)

@@ -66,3 +66,18 @@ def test_only_rank_0_writes_files(comm, tmp_path):
         assert {'log', 'final_model.npz', 'run_state.json'} <= set(os.listdir(exp.output_dir))
     else:  # Chainer's Trainer makes its (empty) out folder on every rank
         assert not os.path.exists(exp.output_dir) or os.listdir(exp.output_dir) == []
+
+
+def test_a_resumed_run_ends_like_an_uninterrupted_one(comm, shared_path):
+    first = make(comm, os.path.join(shared_path, 'resumed'), num_epochs=2)
+    first.run(*tasks.make_managers())
+    if comm.rank == 0:  # let it train further from its last snapshot
+        os.remove(os.path.join(first.output_dir, 'run_state.json'))
+    comm.mpi_comm.barrier()
+    resumed = make(comm, os.path.join(shared_path, 'resumed'), num_epochs=4)
+    resumed_model = resumed.run(*tasks.make_managers())
+    reference = make(comm, os.path.join(shared_path, 'reference'), num_epochs=4)
+    reference_model = reference.run(*tasks.make_managers())
+    for name, param in reference_model.namedparams():
+        np.testing.assert_allclose(dict(resumed_model.namedparams())[name].array, param.array,
+                                   rtol=1e-5, atol=1e-6, err_msg=name)
