@@ -17,6 +17,7 @@ class AbstractSampler(abc.ABC):
             is kept as it is (no array of one index per example is made).
 
     Example:
+        >>> import numpy
         >>> class EvenFirst(AbstractSampler):
         ...     def epoch_order(self, epoch):
         ...         indices = numpy.asarray(self.indices)
@@ -45,6 +46,7 @@ class AbstractSampler(abc.ABC):
             AbstractSampler: A sampler over ``range(len(dataset))``.
 
         Example:
+            >>> from researchutils.chainer.data_loading import SequentialSampler
             >>> list(SequentialSampler.from_dataset([10, 20, 30]).epoch_order(0))
             [0, 1, 2]
         """

@@ -61,7 +61,11 @@ def atomic_write_text(path, text):
         text (str): The content.
 
     Example:
-        >>> atomic_write_text('settings.json', '{}')
+        >>> import tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), 'settings.json')
+        >>> atomic_write_text(path, '{}')
+        >>> open(path).read()
+        '{}'
     """
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
