@@ -148,7 +148,12 @@ class _BatchIterator(chainer.dataset.Iterator):
                                                  self._manager.n_process_augmentation)
             else:
                 self._producer = _in_process_batches(self._builder, plan)
-        batch = next(self._producer)
+        try:
+            batch = next(self._producer)
+        except BaseException:
+            # The next call starts again from this position (with fresh workers).
+            self._close_producer()
+            raise
         self._previous_epoch_detail = self.epoch_detail
         self.position += 1
         self.is_new_epoch = self.position == self._n_batches

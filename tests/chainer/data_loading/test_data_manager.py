@@ -50,6 +50,12 @@ def failing_transform(batch):
     raise ZeroDivisionError('transform failed')
 
 
+def kill_worker(batch):
+    if batch['data'][0, 0] == 4:
+        os._exit(1)
+    return batch
+
+
 def firsts(batches):
     return [list(batch['data'][:, 0].astype(int)) for batch in batches]
 
@@ -86,8 +92,9 @@ def test_transforms_get_the_whole_batch_dict():
 
 @pytest.mark.timeout(60)
 def test_worker_processes_give_the_in_process_batches():
-    in_process = list(DataManager(Numbers(30), 4, transforms=add_one))
-    workers = list(DataManager(Numbers(30), 4, transforms=add_one, n_process_augmentation=2))
+    in_process = list(DataManager(Numbers(30), 4, transforms=batch_mean_centering))
+    workers = list(DataManager(Numbers(30), 4, transforms=batch_mean_centering,
+                               n_process_augmentation=2))
     assert len(workers) == len(in_process)
     for ours, reference in zip(workers, in_process):
         np.testing.assert_array_equal(ours['data'], reference['data'])
@@ -105,6 +112,13 @@ def test_transforms_run_in_the_worker_processes():
 def test_worker_transform_error_keeps_its_type_and_message():
     manager = DataManager(Numbers(8), 2, transforms=failing_transform, n_process_augmentation=2)
     with pytest.raises(ZeroDivisionError, match='transform failed'):
+        list(manager)
+
+
+@pytest.mark.timeout(60)
+def test_a_killed_worker_is_an_error_not_a_hang():
+    manager = DataManager(Numbers(12), 2, transforms=kill_worker, n_process_augmentation=2)
+    with pytest.raises(RuntimeError, match='exited'):
         list(manager)
 
 
