@@ -122,6 +122,20 @@ def test_a_killed_worker_is_an_error_not_a_hang():
         list(manager)
 
 
+def test_after_a_failed_batch_the_iterator_retries_the_same_batch():
+    failures = [ValueError('flaky')]
+
+    def flaky(batch):
+        if failures:
+            raise failures.pop()
+        return batch
+
+    iterator = DataManager(Numbers(6), 2, transforms=flaky).get_iterator()
+    with pytest.raises(ValueError, match='flaky'):
+        iterator.next()
+    assert firsts(iterator.next() for _ in range(3)) == [[0, 1], [2, 3], [4, 5]]
+
+
 def test_dataset_error_keeps_its_type_and_names_the_index():
     with pytest.raises(ArithmeticError, match='broken example') as info:
         list(DataManager(FailsAt(8), 2))
