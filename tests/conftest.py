@@ -26,3 +26,22 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_gpu)
         if 'mpi' in item.keywords and not under_mpi:
             item.add_marker(skip_mpi)
+
+
+def pytest_collection_finish(session):
+    """Under mpiexec, stop unless every rank is about to run the same tests in the same order.
+
+    MPI collectives pair up by order only: ranks running different tests would pair one test's
+    communication with another's and fail confusingly or wait forever.
+    """
+    if not _under_mpi():
+        return
+    try:
+        from mpi4py import MPI
+    except ImportError:  # the mpi tests report the missing extra themselves
+        return
+    node_ids = [item.nodeid for item in session.items]
+    every_rank_ids = MPI.COMM_WORLD.allgather(node_ids)
+    if any(ids != node_ids for ids in every_rank_ids):
+        pytest.exit('MPI ranks collected different tests (or orders): {}'.format(
+            [len(ids) for ids in every_rank_ids]), returncode=4)

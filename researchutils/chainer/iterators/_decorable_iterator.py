@@ -1,0 +1,313 @@
+"""What the three decorable iterators share (private).
+
+:class:`DecorableIterator` validates the arguments, keeps Chainer's epoch state
+(Chainer's own state machine advances it, so the epoch arithmetic is exactly
+Chainer's), writes and reads snapshots under the keys Chainer's
+``SerialIterator`` uses, and plans batches ahead. A subclass only says how a
+planned batch is made: ``_submit`` starts making it, ``_collect`` returns it,
+``_cancel`` abandons it and ``_close`` releases its workers.
+"""
+import collections
+import itertools
+import numbers
+
+import numpy
+from chainer import serializer as serializer_module
+from chainer.dataset import iterator
+from chainer.iterators import _statemachine
+from chainer.iterators.order_samplers import ShuffleOrderSampler
+
+from researchutils.chainer.iterators._numpy_random import seeded_numpy_random
+from researchutils.chainer.iterators.unmodifiable_decorable_list import UnmodifiableDecorableList
+
+_MAX_SEED = 2 ** 32 - 1
+
+_Planned = collections.namedtuple('_Planned', ('state', 'indices', 'handle'))
+
+
+def check_positive_int(value, name, allow_none=False):
+    """Returns ``value`` as an int, or raises TypeError / ValueError naming ``name``."""
+    if value is None and allow_none:
+        return None
+    kind = 'a positive integer' + (' or None' if allow_none else '')
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError('{} must be {}, not {!r}'.format(name, kind, value))
+    if value < 1:
+        raise ValueError('{} must be {}, not {!r}'.format(name, kind, value))
+    return int(value)
+
+
+def _check_bool(value, name, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, (bool, numpy.bool_)):
+        raise TypeError('{} must be {}, not {!r}'.format(
+            name, 'True, False or None' if allow_none else 'True or False', value))
+    return bool(value)
+
+
+def _check_seed(seed):
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError('seed must be None or an integer, not {!r}'.format(seed))
+    if not 0 <= seed <= _MAX_SEED:
+        raise ValueError('seed must be None or an integer in 0..{}, not {!r}'.format(
+            _MAX_SEED, seed))
+    return int(seed)
+
+
+def chunk_bounds(size, parts):
+    """Splits ``range(size)`` into at most ``parts`` contiguous ``(start, stop)`` pairs."""
+    parts = max(1, min(parts, size))
+    edges = [size * k // parts for k in range(parts + 1)]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def _add_note(exc, note):
+    # Exception notes exist from Python 3.11; older Pythons keep the exception as is.
+    if hasattr(exc, 'add_note'):
+        exc.add_note(note)
+
+
+class ExampleSource(object):
+    """Makes the examples of a batch; picklable, so worker processes get a copy.
+
+    With a seed, the ``numpy.random`` draws made for example ``index`` in epoch
+    ``epoch`` come from ``numpy.random.RandomState([seed, epoch, index])``.
+    """
+
+    def __init__(self, view, seed):
+        self.view = view
+        self.seed = seed
+
+    def make(self, indices, epochs):
+        get = self.view._get
+        batch = []
+        try:
+            if self.seed is None:
+                for index in indices:
+                    batch.append(get(index))
+            else:
+                for index, epoch in zip(indices, epochs):
+                    with seeded_numpy_random([self.seed, epoch, index]):
+                        batch.append(get(index))
+        except Exception as exc:
+            index = indices[len(batch)]
+            if self.view.decor_fun is None:
+                what = 'dataset[{}]'.format(index)
+            else:
+                what = 'decor_fun(dataset, {})'.format(index)
+            _add_note(exc, 'raised by {} (dataset index {}, epoch {})'.format(
+                what, index, epochs[len(batch)]))
+            raise
+        return batch
+
+
+class _SeededShuffle(object):
+    """The order of epoch ``e`` is ``RandomState([seed, e]).permutation(n)``."""
+
+    def __init__(self, seed):
+        self.seed = seed
+
+    def order(self, epoch, size):
+        return numpy.random.RandomState([self.seed, epoch]).permutation(size)
+
+    def __repr__(self):
+        return '{}(seed={})'.format(type(self).__name__, self.seed)
+
+
+class DecorableIterator(iterator.Iterator):
+    """Base of the decorable iterators; see DecorableSerialIterator for the arguments."""
+
+    # How many batches beyond the one ``next()`` returns are planned and submitted.
+    _ahead = 0
+
+    def __init__(self, dataset, batch_size, repeat, shuffle, decor_fun, end_index,
+                 order_sampler, seed):
+        self.batch_size = check_positive_int(batch_size, 'batch_size')
+        self._repeat = _check_bool(repeat, 'repeat')
+        self._shuffle = _check_bool(shuffle, 'shuffle', allow_none=True)
+        if order_sampler is not None and not callable(order_sampler):
+            raise TypeError('order_sampler must be callable or None, not {!r}'.format(
+                order_sampler))
+        if shuffle is not None and order_sampler is not None:
+            raise ValueError('shuffle={!r} and an order_sampler were both given; set '
+                             'shuffle=None to use the order_sampler'.format(shuffle))
+        self.seed = _check_seed(seed)
+        view = UnmodifiableDecorableList(dataset, decor_fun, end_index)
+        if len(view) == 0:
+            raise ValueError('dataset is empty: an iterator needs at least one example')
+        self.dataset = dataset
+        self.decor_fun = decor_fun
+        self.end_index = end_index
+        if order_sampler is None and shuffle is not False:
+            order_sampler = ShuffleOrderSampler() if seed is None else _SeededShuffle(seed)
+        self.order_sampler = order_sampler
+        self._source = ExampleSource(view, self.seed)
+        self._epoch_size = len(view)
+        self._planned = collections.deque()
+        self.reset()
+
+    # --- Chainer's iterator interface -------------------------------------------
+
+    def __next__(self):
+        state, batch = self._next_batch()
+        self._previous_epoch_detail = self.epoch_detail
+        self._state = state
+        if batch is None:
+            raise StopIteration
+        return batch
+
+    next = __next__
+
+    def reset(self):
+        """Rewinds to the start of epoch 0, with a new order when shuffling."""
+        self._discard_planned()
+        if self.order_sampler is None:
+            order = None
+        elif isinstance(self.order_sampler, _SeededShuffle):
+            order = self.order_sampler.order(0, self._epoch_size)
+        else:
+            order = self._checked_order(
+                self.order_sampler(numpy.arange(self._epoch_size), 0), 'order_sampler')
+        self._state = _statemachine.IteratorState(0, 0, False, order)
+        self._previous_epoch_detail = -1.
+
+    def finalize(self):
+        """Stops the workers, if any; calling it again does nothing."""
+        self._discard_planned()
+        self._close()
+
+    @property
+    def current_position(self):
+        return self._state.current_position
+
+    @property
+    def epoch(self):
+        return self._state.epoch
+
+    @property
+    def is_new_epoch(self):
+        return self._state.is_new_epoch
+
+    @property
+    def epoch_detail(self):
+        return self.epoch + self.current_position / self._epoch_size
+
+    @property
+    def previous_epoch_detail(self):
+        # -1 stands for None internally, as in Chainer, since snapshots cannot hold None.
+        if self._previous_epoch_detail < 0:
+            return None
+        return self._previous_epoch_detail
+
+    @property
+    def repeat(self):
+        return self._repeat
+
+    def serialize(self, serializer):
+        """Saves or loads the position under the keys of Chainer's ``SerialIterator``.
+
+        A snapshot taken by any decorable iterator can be loaded into any other
+        (or into a Chainer ``SerialIterator`` over the same examples); batches
+        prefetched by the loading iterator are discarded.
+        """
+        loading = isinstance(serializer, serializer_module.Deserializer)
+        current_position = serializer('current_position', self.current_position)
+        epoch = serializer('epoch', self.epoch)
+        is_new_epoch = serializer('is_new_epoch', self.is_new_epoch)
+        order = self._state.order
+        if order is not None:
+            # A copy: a deserializer writes into the array it is given.
+            order = order.copy() if loading else order
+            try:
+                order = serializer('order', order)
+            except KeyError:  # written by Chainer's MultithreadIterator
+                order = serializer('_order', order)
+        previous_epoch_detail = serializer('previous_epoch_detail', self._previous_epoch_detail)
+        if not loading:
+            return
+        if order is not None:
+            order = self._checked_order(order, 'the snapshot')
+        if not 0 <= current_position <= self._epoch_size:
+            raise ValueError('the snapshot has current_position {} outside 0..{} (the epoch '
+                             'size of this iterator)'.format(current_position, self._epoch_size))
+        self._discard_planned()
+        self._state = _statemachine.IteratorState(
+            int(current_position), int(epoch), bool(is_new_epoch), order)
+        self._previous_epoch_detail = (
+            -1. if previous_epoch_detail is None else float(previous_epoch_detail))
+
+    # --- planning ------------------------------------------------------------------
+
+    def _checked_order(self, order, source):
+        order = numpy.asarray(order)
+        if order.shape != (self._epoch_size,):
+            raise ValueError('{} gave an order of shape {}, but an epoch of this iterator '
+                             'has {} examples'.format(source, order.shape, self._epoch_size))
+        return order
+
+    def _plan(self, state):
+        """Returns the state after the batch that follows ``state``, its indices and epochs."""
+        order_sampler = self.order_sampler
+        if isinstance(order_sampler, _SeededShuffle):
+            epochs = itertools.count(state.epoch + 1)
+            seeded = order_sampler
+
+            def order_sampler(current_order, current_position):
+                return seeded.order(next(epochs), len(current_order))
+        new_state, indices = _statemachine.iterator_statemachine(
+            state, self.batch_size, self._repeat, order_sampler, self._epoch_size)
+        if indices is None:
+            return new_state, None, None
+        # Example k of the batch lies k places after the current position, in the
+        # epoch that many places fall into.
+        positions = state.current_position + numpy.arange(len(indices))
+        epochs = state.epoch + positions // self._epoch_size
+        return new_state, indices.tolist(), epochs.tolist()
+
+    def _plan_and_submit(self, state):
+        new_state, indices, epochs = self._plan(state)
+        handle = None if indices is None else self._submit(indices, epochs)
+        self._planned.append(_Planned(new_state, indices, handle))
+
+    def _next_batch(self):
+        planned = self._planned
+        if not planned:
+            self._plan_and_submit(self._state)
+        while len(planned) <= self._ahead and planned[-1].indices is not None:
+            self._plan_and_submit(planned[-1].state)
+        head = planned[0]
+        if head.indices is None:
+            planned.popleft()
+            return head.state, None
+        try:
+            batch = self._collect(head.handle)
+        except BaseException:
+            # The state stays before the failed batch: the next call retries it.
+            self._discard_planned()
+            raise
+        planned.popleft()
+        return head.state, batch
+
+    def _discard_planned(self):
+        planned = getattr(self, '_planned', None)
+        while planned:
+            handle = planned.popleft().handle
+            if handle is not None:
+                self._cancel(handle)
+
+    # --- how batches are made (overridden by the prefetching iterators) -------------
+
+    def _submit(self, indices, epochs):
+        return indices, epochs
+
+    def _collect(self, handle):
+        return self._source.make(*handle)
+
+    def _cancel(self, handle):
+        pass
+
+    def _close(self):
+        pass

@@ -1,0 +1,187 @@
+"""DecorableMultiprocessIterator: MultiprocessIterator with ``decor_fun`` and ``end_index``."""
+import multiprocessing
+import numbers
+import os
+import pickle
+import warnings
+
+from chainer.iterators import MultiprocessIterator
+
+from researchutils.chainer.iterators._decorable_iterator import (
+    DecorableIterator,
+    check_positive_int,
+)
+from researchutils.chainer.iterators._process_pool import ProcessPool, WorkerDiedError
+
+
+def _default_n_processes():
+    if hasattr(os, 'sched_getaffinity'):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _check_timeout(value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError('dataset_timeout must be a positive number or None, not {!r}'.format(
+            value))
+    if not value > 0:
+        raise ValueError('dataset_timeout must be a positive number or None, not {!r}'.format(
+            value))
+    return float(value)
+
+
+def _pickle_for_workers(source, start_method):
+    """Pickles what the workers need, or says which argument cannot be pickled."""
+    try:
+        return pickle.dumps(source, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        error = exc
+    for name, value in (('decor_fun', source.view.decor_fun), ('dataset', source.view.items)):
+        try:
+            pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            error = exc
+            culprit = '{} {!r}'.format(name, value) if name == 'decor_fun' else name
+            break
+    else:
+        culprit = 'the dataset or decor_fun'
+    raise TypeError(
+        'DecorableMultiprocessIterator: {} cannot be pickled ({}: {}), but the {!r} start '
+        'method of multiprocessing sends it to the worker processes by pickling. Define '
+        'decor_fun at module level (not as a lambda or a nested function), make the dataset '
+        'picklable, or use the "fork" start method.'.format(
+            culprit, type(error).__name__, error, start_method)) from error
+
+
+class DecorableMultiprocessIterator(DecorableIterator):
+    """Iterator that builds each example with ``decor_fun`` in worker processes.
+
+    A drop-in replacement for :class:`chainer.iterators.MultiprocessIterator`
+    with the ``decor_fun`` and ``end_index`` of
+    :class:`~researchutils.chainer.iterators.DecorableSerialIterator`.
+    ``n_processes`` worker processes, started at the first call to ``next()``
+    with the current start method of :mod:`multiprocessing` (``fork`` or
+    ``spawn``; set it with :func:`multiprocessing.set_start_method`), make the
+    examples of the next ``n_prefetch`` batches while the current one is used.
+
+    Unlike Chainer's iterator, it never hangs:
+
+    * An exception raised by ``decor_fun`` or the dataset in a worker is raised
+      by ``next()`` with its original type and message, a note naming the
+      dataset index, and the worker's traceback as its ``__cause__``.
+    * A worker process that dies makes ``next()`` raise a :class:`RuntimeError`
+      that says so, within a fraction of a second. The workers are then shut
+      down, and the next call to ``next()`` starts new ones and retries.
+    * While workers are alive but a batch takes longer than ``dataset_timeout``
+      seconds, ``next()`` warns with Chainer's
+      ``MultiprocessIterator.TimeoutWarning`` every ``dataset_timeout`` seconds.
+    * :meth:`finalize` stops the workers and waits for them (at most a few
+      seconds), leaving no child process; the workers are daemons, so an
+      interpreter that exits without it does not hang.
+
+    With ``seed=None`` every worker process reseeds ``numpy.random`` and
+    :mod:`random` from the operating system, so random augmentations never
+    repeat across workers. With an integer seed, draws depend only on
+    ``(seed, epoch, index)``, so the batches are those of the serial iterator
+    whatever ``n_processes``.
+
+    The dataset and ``decor_fun`` are copied into the workers: under ``fork``
+    as they are at the first ``next()``, under ``spawn`` by pickling them at
+    construction, where something that cannot be pickled raises a
+    :class:`TypeError` that says so. Changes made to the dataset afterwards are
+    not seen by the workers. Examples return to the main process pickled.
+
+    Args:
+        dataset: Dataset to iterate.
+        batch_size (int): Number of examples in each batch.
+        repeat (bool): Loop forever (``True``) or stop after one epoch.
+        shuffle (bool): ``True``, ``False`` or ``None`` (shuffle unless
+            ``order_sampler`` is given).
+        n_processes (int): Number of worker processes; ``None`` means the
+            number of CPU cores this process may use.
+        n_prefetch (int): Number of batches made ahead of the one returned.
+        shared_mem (int): Accepted for compatibility with Chainer and
+            ignored: examples are sent back through a pipe, however large.
+        decor_fun (callable): ``decor_fun(dataset, index)`` returns the
+            example; ``None`` means ``dataset[index]``. Under ``spawn`` it must
+            be picklable (defined at module level).
+        end_index (int): Visit only the first ``end_index`` examples
+            (``1..len(dataset)``), or all of them with ``None``.
+        order_sampler (callable): Chainer's order sampler. Keyword-only.
+        seed (int): See
+            :class:`~researchutils.chainer.iterators.DecorableSerialIterator`.
+            Keyword-only.
+        dataset_timeout (float): Seconds after which a batch that is still
+            being made causes a warning; ``None`` disables the warning.
+            Keyword-only.
+        maxtasksperchild (int): A worker process that has made this many
+            examples exits and is replaced by a fresh one; ``None`` keeps the
+            workers for the whole run. Keyword-only.
+
+    .. admonition:: Example
+
+        >>> import numpy as np
+        >>> def augment(dataset, index):
+        ...     return dataset[index] * 2
+        >>> images = np.arange(10, dtype=np.float32)
+        >>> it = DecorableMultiprocessIterator(images, 4, repeat=False, shuffle=False,
+        ...                                    n_processes=2, decor_fun=augment)
+        >>> [batch for batch in it]  # doctest: +SKIP
+        [[0.0, 2.0, 4.0, 6.0], [8.0, 10.0, 12.0, 14.0], [16.0, 18.0]]
+        >>> it.finalize()
+    """
+
+    TimeoutWarning = MultiprocessIterator.TimeoutWarning
+
+    def __init__(self, dataset, batch_size, repeat=True, shuffle=None, n_processes=None,
+                 n_prefetch=1, shared_mem=None, decor_fun=None, end_index=None, *,
+                 order_sampler=None, seed=None, dataset_timeout=30.0, maxtasksperchild=None):
+        self.n_processes = (_default_n_processes() if n_processes is None
+                            else check_positive_int(n_processes, 'n_processes'))
+        self.n_prefetch = check_positive_int(n_prefetch, 'n_prefetch')
+        if shared_mem is not None:
+            check_positive_int(shared_mem, 'shared_mem', allow_none=True)
+        self.shared_mem = shared_mem
+        self.dataset_timeout = _check_timeout(dataset_timeout)
+        self.maxtasksperchild = check_positive_int(
+            maxtasksperchild, 'maxtasksperchild', allow_none=True)
+        self._pool = None
+        self._ahead = self.n_prefetch
+        super(DecorableMultiprocessIterator, self).__init__(
+            dataset, batch_size, repeat, shuffle, decor_fun, end_index, order_sampler, seed)
+        self._context = multiprocessing.get_context()
+        start_method = self._context.get_start_method()
+        self._payload = (None if start_method == 'fork'
+                         else _pickle_for_workers(self._source, start_method))
+
+    def _submit(self, indices, epochs):
+        if self._pool is None:
+            self._pool = ProcessPool(self._source, self._payload, self._context,
+                                     self.n_processes, self.maxtasksperchild)
+        # Twice as many chunks as workers balances the load at little cost.
+        return self._pool, self._pool.submit(indices, epochs, 2 * self.n_processes)
+
+    def _collect(self, handle):
+        pool, batch_id = handle
+        try:
+            return pool.collect(batch_id, self.dataset_timeout, self._warn_timeout)
+        except WorkerDiedError:
+            self._close()
+            raise
+
+    def _warn_timeout(self):
+        warnings.warn('DecorableMultiprocessIterator: a batch has taken more than {} s '
+                      '(dataset_timeout); still waiting for the workers'.format(
+                          self.dataset_timeout), self.TimeoutWarning)
+
+    def _cancel(self, handle):
+        pool, batch_id = handle
+        pool.cancel(batch_id)
+
+    def _close(self):
+        pool = getattr(self, '_pool', None)
+        self._pool = None
+        if pool is not None:
+            pool.close()

@@ -1,0 +1,137 @@
+"""A read-only, lazily decorated view of the first ``end_index`` items of a dataset."""
+import collections.abc
+import numbers
+import operator
+
+
+def _check_end_index(end_index, size):
+    """Returns the number of items seen: ``size`` or a valid ``end_index``.
+
+    Raises:
+        ValueError: ``end_index`` is not None and not an integer in ``1..size``.
+    """
+    if end_index is None:
+        return size
+    if (isinstance(end_index, numbers.Integral) and not isinstance(end_index, bool)
+            and 1 <= end_index <= size):
+        return int(end_index)
+    raise ValueError('end_index must be None or an integer in 1..{} (the length of the dataset), '
+                     'not {!r}'.format(size, end_index))
+
+
+def _unmodifiable(name):
+    def method(self, *args, **kwargs):
+        raise NotImplementedError(
+            'UnmodifiableDecorableList is read-only: {}() is not supported'.format(name))
+    method.__name__ = name
+    method.__doc__ = 'Raises NotImplementedError: the list is read-only.'
+    return method
+
+
+class UnmodifiableDecorableList(collections.abc.Sequence):
+    """Read-only sequence over the first ``end_index`` items, each decorated on access.
+
+    Item ``i`` is ``decor_fun(items, i)``, or ``items[i]`` without ``decor_fun``;
+    it is computed when it is read, never stored. Construction neither copies nor
+    walks ``items`` (only ``len(items)`` is called), so the list costs O(1) even
+    over a lazy dataset of 10**8 items.
+
+    It supports ``len``, integer indexing (negative indices count back from
+    ``end_index``; an index outside ``-end_index..end_index-1`` raises
+    :class:`IndexError`), slices with any start, stop and step (they return a
+    list), iteration, ``reversed``, ``in``, :meth:`index` and :meth:`count`,
+    all over the decorated items. The methods that would modify a list
+    (``insert``, ``remove``, ``append``, ``extend``, ``sort``, ``pop``,
+    ``reverse``, ``clear``) raise :class:`NotImplementedError`; item assignment
+    and deletion raise :class:`TypeError`.
+
+    Args:
+        items: The underlying dataset: anything with ``len`` and integer
+            indexing, e.g. a list, an array or a :class:`chainer.dataset.DatasetMixin`.
+        decor_fun (callable): ``decor_fun(items, index)`` returns the item at
+            ``index``, e.g. a stack of the frames before ``index``. ``None``
+            means ``items[index]``.
+        end_index (int): Only the first ``end_index`` items are seen: an
+            integer in ``1..len(items)``, or ``None`` for all of them.
+
+    Raises:
+        TypeError: ``items`` has no length or ``decor_fun`` is not callable.
+        ValueError: ``end_index`` is out of range.
+
+    .. admonition:: Example
+
+        >>> frames = list(range(10))
+        >>> def previous_two(dataset, index):
+        ...     return [dataset[max(index - 1, 0)], dataset[index]]
+        >>> lst = UnmodifiableDecorableList(frames, previous_two, end_index=4)
+        >>> len(lst)
+        4
+        >>> lst[-1]
+        [2, 3]
+        >>> lst[::2]
+        [[0, 0], [1, 2]]
+    """
+
+    def __init__(self, items, decor_fun=None, end_index=None):
+        try:
+            size = len(items)
+        except TypeError:
+            raise TypeError('items must be a dataset with a length, not {!r}'.format(
+                type(items).__name__)) from None
+        if decor_fun is not None and not callable(decor_fun):
+            raise TypeError('decor_fun must be callable or None, not {!r}'.format(decor_fun))
+        self.items = items
+        self.decor_fun = decor_fun
+        self.end_index = end_index
+        self._length = _check_end_index(end_index, size)
+
+    def __len__(self):
+        return self._length
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return [self._get(index) for index in range(self._length)[key]]
+        try:
+            index = operator.index(key)
+        except TypeError:
+            raise TypeError('UnmodifiableDecorableList indices must be integers or slices, '
+                            'not {}'.format(type(key).__name__)) from None
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError('index {} is out of range for an UnmodifiableDecorableList of '
+                             'length {}'.format(key, self._length))
+        return self._get(index)
+
+    def __iter__(self):
+        for index in range(self._length):
+            yield self._get(index)
+
+    def __reversed__(self):
+        for index in reversed(range(self._length)):
+            yield self._get(index)
+
+    def __repr__(self):
+        return 'UnmodifiableDecorableList(<{} of {} items>, decor_fun={!r}, end_index={!r})'.format(
+            type(self.items).__name__, self._length, self.decor_fun, self.end_index)
+
+    def _get(self, index):
+        # ``index`` is already in range.
+        if self.decor_fun is None:
+            return self.items[index]
+        return self.decor_fun(self.items, index)
+
+    insert = _unmodifiable('insert')
+    remove = _unmodifiable('remove')
+    append = _unmodifiable('append')
+    extend = _unmodifiable('extend')
+    sort = _unmodifiable('sort')
+    pop = _unmodifiable('pop')
+    reverse = _unmodifiable('reverse')
+    clear = _unmodifiable('clear')
+
+    def __setitem__(self, key, value):
+        raise TypeError('UnmodifiableDecorableList does not support item assignment')
+
+    def __delitem__(self, key):
+        raise TypeError('UnmodifiableDecorableList does not support item deletion')

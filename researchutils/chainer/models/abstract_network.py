@@ -1,0 +1,256 @@
+"""AbstractChainerNetwork: a Chain with a one-step training closure and batch preparation.
+
+A network subclasses :class:`AbstractChainerNetwork`, passes its constructor arguments to
+``super().__init__(**kwargs)`` and implements :meth:`~AbstractChainerNetwork.forward`, which
+returns a dict (by convention ``{"pred": ...}``). :meth:`~AbstractChainerNetwork.closure` runs
+one training or evaluation step on a batch made by
+:meth:`~AbstractChainerNetwork.prepare_batch`.
+"""
+import abc
+
+import chainer
+import numpy as np
+from chainer import backend
+
+
+class _AbstractChainMeta(type(chainer.Chain), abc.ABCMeta):
+    """Chain's metaclass combined with ABCMeta, so ``forward`` can be abstract."""
+
+
+def _detach(value):
+    """Replace every Variable in ``value`` (recursing into containers) by a graph-free copy."""
+    if isinstance(value, chainer.Variable):
+        return chainer.Variable(value.array, requires_grad=False)
+    if isinstance(value, dict):
+        return {key: _detach(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_detach(item) for item in value)
+    return value
+
+
+def _to_float(value, kind, name):
+    """A loss or metric result (Variable, 0-d or size-1 array, scalar) as a Python float."""
+    if isinstance(value, chainer.Variable):
+        value = value.array
+    if backend.get_array_module(value) is not np:
+        value = backend.CpuDevice().send(value)
+    value = np.asarray(value)
+    if value.size != 1:
+        raise ValueError(
+            '{} {!r} must return a scalar, got an array of shape {}'.format(
+                kind, name, value.shape))
+    return float(value.reshape(()))
+
+
+def _checked_outputs(preds):
+    if not isinstance(preds, dict) or 'pred' not in preds:
+        raise TypeError('the model must return a dict with a "pred" entry, got {!r}'.format(
+            sorted(preds) if isinstance(preds, dict) else type(preds).__name__))
+    return preds
+
+
+def _as_device(device, argument):
+    try:
+        return chainer.get_device(device)
+    except Exception as error:
+        raise ValueError('{} is not a device: {!r} ({})'.format(argument, device, error)) from error
+
+
+def _call_all(functions, kind, pred, targets):
+    """Call each function with ``pred`` and ``targets``; a failure notes which function."""
+    results = {}
+    for name, function in functions.items():
+        try:
+            results[name] = function(pred, *targets)
+        except Exception as error:
+            if hasattr(error, 'add_note'):  # Python >= 3.11; the type and message stay as they are
+                error.add_note('raised by {} {!r}'.format(kind, name))
+            raise
+    return results
+
+
+class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
+    """Base class of networks trained by a one-step closure (Delira's Chainer network).
+
+    Subclasses pass their constructor's keyword arguments to ``super().__init__`` and implement
+    :meth:`forward`. The arguments are kept per instance in :attr:`init_kwargs`, so a saved
+    experiment can rebuild the network with ``type(net)(**net.init_kwargs)``.
+
+    Args:
+        **kwargs: The keyword arguments the network was built with.
+
+    Example:
+        >>> import chainer.functions as F
+        >>> import chainer.links as L
+        >>> import numpy as np
+        >>> class Classifier(AbstractChainerNetwork):
+        ...     def __init__(self, n_out=3):
+        ...         super().__init__(n_out=n_out)
+        ...         with self.init_scope():
+        ...             self.fc = L.Linear(None, n_out)
+        ...     def forward(self, x):
+        ...         return {'pred': self.fc(x)}
+        >>> net = Classifier(n_out=2)
+        >>> net.init_kwargs
+        {'n_out': 2}
+        >>> batch = AbstractChainerNetwork.prepare_batch(
+        ...     {'data': np.ones((4, 5)), 'label': np.array([0, 1, 1, 0])}, '@numpy', '@numpy')
+        >>> optimizer = chainer.optimizers.SGD(lr=0.1).setup(net)
+        >>> metric_vals, loss_vals, preds = AbstractChainerNetwork.closure(
+        ...     net, batch, {'default': optimizer},
+        ...     losses={'ce': F.softmax_cross_entropy}, metrics={'acc': F.accuracy})
+        >>> sorted(loss_vals), preds['pred'].shape
+        (['ce'], (4, 2))
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        self._init_kwargs = dict(kwargs)
+
+    @property
+    def init_kwargs(self):
+        """dict: A copy of the keyword arguments this instance was built with."""
+        return dict(self._init_kwargs)
+
+    @abc.abstractmethod
+    def forward(self, *args, **kwargs):
+        """Compute the network's outputs.
+
+        Returns:
+            dict: The results, by convention ``{"pred": prediction}``; :meth:`closure` reads
+            ``"pred"``.
+        """
+
+    @staticmethod
+    def closure(model, data_dict, optimizers, losses={}, metrics={}, fold=0,  # noqa: B006
+                **kwargs):
+        """Run one training step (with optimizers) or one evaluation step (without).
+
+        ``data_dict["data"]`` goes to ``model``; each loss and metric function is called as
+        ``function(preds["pred"], *others)``, where ``others`` are the remaining values of
+        ``data_dict`` in their order. With ``optimizers`` the step runs in training mode: the
+        losses are summed, the gradients cleared, the sum backpropagated (scaled by the
+        optimizer's loss scale, if one is set) and ``optimizers["default"].update()`` called.
+        Without optimizers (``None`` or empty) it runs under
+        ``chainer.using_config('train', False)`` and ``chainer.no_backprop_mode()`` and touches
+        no parameter. The default ``{}`` arguments are never modified.
+
+        Args:
+            model (chainer.Link): The network; called with ``data_dict["data"]``, returns a dict
+                with a ``"pred"`` entry.
+            data_dict (dict): The batch, as made by :meth:`prepare_batch`.
+            optimizers (dict or None): ``{"default": optimizer}`` to train; ``None`` or ``{}``
+                to evaluate.
+            losses (dict): Name to loss function returning a scalar Variable. Training needs
+                at least one.
+            metrics (dict): Name to metric function returning a scalar (Variable, array or
+                number).
+            fold (int): The cross-validation fold; unused here, kept for subclasses.
+            **kwargs: Unused here, kept for subclasses.
+
+        Returns:
+            tuple: ``(metric_vals, loss_vals, preds)``: dicts of Python floats keyed like
+            ``metrics`` and ``losses``, and the model's outputs with every Variable replaced by
+            a graph-free Variable (no creator, ``requires_grad=False``).
+
+        Example:
+            >>> import chainer.functions as F
+            >>> import chainer.links as L
+            >>> import numpy as np
+            >>> class Regressor(AbstractChainerNetwork):
+            ...     def __init__(self):
+            ...         super().__init__()
+            ...         with self.init_scope():
+            ...             self.fc = L.Linear(3, 1)
+            ...     def forward(self, x):
+            ...         return {'pred': self.fc(x)}
+            >>> net = Regressor()
+            >>> batch = {'data': np.ones((2, 3), np.float32), 'y': np.zeros((2, 1), np.float32)}
+            >>> metric_vals, loss_vals, preds = AbstractChainerNetwork.closure(
+            ...     net, batch, None, losses={'mse': F.mean_squared_error})
+            >>> isinstance(loss_vals['mse'], float)
+            True
+        """
+        if not isinstance(data_dict, dict) or 'data' not in data_dict:
+            raise ValueError('data_dict must be a dict with a "data" entry, got {!r}'.format(
+                type(data_dict).__name__ if not isinstance(data_dict, dict)
+                else sorted(data_dict)))
+        losses = {} if losses is None else losses
+        metrics = {} if metrics is None else metrics
+        targets = [value for key, value in data_dict.items() if key != 'data']
+        if optimizers:
+            if 'default' not in optimizers:
+                raise ValueError('optimizers needs a "default" entry, got keys {!r}'.format(
+                    sorted(optimizers)))
+            if not losses:
+                raise ValueError('losses must hold at least one loss to train, got {!r}'.format(
+                    losses))
+            with chainer.using_config('train', True):
+                preds = _checked_outputs(model(data_dict['data']))
+                loss_vars = _call_all(losses, 'loss', preds['pred'], targets)
+                with chainer.no_backprop_mode():
+                    metric_results = _call_all(metrics, 'metric', preds['pred'], targets)
+            total = None
+            for loss in loss_vars.values():
+                total = loss if total is None else total + loss
+            optimizer = optimizers['default']
+            model.cleargrads()
+            # As Optimizer.update(lossfun) does; the update rules divide by the same scale.
+            total.backward(loss_scale=getattr(optimizer, '_loss_scale', None))
+            optimizer.update()
+        else:
+            with chainer.using_config('train', False), chainer.no_backprop_mode():
+                preds = _checked_outputs(model(data_dict['data']))
+                loss_vars = _call_all(losses, 'loss', preds['pred'], targets)
+                metric_results = _call_all(metrics, 'metric', preds['pred'], targets)
+        loss_vals = {name: _to_float(value, 'loss', name) for name, value in loss_vars.items()}
+        metric_vals = {name: _to_float(value, 'metric', name)
+                       for name, value in metric_results.items()}
+        return metric_vals, loss_vals, _detach(preds)
+
+    @staticmethod
+    def prepare_batch(batch, input_device, output_device):
+        """Convert a batch of arrays for :meth:`closure` and move it to the devices.
+
+        ``batch["data"]`` goes to ``input_device``, every other entry to ``output_device``.
+        Floating arrays become float32; integer and boolean arrays keep their dtype, so integer
+        labels work with ``softmax_cross_entropy``.
+
+        Args:
+            batch (dict): Name to array (NumPy or CuPy, or anything ``numpy.asarray``
+                accepts); must hold ``"data"``.
+            input_device: Where ``"data"`` goes; anything ``chainer.get_device`` accepts
+                (``'@numpy'``, ``'@cupy:0'``, a :class:`chainer.backend.Device`).
+            output_device: Where the other entries go.
+
+        Returns:
+            dict: The same keys, mapped to arrays on the devices.
+
+        Example:
+            >>> import numpy as np
+            >>> batch = AbstractChainerNetwork.prepare_batch(
+            ...     {'data': np.zeros((2, 3)), 'label': np.array([1, 0])}, '@numpy', '@numpy')
+            >>> batch['data'].dtype, batch['label'].dtype.kind
+            (dtype('float32'), 'i')
+        """
+        if not isinstance(batch, dict):
+            raise TypeError('batch must be a dict of arrays, got {!r}'.format(
+                type(batch).__name__))
+        if 'data' not in batch:
+            raise ValueError('batch must hold a "data" entry, got keys {!r}'.format(
+                sorted(batch)))
+        devices = {'data': _as_device(input_device, 'input_device')}
+        output = _as_device(output_device, 'output_device')
+        prepared = {}
+        for key, value in batch.items():
+            if isinstance(value, chainer.Variable):
+                value = value.array
+            if backend.get_array_module(value) is np:
+                value = np.asarray(value)
+            if value.dtype.kind not in 'biuf':
+                raise TypeError('batch[{!r}] must be numeric, got dtype {}'.format(
+                    key, value.dtype))
+            if value.dtype.kind == 'f' and value.dtype != np.float32:
+                value = value.astype(np.float32)
+            prepared[key] = devices.get(key, output).send(value)
+        return prepared

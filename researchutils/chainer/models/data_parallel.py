@@ -1,0 +1,541 @@
+"""Data-parallel training in one process: one replica of a network per device.
+
+:class:`DataParallelChainerNetwork` splits each batch along the batch axis, runs one replica per
+chunk and concatenates the outputs on the output device. :class:`DataParallelChainerOptimizer`
+wraps any :class:`chainer.Optimizer`; its two hooks sum the replicas' gradients into the master
+before the update (:class:`ParallelOptimizerCumulateGradientsHook`) and copy the master's
+parameters back to the replicas after it (:class:`ParallelOptimizerUpdateModelParameters`). Only
+the master is updated by the optimizer, so training equals plain training on the full batch,
+except for layers whose forward depends on the batch, such as BatchNormalization (each replica
+normalizes its own chunk; the running statistics that are kept are the master's).
+"""
+import chainer
+import chainer.functions as F
+from chainer import backend
+
+from researchutils.chainer.models.abstract_network import AbstractChainerNetwork
+
+
+def _is_array(value):
+    return isinstance(value, chainer.get_array_types())
+
+
+def _device_of(value):
+    if isinstance(value, chainer.Variable):
+        return value.device
+    return backend.get_device_from_array(value)
+
+
+def _to_devices(devices, argument):
+    try:
+        return [chainer.get_device(device) for device in devices]
+    except Exception as error:
+        raise ValueError('{} must hold devices that chainer.get_device accepts, got {!r} ({})'
+                         .format(argument, devices, error)) from error
+
+
+def _rebuild(template, items):
+    """A list, tuple or namedtuple of the same type as ``template`` holding ``items``."""
+    if hasattr(template, '_fields'):
+        return type(template)(*items)
+    return type(template)(items)
+
+
+def _batch_sizes(value, dim, sizes):
+    """Collect ``shape[dim]`` of every array and Variable in ``value`` into ``sizes``."""
+    if isinstance(value, chainer.Variable) or _is_array(value):
+        if value.ndim <= dim:
+            raise ValueError('cannot split an input of shape {} along dim={}'.format(
+                value.shape, dim))
+        sizes.add(value.shape[dim])
+    elif isinstance(value, dict):
+        for item in value.values():
+            _batch_sizes(item, dim, sizes)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _batch_sizes(item, dim, sizes)
+
+
+def _scatter_value(value, bounds, devices, dim):
+    """Split ``value`` into ``len(bounds) - 1`` chunks, chunk ``i`` on ``devices[i]``."""
+    count = len(bounds) - 1
+    if isinstance(value, chainer.Variable):
+        pieces = [value] if count == 1 else F.split_axis(value, bounds[1:-1], axis=dim)
+        return [piece if piece.device == device else F.copy(piece, device)
+                for piece, device in zip(pieces, devices)]
+    if _is_array(value):
+        index = (slice(None),) * dim
+        return [device.send(value[index + (slice(start, stop),)])
+                for start, stop, device in zip(bounds[:-1], bounds[1:], devices)]
+    if isinstance(value, dict):
+        per_key = {key: _scatter_value(item, bounds, devices, dim)
+                   for key, item in value.items()}
+        return [{key: chunks[i] for key, chunks in per_key.items()} for i in range(count)]
+    if isinstance(value, (list, tuple)):
+        per_item = [_scatter_value(item, bounds, devices, dim) for item in value]
+        return [_rebuild(value, [chunks[i] for chunks in per_item]) for i in range(count)]
+    return [value] * count
+
+
+class DataParallelChainerNetwork(AbstractChainerNetwork):
+    """Run one replica of a network per device, each on a contiguous chunk of the batch.
+
+    The first device holds the master replica (``module`` itself, moved there); the others hold
+    copies. A forward pass splits every array and Variable in the arguments along
+    ``batch_dim`` into chunks whose sizes differ by at most one (a batch smaller than the
+    number of devices uses fewer replicas), runs each replica on its chunk and concatenates the
+    outputs on ``output_device``. The copies across devices are differentiable, so a loss on
+    the gathered output backpropagates into every replica; train it with
+    :class:`DataParallelChainerOptimizer`, which sums the replicas' gradients into the master,
+    updates the master and copies it back to the replicas.
+
+    The wrapper presents the master only: :meth:`params` and :meth:`namedparams` yield the
+    master's parameters (with the master's names), and :meth:`serialize` reads and writes the
+    master's state, so checkpoints move freely between the wrapper (any device count) and the
+    plain module. :meth:`cleargrads` and :meth:`zerograds` act on every replica.
+
+    Layers that mix samples of a batch see one chunk per replica: BatchNormalization in
+    training mode normalizes each chunk with its own statistics, and the running averages that
+    remain after an update are the master's (those of the first chunk), copied to every
+    replica.
+
+    Args:
+        module (chainer.Link): The network; its ``forward`` is called once per chunk. An
+            :class:`AbstractChainerNetwork` also lends its ``closure`` and ``prepare_batch``.
+        devices (list): One device per replica, anything :func:`chainer.get_device` accepts
+            (``'@numpy'``, ``'@cupy:0'``); a device may repeat, so several ``'@numpy'``
+            replicas are valid.
+        output_device: Where outputs are gathered; the first device by default.
+        batch_dim (int): The axis along which inputs are split and outputs concatenated.
+
+    Example:
+        >>> import chainer.links as L
+        >>> import numpy as np
+        >>> class Net(AbstractChainerNetwork):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         with self.init_scope():
+        ...             self.fc = L.Linear(3, 2)
+        ...     def forward(self, x):
+        ...         return {'pred': self.fc(x)}
+        >>> model = DataParallelChainerNetwork(Net(), ['@numpy', '@numpy'])
+        >>> optimizer = DataParallelChainerOptimizer.from_optimizer_class(
+        ...     chainer.optimizers.Adam).setup(model)
+        >>> model(np.ones((5, 3), np.float32))['pred'].shape
+        (5, 2)
+    """
+
+    def __init__(self, module, devices, output_device=None, batch_dim=0):
+        if not isinstance(module, chainer.Link):
+            raise TypeError('module must be a chainer.Link, got {!r}'.format(
+                type(module).__name__))
+        if isinstance(devices, (str, bytes)) or not hasattr(devices, '__len__') or not devices:
+            raise ValueError('devices must be a non-empty list of devices, got {!r}'.format(
+                devices))
+        if isinstance(batch_dim, bool) or not isinstance(batch_dim, int) or batch_dim < 0:
+            raise ValueError('batch_dim must be a non-negative int, got {!r}'.format(batch_dim))
+        resolved = _to_devices(devices, 'devices')
+        output = resolved[0] if output_device is None else _to_devices(
+            [output_device], 'output_device')[0]
+        super().__init__()
+        module.to_device(resolved[0])
+        with self.init_scope():
+            self.module = module
+        replicas = []
+        for device in resolved[1:]:
+            replica = module.copy(mode='copy')
+            replica.to_device(device)
+            replicas.append(replica)
+        self._replicas = replicas
+        self._devices = tuple(resolved)
+        self._output_device = output
+        self.batch_dim = batch_dim
+        master_params = list(module.namedparams())
+        # Parameter objects keep their identity through lazy initialization and device moves.
+        self._parameter_pairs = []
+        for replica in replicas:
+            by_name = dict(replica.namedparams())
+            self._parameter_pairs.append([(by_name[name], param) for name, param in master_params])
+        self._awaiting_initialization = any(param.array is None for _, param in master_params)
+        # A network with a static prepare_batch of its own keeps it behind the wrapper.
+        self.prepare_batch = getattr(type(module), 'prepare_batch',
+                                     AbstractChainerNetwork.prepare_batch)
+
+    @property
+    def modules(self):
+        """tuple: The replicas, master first, one per device."""
+        return (self.module,) + tuple(self._replicas)
+
+    @property
+    def devices(self):
+        """tuple: The replicas' devices (:class:`chainer.backend.Device`), master's first."""
+        return self._devices
+
+    @property
+    def output_device(self):
+        """chainer.backend.Device: Where :meth:`forward` gathers the outputs."""
+        return self._output_device
+
+    @property
+    def init_kwargs(self):
+        """dict: The wrapped module's ``init_kwargs`` (empty for a plain Link).
+
+        The device layout is a run-time choice, so a saved experiment rebuilds the module.
+        """
+        return dict(getattr(self.module, 'init_kwargs', {}))
+
+    def forward(self, *args, **kwargs):
+        """Run the replicas on chunks of the arguments and gather their outputs.
+
+        Args:
+            *args: Positional arguments of the module's ``forward``; arrays and Variables
+                (also inside tuples, lists and dicts) are split along ``batch_dim``.
+            **kwargs: Keyword arguments, split the same way.
+
+        Returns:
+            The module's output structure with its arrays concatenated on the output device.
+        """
+        scattered_args, scattered_kwargs = self._scatter(args, kwargs, self._devices,
+                                                         self.batch_dim)
+        modules = self.modules
+        outputs = []
+        for index, (chunk_args, chunk_kwargs) in enumerate(zip(scattered_args,
+                                                               scattered_kwargs)):
+            outputs.append(modules[index](*chunk_args, **chunk_kwargs))
+            if index == 0 and self._awaiting_initialization:
+                # Lazily initialized parameters now exist on the master; the replicas start
+                # from the same values instead of drawing their own.
+                self._synchronize_replicas()
+        return self._gather(outputs, self.batch_dim, self._output_device)
+
+    @staticmethod
+    def closure(model, data_dict, optimizers, losses={}, metrics={}, fold=0,  # noqa: B006
+                **kwargs):
+        """One step, with the closure of the wrapped module's class.
+
+        Args:
+            model (DataParallelChainerNetwork): The wrapper to run.
+            data_dict: As in :meth:`AbstractChainerNetwork.closure`.
+            optimizers: As there.
+            losses: As there.
+            metrics: As there.
+            fold: As there.
+            **kwargs: As there.
+
+        Returns:
+            tuple: ``(metric_vals, loss_vals, preds)``, as the module's closure returns them.
+
+        Example:
+            >>> import chainer.functions as F
+            >>> import chainer.links as L
+            >>> import numpy as np
+            >>> class Net(AbstractChainerNetwork):
+            ...     def __init__(self):
+            ...         super().__init__()
+            ...         with self.init_scope():
+            ...             self.fc = L.Linear(3, 2)
+            ...     def forward(self, x):
+            ...         return {'pred': self.fc(x)}
+            >>> model = DataParallelChainerNetwork(Net(), ['@numpy', '@numpy'])
+            >>> optimizer = DataParallelChainerOptimizer.from_optimizer_class(
+            ...     chainer.optimizers.SGD, lr=0.1).setup(model)
+            >>> batch = {'data': np.ones((4, 3), np.float32), 'y': np.zeros((4, 2), np.float32)}
+            >>> _, loss_vals, _ = DataParallelChainerNetwork.closure(
+            ...     model, batch, {'default': optimizer}, losses={'mse': F.mean_squared_error})
+        """
+        module = getattr(model, 'module', None)
+        closure = getattr(type(module), 'closure', AbstractChainerNetwork.closure)
+        if closure is DataParallelChainerNetwork.closure:
+            closure = AbstractChainerNetwork.closure
+        return closure(model, data_dict, optimizers, losses, metrics, fold, **kwargs)
+
+    @staticmethod
+    def _scatter(inputs, kwargs, target_devices, dim=0):
+        """Split positional and keyword arguments into one chunk per device.
+
+        Arrays and Variables are split along ``dim`` into contiguous chunks whose sizes differ
+        by at most one, the first chunks taking the extra rows; Variables are split and copied
+        with differentiable functions. Tuples, lists and dicts are split element-wise; other
+        values are passed to every chunk as they are. With fewer rows than devices, one chunk
+        per row is made; without any array, one chunk.
+
+        Args:
+            inputs (tuple): Positional arguments.
+            kwargs (dict): Keyword arguments.
+            target_devices (list): The devices, one per possible chunk.
+            dim (int): The axis to split along; every array must have the same size there.
+
+        Returns:
+            tuple: ``(inputs_per_chunk, kwargs_per_chunk)``, two lists of the same length
+            (at most ``len(target_devices)``): tuples of positional arguments and dicts of
+            keyword arguments, chunk ``i`` on ``target_devices[i]``.
+
+        Example:
+            >>> import numpy as np
+            >>> args, kwargs = DataParallelChainerNetwork._scatter(
+            ...     (np.arange(5),), {'flag': True}, ['@numpy'] * 3)
+            >>> [a[0].tolist() for a in args], kwargs[2]
+            ([[0, 1], [2, 3], [4]], {'flag': True})
+        """
+        devices = _to_devices(target_devices, 'target_devices')
+        if not devices:
+            raise ValueError('target_devices must not be empty, got {!r}'.format(
+                target_devices))
+        sizes = set()
+        _batch_sizes((inputs, kwargs), dim, sizes)
+        if len(sizes) > 1:
+            raise ValueError('inputs must share their size along dim={}, got sizes {}'.format(
+                dim, sorted(sizes)))
+        batch_size = sizes.pop() if sizes else 1
+        count = max(1, min(len(devices), batch_size))
+        base, extra = divmod(batch_size, count)
+        bounds = [0]
+        for index in range(count):
+            bounds.append(bounds[-1] + base + (1 if index < extra else 0))
+        devices = devices[:count]
+        scattered_inputs = _scatter_value(tuple(inputs), bounds, devices, dim)
+        scattered_kwargs = _scatter_value(dict(kwargs), bounds, devices, dim)
+        return scattered_inputs, scattered_kwargs
+
+    @staticmethod
+    def _gather(predictions, dim, target_device):
+        """Concatenate the replicas' outputs on one device.
+
+        Recurses into dicts, lists and tuples; Variables are copied (differentiably) and
+        concatenated along ``dim``, arrays likewise without a graph; 0-d values are stacked
+        into shape ``(replicas,)``; ``None`` stays ``None``; other values are taken from the
+        first replica.
+
+        Args:
+            predictions (list): One output structure per replica, all of the same shape.
+            dim (int): The axis to concatenate along.
+            target_device: Where the result goes (anything :func:`chainer.get_device`
+                accepts).
+
+        Returns:
+            The gathered structure.
+
+        Example:
+            >>> import numpy as np
+            >>> out = DataParallelChainerNetwork._gather(
+            ...     [{'pred': np.zeros((2, 3))}, {'pred': np.ones((1, 3))}], 0, '@numpy')
+            >>> out['pred'].shape
+            (3, 3)
+        """
+        if not predictions:
+            raise ValueError('predictions must not be empty, got {!r}'.format(predictions))
+        device = chainer.get_device(target_device)
+        return DataParallelChainerNetwork._gather_value(list(predictions), dim, device)
+
+    @staticmethod
+    def _gather_value(values, dim, device):
+        first = values[0]
+        if first is None:
+            return None
+        if isinstance(first, dict):
+            return {key: DataParallelChainerNetwork._gather_value(
+                [value[key] for value in values], dim, device) for key in first}
+        if isinstance(first, (list, tuple)):
+            return _rebuild(first, [DataParallelChainerNetwork._gather_value(
+                list(items), dim, device) for items in zip(*values)])
+        if isinstance(first, chainer.Variable) or _is_array(first):
+            if any(isinstance(value, chainer.Variable) for value in values):
+                pieces = [value if _device_of(value) == device else F.copy(value, device)
+                          for value in values]
+                if len(pieces) == 1:
+                    return chainer.as_variable(pieces[0])
+                if first.ndim == 0:
+                    return F.stack(pieces)
+                return F.concat(pieces, axis=dim)
+            pieces = [device.send(value) for value in values]
+            if len(pieces) == 1:
+                return pieces[0]
+            if first.ndim == 0:
+                return device.xp.stack(pieces)
+            return device.xp.concatenate(pieces, axis=dim)
+        return first
+
+    def params(self, include_uninit=True):
+        """Yield the master replica's parameters (see :meth:`chainer.Link.params`)."""
+        return self.module.params(include_uninit)
+
+    def namedparams(self, include_uninit=True):
+        """Yield the master's ``(name, parameter)`` pairs, named as in the plain module."""
+        return self.module.namedparams(include_uninit)
+
+    def cleargrads(self):
+        """Clear the gradients of every replica."""
+        for module in self.modules:
+            module.cleargrads()
+
+    def zerograds(self):
+        """Fill the gradients of every replica with zeros."""
+        for module in self.modules:
+            module.zerograds()
+
+    def serialize(self, serializer):
+        """Write or read the master's state, under the plain module's keys.
+
+        After reading, the replicas are set to the loaded values.
+        """
+        self.module.serialize(serializer)
+        if isinstance(serializer, chainer.Deserializer):
+            self._synchronize_replicas()
+
+    def _synchronize_replicas(self):
+        """Copy the master's parameters and persistent values to every replica."""
+        for replica in self._replicas:
+            replica.copyparams(self.module, copy_persistent=True)
+        self._awaiting_initialization = any(
+            param.array is None for param in self.module.params())
+
+class ParallelOptimizerCumulateGradientsHook(object):
+    """Optimizer hook that adds every replica's gradients into the master's (before update).
+
+    Registered by :meth:`DataParallelChainerOptimizer.setup`; its target must be a
+    :class:`DataParallelChainerNetwork`. Replicas that took no part in the step (gradient
+    ``None``) are skipped.
+
+    Example:
+        >>> hook = ParallelOptimizerCumulateGradientsHook()
+        >>> hook.name, hook.timing, hook.call_for_each_param
+        ('DataParallelCumulateGradients', 'pre', False)
+    """
+
+    name = 'DataParallelCumulateGradients'
+    timing = 'pre'
+    call_for_each_param = False
+
+    def __call__(self, optimizer):
+        for pairs in optimizer.target._parameter_pairs:
+            for replica_param, master_param in pairs:
+                grad = replica_param.grad
+                if grad is None:
+                    continue
+                grad = master_param.device.send(grad)
+                if master_param.grad is None:
+                    master_param.grad = grad.copy()
+                else:
+                    master_param.grad += grad
+
+
+class ParallelOptimizerUpdateModelParameters(object):
+    """Optimizer hook that copies the master's parameters to the replicas (after update).
+
+    Persistent values (BatchNormalization's running averages) are copied too. Registered by
+    :meth:`DataParallelChainerOptimizer.setup`.
+
+    Example:
+        >>> hook = ParallelOptimizerUpdateModelParameters()
+        >>> hook.name, hook.timing, hook.call_for_each_param
+        ('DataParallelUpdateModelParameters', 'post', False)
+    """
+
+    name = 'DataParallelUpdateModelParameters'
+    timing = 'post'
+    call_for_each_param = False
+
+    def __call__(self, optimizer):
+        optimizer.target._synchronize_replicas()
+
+
+_OWN_ATTRIBUTES = frozenset(['_optimizer', 'optimizer', 'setup', 'from_optimizer_class'])
+
+
+class DataParallelChainerOptimizer(chainer.Optimizer):
+    """Wrap a :class:`chainer.Optimizer` to train a :class:`DataParallelChainerNetwork`.
+
+    Every attribute and method but :meth:`setup` is the wrapped optimizer's (``update``,
+    ``target``, ``t``, ``epoch``, ``new_epoch``, ``lr`` / ``alpha``, ``hyperparam``,
+    ``serialize``, ``add_hook``, loss scaling, ...), read and written through, so Chainer's
+    updaters and extensions (ExponentialShift, snapshot) treat it as the optimizer itself, and
+    its snapshots are those of the plain optimizer. :meth:`setup` also registers
+    :class:`ParallelOptimizerCumulateGradientsHook` and
+    :class:`ParallelOptimizerUpdateModelParameters` as the first hooks, so hooks added later
+    (weight decay, gradient clipping) see the summed gradients. The hooks a user adds run after
+    the replicas were updated: a ``'post'`` hook that changes parameters changes the master
+    only until the next update.
+
+    With dynamic loss scaling, the NaN check of the wrapped optimizer runs before the
+    gradients are summed, so it sees the master's gradients only.
+
+    Args:
+        optimizer (chainer.Optimizer): The optimizer to wrap, not yet set up.
+
+    Example:
+        >>> import chainer.links as L
+        >>> model = DataParallelChainerNetwork(L.Linear(3, 2), ['@numpy', '@numpy'])
+        >>> optimizer = DataParallelChainerOptimizer(chainer.optimizers.MomentumSGD(lr=0.1))
+        >>> optimizer.setup(model) is optimizer
+        True
+        >>> optimizer.lr = 0.05
+        >>> optimizer.optimizer.lr
+        0.05
+    """
+
+    def __init__(self, optimizer):
+        if not isinstance(optimizer, chainer.Optimizer) or isinstance(
+                optimizer, DataParallelChainerOptimizer):
+            raise TypeError('optimizer must be a chainer.Optimizer, got {!r}'.format(
+                type(optimizer).__name__))
+        object.__setattr__(self, '_optimizer', optimizer)
+
+    def __getattribute__(self, name):
+        if name in _OWN_ATTRIBUTES or (name.startswith('__') and name.endswith('__')):
+            return object.__getattribute__(self, name)
+        return getattr(object.__getattribute__(self, '_optimizer'), name)
+
+    def __setattr__(self, name, value):
+        setattr(self._optimizer, name, value)
+
+    def __delattr__(self, name):
+        delattr(self._optimizer, name)
+
+    def __repr__(self):
+        return '{}({!r})'.format(type(self).__name__, self._optimizer)
+
+    @property
+    def optimizer(self):
+        """chainer.Optimizer: The wrapped optimizer."""
+        return self._optimizer
+
+    @classmethod
+    def from_optimizer_class(cls, optim_cls, *args, **kwargs):
+        """Build the wrapped optimizer as ``optim_cls(*args, **kwargs)`` and wrap it.
+
+        Args:
+            optim_cls (type): A :class:`chainer.Optimizer` subclass.
+            *args: Its constructor's positional arguments.
+            **kwargs: Its constructor's keyword arguments.
+
+        Returns:
+            DataParallelChainerOptimizer: The wrapper, not yet set up.
+
+        Example:
+            >>> optimizer = DataParallelChainerOptimizer.from_optimizer_class(
+            ...     chainer.optimizers.Adam, alpha=1e-3)
+            >>> optimizer.alpha
+            0.001
+        """
+        if not (isinstance(optim_cls, type) and issubclass(optim_cls, chainer.Optimizer)):
+            raise TypeError('optim_cls must be a chainer.Optimizer subclass, got {!r}'.format(
+                optim_cls))
+        return cls(optim_cls(*args, **kwargs))
+
+    def setup(self, link):
+        """Set up the wrapped optimizer on ``link`` and register the data-parallel hooks.
+
+        Args:
+            link (DataParallelChainerNetwork): The network to train.
+
+        Returns:
+            DataParallelChainerOptimizer: This wrapper.
+        """
+        if not isinstance(link, DataParallelChainerNetwork):
+            raise TypeError('link must be a DataParallelChainerNetwork, got {!r}'.format(
+                type(link).__name__))
+        optimizer = self._optimizer
+        optimizer.setup(link)  # starts with no hooks, so each is registered once
+        optimizer.add_hook(ParallelOptimizerCumulateGradientsHook())
+        optimizer.add_hook(ParallelOptimizerUpdateModelParameters())
+        return self
