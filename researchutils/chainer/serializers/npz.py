@@ -1,0 +1,268 @@
+"""Save and load models and Trainer snapshots as npz, safely.
+
+:func:`save_model` never overwrites and writes atomically; the ``load_*``
+functions return what they loaded into, and turn a corrupt file or a model
+that does not match the file into an error that names the file.
+"""
+import os
+import pickle
+import tempfile
+import warnings
+import zipfile
+import zlib
+
+import numpy
+from chainer.serializers import npz as chainer_npz
+from chainer.training import Trainer
+
+__all__ = ['save_model', 'load_model', 'load_snapshot', 'load_model_from_snapshot']
+
+# Errors numpy and zipfile raise for a file that is not a complete npz archive.
+_CORRUPT_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError,
+                   pickle.UnpicklingError)
+
+
+def _check_path(path):
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError('path must be a str or os.PathLike, got {!r}'.format(path))
+    return os.fspath(path)
+
+
+def _check_serializable(value, name):
+    if not callable(getattr(value, 'serialize', None)):
+        raise TypeError('{} must be a Chainer Link (an object with a serialize method), '
+                        'got {!r}'.format(name, value))
+
+
+def _open_temporary(folder, name):
+    """Opens a new temporary file beside ``name`` in ``folder``; returns (file, path)."""
+    fd, temporary_path = tempfile.mkstemp(dir=folder, prefix='.' + name + '.', suffix='.tmp')
+    return os.fdopen(fd, 'wb'), temporary_path
+
+
+def save_model(path, model, compression=True):
+    """Saves a model's parameters and persistent values to a new npz file.
+
+    The file is first written to a temporary file in the same folder, flushed
+    to disk and then moved to ``path`` with :func:`os.replace`, so a crash or
+    a full disk never leaves a partial file at ``path``, nor a temporary file
+    beside it. Missing parent folders are created. An existing file is never
+    overwritten.
+
+    Args:
+        path (str or os.PathLike): File to create; it must not exist yet.
+        model (chainer.Link): Model (or any object with Chainer's serialize
+            protocol) whose parameters are saved.
+        compression (bool): If ``True``, the arrays are zip-compressed.
+
+    Raises:
+        ValueError: ``path`` already exists.
+        OSError: The file could not be written (for instance, the disk is
+            full); ``path`` names it and nothing is left behind.
+
+    Example:
+        >>> import os, tempfile
+        >>> import chainer.links as L
+        >>> path = os.path.join(tempfile.mkdtemp(), 'models', 'linear.npz')
+        >>> save_model(path, L.Linear(3, 2))
+        >>> model = load_model(path, L.Linear(3, 2))
+        >>> model.W.shape
+        (2, 3)
+    """
+    path = _check_path(path)
+    _check_serializable(model, 'model')
+    if os.path.lexists(path):
+        raise ValueError('path {!r} already exists; save_model never overwrites a file'
+                         .format(path))
+    folder, name = os.path.split(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    file, temporary_path = _open_temporary(folder, name)
+    try:
+        with file:
+            chainer_npz.save_npz(file, model, compression=compression)
+            file.flush()
+            os.fsync(file.fileno())
+        if os.path.lexists(path):
+            raise ValueError('path {!r} was created by someone else while the model was being '
+                             'saved; save_model never overwrites a file'.format(path))
+        os.replace(temporary_path, path)
+    except OSError as error:
+        _remove_quietly(temporary_path)
+        raise OSError(error.errno, 'could not save the model to {!r}: {}'.format(
+            path, error.strerror or error)) from error
+    except BaseException:
+        _remove_quietly(temporary_path)
+        raise
+
+
+def _remove_quietly(path):
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+class _RecordingMapping(object):
+    """Read-only mapping that remembers the last key looked up (for error messages)."""
+
+    def __init__(self, arrays):
+        self.arrays = arrays
+        self.last_key = None
+
+    def __contains__(self, key):
+        return key in self.arrays
+
+    def __getitem__(self, key):
+        self.last_key = key
+        return self.arrays[key]
+
+
+def _read_arrays(path, prefix=''):
+    """Reads every array under ``prefix`` of an npz file, so corruption shows up here."""
+    # Pickle is allowed, as in chainer.serializers.load_npz: snapshots hold
+    # object arrays (None values). Only load files you trust.
+    if not zipfile.is_zipfile(path):
+        raise ValueError('{!r} is not a readable npz file: it is not a complete zip archive '
+                         '(truncated, corrupt, or not written by save_npz)'.format(path))
+    try:
+        with numpy.load(path, allow_pickle=True) as npz:
+            return {key: npz[key] for key in npz.files if key.startswith(prefix)}
+    except _CORRUPT_ERRORS as error:
+        raise ValueError('{!r} is not a readable npz file (truncated or corrupt): {}: {}'.format(
+            path, type(error).__name__, error)) from error
+
+
+def _model_prefixes(keys):
+    prefixes = set()
+    for key in keys:
+        head, sep, _ = key.partition('model:')
+        if sep:
+            name = key[len(head) + len(sep):].split('/', 1)[0]
+            prefixes.add(head + sep + name + '/')
+    return sorted(prefixes)
+
+
+def _deserialize(path, arrays, target, prefix, what):
+    mapping = _RecordingMapping(arrays)
+    deserializer = chainer_npz.NpzDeserializer(mapping, path=prefix, strict=True)
+    try:
+        deserializer.load(target)
+    except KeyError as error:
+        hint = ''
+        if prefix and not arrays:
+            found = _model_prefixes(_read_arrays(path).keys())
+            hint = '; the models it holds are under {}'.format(found or 'no "model:" key')
+        raise KeyError('{!r} has no array {} needed by the {}{}'.format(
+            path, error, what, hint)) from error
+    except (ValueError, TypeError) as error:
+        raise type(error)('{!r}: array {!r} does not fit the {}: {}'.format(
+            path, mapping.last_key, what, error)) from error
+
+
+def _load_into(path, target, what):
+    path = _check_path(path)
+    if not os.path.exists(path):
+        warnings.warn('{} file {!r} does not exist; the {} is left unchanged'.format(
+            what, path, what), stacklevel=3)
+        return target
+    _deserialize(path, _read_arrays(path), target, '', what)
+    return target
+
+
+def load_model(path, model):
+    """Loads a model's parameters from an npz file, in place, and returns the model.
+
+    A missing file leaves the model unchanged, warns once naming the path, and
+    still returns the model, so a script can start fresh or continue.
+
+    Args:
+        path (str or os.PathLike): File written by :func:`save_model` or
+            :func:`chainer.serializers.save_npz`.
+        model (chainer.Link): Model to load into.
+
+    Returns:
+        chainer.Link: ``model``.
+
+    Raises:
+        ValueError: The file is truncated or corrupt, or an array has the
+            wrong shape for the model; the message names the file.
+        KeyError: The file lacks an array the model needs; the message names
+            the file and the array.
+
+    Example:
+        >>> import chainer.links as L
+        >>> model = load_model('model.npz', L.Linear(3, 2))  # doctest: +SKIP
+        >>> model.W.shape  # doctest: +SKIP
+        (2, 3)
+    """
+    _check_serializable(model, 'model')
+    return _load_into(path, model, 'model')
+
+
+def load_snapshot(path, trainer):
+    """Loads a Trainer snapshot in place and returns the trainer.
+
+    The snapshot is one written by :func:`chainer.training.extensions.snapshot`.
+    A missing file leaves the trainer unchanged and warns once, as
+    :func:`load_model` does.
+
+    Args:
+        path (str or os.PathLike): Snapshot file.
+        trainer (chainer.training.Trainer): Trainer to resume.
+
+    Returns:
+        chainer.training.Trainer: ``trainer``.
+
+    Raises:
+        ValueError: The file is truncated or corrupt; the message names it.
+        KeyError: The snapshot lacks a value the trainer needs.
+
+    Example:
+        >>> trainer = load_snapshot('result/snapshot_iter_100', trainer)  # doctest: +SKIP
+        >>> trainer.run()  # doctest: +SKIP
+    """
+    if not isinstance(trainer, Trainer):
+        raise TypeError('trainer must be a chainer.training.Trainer, got {!r}'.format(trainer))
+    return _load_into(path, trainer, 'trainer')
+
+
+def load_model_from_snapshot(path, model, key='updater/model:main/'):
+    """Loads a model's weights out of a Trainer snapshot and returns the model.
+
+    A Trainer snapshot stores the model of the updater's optimizer ``main``
+    under ``updater/model:main/``; this reads just those arrays into
+    ``model``. Unlike :func:`load_model`, a missing file is an error, since
+    the weights are what the caller asked for.
+
+    Args:
+        path (str or os.PathLike): Snapshot file.
+        model (chainer.Link): Model to load into; the same architecture as
+            the trainer's model (for a classifier wrapped in
+            ``L.Classifier``, pass the wrapper or use
+            ``key='updater/model:main/predictor/'``).
+        key (str): Prefix of the model's arrays in the snapshot.
+
+    Returns:
+        chainer.Link: ``model``.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        KeyError: No arrays under ``key``, or one the model needs is
+            missing; the message lists the model prefixes the file holds.
+        ValueError: The file is truncated or corrupt, or an array has the
+            wrong shape.
+
+    Example:
+        >>> model = load_model_from_snapshot(
+        ...     'result/snapshot_iter_100', L.Classifier(MLP()))  # doctest: +SKIP
+    """
+    path = _check_path(path)
+    _check_serializable(model, 'model')
+    if not isinstance(key, str):
+        raise TypeError('key must be a str, got {!r}'.format(key))
+    if key and not key.endswith('/'):
+        key += '/'
+    if not os.path.exists(path):
+        raise FileNotFoundError('snapshot {!r} does not exist'.format(path))
+    _deserialize(path, _read_arrays(path, key), model, key, 'model')
+    return model

@@ -1,0 +1,293 @@
+"""save_model / load_model / load_snapshot / load_model_from_snapshot on real files."""
+import errno
+import gc
+import os
+import subprocess
+import sys
+import zipfile
+
+import chainer.links as L
+import numpy
+import pytest
+from chainer.training import extensions
+
+from researchutils.chainer import serializers
+from researchutils.chainer.serializers import npz
+from tests.support.tiny_training import make_model, make_trainer
+
+
+def _parameters(model):
+    return {name: param.array.copy() for name, param in model.namedparams()}
+
+
+def _assert_same_parameters(a, b):
+    pa, pb = _parameters(a), _parameters(b)
+    assert sorted(pa) == sorted(pb)
+    for name in pa:
+        numpy.testing.assert_array_equal(pa[name], pb[name])
+
+
+def _folder_entries(folder):
+    return sorted(os.listdir(folder))
+
+
+# save_model -----------------------------------------------------------------
+
+def test_save_model_writes_arrays_readable_by_numpy(tmp_path):
+    model = make_model(seed=3)
+    path = tmp_path / 'model.npz'
+    serializers.save_model(str(path), model)
+    with numpy.load(str(path)) as archive:
+        numpy.testing.assert_array_equal(archive['predictor/W'], model.predictor.W.array)
+        numpy.testing.assert_array_equal(archive['predictor/b'], model.predictor.b.array)
+
+
+def test_save_model_creates_missing_parent_folders(tmp_path):
+    path = tmp_path / 'a' / 'b' / 'model.npz'
+    serializers.save_model(path, make_model())
+    assert path.is_file()
+
+
+def test_save_model_refuses_existing_path_and_leaves_it_untouched(tmp_path):
+    path = tmp_path / 'model.npz'
+    path.write_bytes(b'precious')
+    with pytest.raises(ValueError, match='model.npz.*already exists'):
+        serializers.save_model(str(path), make_model())
+    assert path.read_bytes() == b'precious'
+    assert _folder_entries(tmp_path) == ['model.npz']
+
+
+def test_save_model_leaves_no_temporary_file(tmp_path):
+    serializers.save_model(str(tmp_path / 'model.npz'), make_model())
+    assert _folder_entries(tmp_path) == ['model.npz']
+
+
+class _DiskFullAfter(object):
+    """A file whose writes fail with ENOSPC once ``capacity`` bytes are written."""
+
+    def __init__(self, file, capacity):
+        self._file = file
+        self._capacity = capacity
+
+    def write(self, data):
+        if self._file.tell() + len(data) > self._capacity:
+            room = max(0, self._capacity - self._file.tell())
+            self._file.write(bytes(data[:room]))
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return self._file.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self._file, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self._file.close()
+
+
+# numpy.savez leaves its ZipFile to the garbage collector after a failed write.
+@pytest.mark.filterwarnings('ignore::pytest.PytestUnraisableExceptionWarning')
+def test_full_disk_mid_write_leaves_no_partial_or_temporary_file(tmp_path, monkeypatch):
+    open_temporary = npz._open_temporary
+    written = []
+
+    def open_small_disk(folder, name):
+        file, temporary_path = open_temporary(folder, name)
+        written.append(temporary_path)
+        return _DiskFullAfter(file, capacity=200), temporary_path
+
+    monkeypatch.setattr(npz, '_open_temporary', open_small_disk)
+    path = tmp_path / 'model.npz'
+    with pytest.raises(OSError, match='model.npz') as info:
+        serializers.save_model(str(path), L.Linear(50, 50))
+    assert info.value.errno == errno.ENOSPC
+    assert written, 'the write went through the temporary file'
+    assert _folder_entries(tmp_path) == []
+    del info  # its traceback holds numpy's ZipFile; collect it inside this test
+    gc.collect()
+
+
+def test_file_size_limit_of_the_os_mid_write_leaves_nothing_behind(tmp_path):
+    # A real kernel refusal (RLIMIT_FSIZE gives EFBIG) in a child process.
+    code = (
+        'import resource, sys\n'
+        'import chainer.links as L\n'
+        'from researchutils.chainer.serializers import save_model\n'
+        'resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n'
+        'try:\n'
+        '    save_model(sys.argv[1], L.Linear(100, 100))\n'
+        'except OSError as e:\n'
+        '    print("OSError", e.errno)\n'
+    )
+    out = subprocess.run([sys.executable, '-c', code, str(tmp_path / 'model.npz')],
+                         check=True, capture_output=True, text=True, timeout=60).stdout
+    assert out.split() == ['OSError', str(errno.EFBIG)]
+    assert _folder_entries(tmp_path) == []
+
+
+def test_save_model_rejects_a_non_link(tmp_path):
+    with pytest.raises(TypeError, match='model'):
+        serializers.save_model(str(tmp_path / 'x.npz'), object())
+
+
+def test_save_model_rejects_a_non_path(tmp_path):
+    with pytest.raises(TypeError, match='path'):
+        serializers.save_model(3, make_model())
+
+
+# load_model -----------------------------------------------------------------
+
+def test_load_model_restores_saved_parameters_and_returns_the_model(tmp_path):
+    saved = make_model(seed=1)
+    serializers.save_model(str(tmp_path / 'model.npz'), saved)
+    fresh = make_model(seed=2)
+    loaded = serializers.load_model(str(tmp_path / 'model.npz'), fresh)
+    assert loaded is fresh
+    _assert_same_parameters(loaded, saved)
+
+
+def test_load_model_of_missing_file_warns_once_and_returns_model_unchanged(tmp_path):
+    model = make_model(seed=1)
+    before = _parameters(model)
+    path = str(tmp_path / 'absent.npz')
+    with pytest.warns(UserWarning) as record:
+        assert serializers.load_model(path, model) is model
+    assert len(record) == 1
+    assert path in str(record[0].message)
+    for name, value in before.items():
+        numpy.testing.assert_array_equal(_parameters(model)[name], value)
+
+
+def test_load_model_of_truncated_file_names_the_file(tmp_path):
+    path = tmp_path / 'model.npz'
+    serializers.save_model(str(path), make_model())
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+    with pytest.raises(ValueError, match='model.npz.*(truncated|corrupt)'):
+        serializers.load_model(str(path), make_model())
+
+
+def test_load_model_of_corrupt_array_data_names_the_file(tmp_path):
+    path = tmp_path / 'model.npz'
+    serializers.save_model(str(path), L.Linear(20, 20), compression=False)
+    with zipfile.ZipFile(str(path)) as archive:
+        info = archive.getinfo('W.npy')
+    data = bytearray(path.read_bytes())
+    # Flip bytes inside W's stored data; the zip directory stays intact.
+    start = info.header_offset + 30 + len(info.filename) + 200
+    data[start:start + 16] = bytes(255 - b for b in data[start:start + 16])
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match='model.npz.*(truncated or corrupt).*CRC'):
+        serializers.load_model(str(path), L.Linear(20, 20))
+
+
+def test_load_model_of_non_npz_file_names_the_file(tmp_path):
+    path = tmp_path / 'notes.txt'
+    path.write_text('not an archive')
+    with pytest.raises(ValueError, match='notes.txt.*not a readable npz'):
+        serializers.load_model(str(path), make_model())
+
+
+def test_load_model_of_empty_file_names_the_file(tmp_path):
+    path = tmp_path / 'empty.npz'
+    path.write_bytes(b'')
+    with pytest.raises(ValueError, match='empty.npz'):
+        serializers.load_model(str(path), make_model())
+
+
+def test_load_model_with_wrong_architecture_names_file_and_array(tmp_path):
+    serializers.save_model(str(tmp_path / 'model.npz'), L.Linear(3, 2))
+    with pytest.raises(ValueError, match="model.npz.*'W'"):
+        serializers.load_model(str(tmp_path / 'model.npz'), L.Linear(4, 2))
+
+
+def test_load_model_with_missing_array_names_file_and_array(tmp_path):
+    serializers.save_model(str(tmp_path / 'model.npz'), L.Linear(3, 2))
+    with pytest.raises(KeyError, match='model.npz.*predictor/[Wb]'):
+        serializers.load_model(str(tmp_path / 'model.npz'), make_model())
+
+
+# Trainer snapshots ----------------------------------------------------------
+
+@pytest.fixture
+def snapshot_run(tmp_path):
+    """A finished 6-iteration run that wrote a snapshot at iteration 6."""
+    trainer = make_trainer(tmp_path / 'run', stop_iteration=6)
+    trainer.extend(extensions.snapshot(filename='snapshot_iter_{.updater.iteration}'),
+                   trigger=(6, 'iteration'))
+    trainer.run()
+    return trainer, str(tmp_path / 'run' / 'snapshot_iter_6')
+
+
+def test_load_snapshot_resumes_iteration_and_weights(snapshot_run, tmp_path):
+    finished, path = snapshot_run
+    resumed = make_trainer(tmp_path / 'resumed', stop_iteration=8)
+    assert serializers.load_snapshot(path, resumed) is resumed
+    assert resumed.updater.iteration == 6
+    _assert_same_parameters(resumed.updater.get_optimizer('main').target,
+                            finished.updater.get_optimizer('main').target)
+
+
+def test_resumed_run_continues_like_an_uninterrupted_one(snapshot_run, tmp_path):
+    _, path = snapshot_run
+    resumed = serializers.load_snapshot(path, make_trainer(tmp_path / 'r', stop_iteration=8))
+    resumed.run()
+    straight = make_trainer(tmp_path / 's', stop_iteration=8)
+    straight.run()
+    _assert_same_parameters(resumed.updater.get_optimizer('main').target,
+                            straight.updater.get_optimizer('main').target)
+
+
+def test_load_snapshot_of_missing_file_warns_and_returns_trainer(tmp_path):
+    trainer = make_trainer(tmp_path / 'run')
+    with pytest.warns(UserWarning, match='nothing_here'):
+        assert serializers.load_snapshot(str(tmp_path / 'nothing_here'), trainer) is trainer
+    assert trainer.updater.iteration == 0
+
+
+def test_load_snapshot_of_truncated_file_names_the_file(snapshot_run, tmp_path):
+    _, path = snapshot_run
+    with open(path, 'rb') as f:
+        data = f.read()
+    broken = tmp_path / 'broken_snapshot'
+    broken.write_bytes(data[:-40])
+    with pytest.raises(ValueError, match='broken_snapshot.*truncated'):
+        serializers.load_snapshot(str(broken), make_trainer(tmp_path / 'r'))
+
+
+def test_load_snapshot_rejects_a_non_trainer(snapshot_run):
+    _, path = snapshot_run
+    with pytest.raises(TypeError, match='trainer'):
+        serializers.load_snapshot(path, make_model())
+
+
+def test_load_model_from_snapshot_gets_the_trained_weights(snapshot_run):
+    finished, path = snapshot_run
+    model = serializers.load_model_from_snapshot(path, make_model(seed=9))
+    _assert_same_parameters(model, finished.updater.get_optimizer('main').target)
+
+
+def test_load_model_from_snapshot_with_predictor_key_loads_the_inner_link(snapshot_run):
+    finished, path = snapshot_run
+    predictor = serializers.load_model_from_snapshot(path, L.Linear(3, 2),
+                                                     key='updater/model:main/predictor')
+    _assert_same_parameters(predictor, finished.updater.get_optimizer('main').target.predictor)
+
+
+def test_load_model_from_snapshot_with_wrong_key_lists_the_models_held(snapshot_run):
+    _, path = snapshot_run
+    with pytest.raises(KeyError, match="updater/model:main/"):
+        serializers.load_model_from_snapshot(path, make_model(), key='updater/model:other/')
+
+
+def test_load_model_from_snapshot_of_missing_file_raises(tmp_path):
+    with pytest.raises(FileNotFoundError, match='nothing_here'):
+        serializers.load_model_from_snapshot(str(tmp_path / 'nothing_here'), make_model())
+
+
+def test_load_model_from_snapshot_rejects_a_non_string_key(snapshot_run):
+    _, path = snapshot_run
+    with pytest.raises(TypeError, match='key'):
+        serializers.load_model_from_snapshot(path, make_model(), key=3)
+
