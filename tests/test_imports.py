@@ -11,6 +11,8 @@ LIGHT_MODULES = [
     'researchutils.chainer',
     'researchutils.chainer.functions',
     'researchutils.chainer.links',
+    'researchutils.chainer.models',
+    'researchutils.chainer.models.multi_node',
 ]
 
 

@@ -77,6 +77,7 @@ def main(argv=None):
     parser.add_argument('--batch-size', type=int, default=16, help='per rank')
     parser.add_argument('--samples', type=int, default=1024)
     parser.add_argument('--communicator', default='naive')
+    parser.add_argument('--seed', type=int, default=0, help='of the initial weights')
     args = parser.parse_args(argv)
 
     import chainermn  # after create_communicator, which explains a missing install
@@ -91,6 +92,7 @@ def main(argv=None):
         make_dataset(args.samples // 4, seed=1) if communicator.rank == 0 else None,
         communicator)
 
+    np.random.seed(args.seed)  # Chainer's initializers draw from NumPy's global generator
     network = Classifier()
     network(np.zeros((1, 2), np.float32))  # initializes the lazy layer before the broadcast
     optimizer = setup_multi_node_optimizer(chainer.optimizers.Adam(alpha=0.01), network,

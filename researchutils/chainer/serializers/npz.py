@@ -44,7 +44,8 @@ def save_model(path, model, compression=True):
     """Saves a model's parameters and persistent values to a new npz file.
 
     The file is first written to a temporary file in the same folder, flushed
-    to disk and then moved to ``path`` with :func:`os.replace`, so a crash or
+    to disk and then moved to ``path`` (a hard link made only if the name is still
+    free, then the temporary name removed), so a crash or
     a full disk never leaves a partial file at ``path``, nor a temporary file
     beside it. Missing parent folders are created. An existing file is never
     overwritten.
@@ -82,10 +83,11 @@ def save_model(path, model, compression=True):
             chainer_npz.save_npz(file, model, compression=compression)
             file.flush()
             os.fsync(file.fileno())
-        if os.path.lexists(path):
-            raise ValueError('path {!r} was created by someone else while the model was being '
-                             'saved; save_model never overwrites a file'.format(path))
-        os.replace(temporary_path, path)
+        _publish_without_overwrite(temporary_path, path)
+    except FileExistsError:
+        _remove_quietly(temporary_path)
+        raise ValueError('path {!r} was created by someone else while the model was being '
+                         'saved; save_model never overwrites a file'.format(path)) from None
     except OSError as error:
         _remove_quietly(temporary_path)
         raise OSError(error.errno, 'could not save the model to {!r}: {}'.format(
@@ -93,6 +95,24 @@ def save_model(path, model, compression=True):
     except BaseException:
         _remove_quietly(temporary_path)
         raise
+
+
+def _publish_without_overwrite(temporary_path, path):
+    """Moves the finished temporary file to ``path``, failing if ``path`` exists.
+
+    A hard link is created atomically only when the name is free, so no check-then-replace
+    window exists; file systems without hard links fall back to a check and ``os.replace``.
+    """
+    try:
+        os.link(temporary_path, path)
+    except FileExistsError:
+        raise
+    except OSError:
+        if os.path.lexists(path):
+            raise FileExistsError(path) from None
+        os.replace(temporary_path, path)
+        return
+    os.remove(temporary_path)
 
 
 def _remove_quietly(path):

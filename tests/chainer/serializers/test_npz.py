@@ -57,6 +57,22 @@ def test_save_model_refuses_existing_path_and_leaves_it_untouched(tmp_path):
     assert _folder_entries(tmp_path) == ['model.npz']
 
 
+def test_file_created_by_another_process_during_the_save_is_never_overwritten(
+        tmp_path, monkeypatch):
+    path = tmp_path / 'model.npz'
+    real_save = npz.chainer_npz.save_npz
+
+    def save_while_someone_else_writes(file, obj, compression=True):
+        path.write_bytes(b'written by someone else')
+        real_save(file, obj, compression=compression)
+
+    monkeypatch.setattr(npz.chainer_npz, 'save_npz', save_while_someone_else_writes)
+    with pytest.raises(ValueError, match='created by someone else'):
+        serializers.save_model(str(path), make_model())
+    assert path.read_bytes() == b'written by someone else'
+    assert _folder_entries(tmp_path) == ['model.npz']
+
+
 def test_save_model_leaves_no_temporary_file(tmp_path):
     serializers.save_model(str(tmp_path / 'model.npz'), make_model())
     assert _folder_entries(tmp_path) == ['model.npz']
