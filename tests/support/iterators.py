@@ -98,3 +98,8 @@ def kill_self_at_four(dataset, index):
 
 def unpicklable_example(dataset, index):
     return lambda: index
+
+
+def index_and_pid(dataset, index):
+    time.sleep(0.01)
+    return (dataset[index], os.getpid())
