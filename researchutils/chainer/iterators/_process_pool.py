@@ -98,11 +98,11 @@ class _PendingBatch(object):
     def __init__(self, n_chunks):
         self.n_chunks = n_chunks
         self.chunks = {}
-        self.error = None
+        self.errors = {}
 
     @property
     def done(self):
-        return self.error is not None or len(self.chunks) == self.n_chunks
+        return len(self.chunks) + len(self.errors) == self.n_chunks
 
 
 def _describe_exit(exitcode):
@@ -153,7 +153,8 @@ class ProcessPool(object):
         bounds = chunk_bounds(len(indices), n_chunks)
         self._batches[batch_id] = _PendingBatch(len(bounds))
         for start, stop in bounds:
-            self._tasks.put((batch_id, start, indices[start:stop], epochs[start:stop]))
+            self._tasks.put((batch_id, start, indices[start:stop],
+                             None if epochs is None else epochs[start:stop]))
         return batch_id
 
     def cancel(self, batch_id):
@@ -180,8 +181,9 @@ class ProcessPool(object):
                 on_timeout()
                 next_warning = now + dataset_timeout
         del self._batches[batch_id]
-        if pending.error is not None:
-            _raise_remote(*pending.error)
+        if pending.errors:
+            # The first failing example in batch order, as the serial iterator would.
+            _raise_remote(*pending.errors[min(pending.errors)])
         return [example for start in sorted(pending.chunks)
                 for example in pickle.loads(pending.chunks[start])]
 
@@ -200,8 +202,8 @@ class ProcessPool(object):
             return
         if kind == 'ok':
             pending.chunks[start] = payload
-        elif pending.error is None:
-            pending.error = payload
+        else:
+            pending.errors[start] = payload
 
     def _check_workers(self):
         dead = [slot for slot, worker in self._workers.items() if worker.exitcode is not None]

@@ -8,7 +8,7 @@ import warnings
 from chainer.iterators import MultiprocessIterator
 
 from researchutils.chainer.iterators._decorable_iterator import (
-    DecorableIterator,
+    PrefetchingIterator,
     check_positive_int,
 )
 from researchutils.chainer.iterators._process_pool import ProcessPool, WorkerDiedError
@@ -55,7 +55,7 @@ def _pickle_for_workers(source, start_method):
             culprit, type(error).__name__, error, start_method)) from error
 
 
-class DecorableMultiprocessIterator(DecorableIterator):
+class DecorableMultiprocessIterator(PrefetchingIterator):
     """Iterator that builds each example with ``decor_fun`` in worker processes.
 
     A drop-in replacement for :class:`chainer.iterators.MultiprocessIterator`

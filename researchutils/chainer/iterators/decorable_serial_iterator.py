@@ -18,6 +18,11 @@ class DecorableSerialIterator(DecorableIterator):
     any of the three decorable iterators, or into Chainer's ``SerialIterator``,
     and it continues with the same batches.
 
+    As in the original researchutils, the ``dataset`` attribute is the
+    :class:`~researchutils.chainer.iterators.UnmodifiableDecorableList` of the
+    decorated examples (``len(it.dataset) == end_index``); the dataset given
+    is ``it.dataset.items``.
+
     If ``decor_fun`` or the dataset raises, :meth:`__next__` raises the same
     exception with a note naming the dataset index; the iterator does not
     advance, so the next call tries that batch again.
@@ -78,3 +83,9 @@ class DecorableSerialIterator(DecorableIterator):
                  end_index=None, *, order_sampler=None, seed=None):
         super(DecorableSerialIterator, self).__init__(
             dataset, batch_size, repeat, shuffle, decor_fun, end_index, order_sampler, seed)
+
+    def _next_batch(self):
+        state, indices, epochs = self._plan(self._state)
+        if indices is None:
+            return state, None
+        return state, self._source.make(indices, epochs)

@@ -121,6 +121,14 @@ def test_batch_is_decor_fun_applied_to_shuffled_indices(kind):
     assert set(values[10:]) == squares
 
 
+def test_dataset_attribute_is_the_decorated_list(kind):
+    dataset = list(range(10))
+    with make_iterator(kind, dataset, 2, decor_fun=square, end_index=4) as it:
+        assert isinstance(it.dataset, iterators.UnmodifiableDecorableList)
+        assert it.dataset.items is dataset
+        assert list(it.dataset) == [0, 1, 4, 9]
+
+
 # --- order samplers and reset -----------------------------------------------------------
 
 class ReversingSampler(object):
