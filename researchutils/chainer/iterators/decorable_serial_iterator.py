@@ -48,16 +48,17 @@ class DecorableSerialIterator(DecorableIterator):
             order of the next epoch. Not allowed with ``shuffle`` other than
             ``None``. Keyword-only.
         seed (int): ``None`` (default) leaves randomness alone. An integer in
-            ``0..2**32-1`` makes the run reproducible: the shuffled order of
-            epoch ``e`` is ``numpy.random.RandomState([seed, e]).permutation(n)``,
-            and while ``decor_fun`` makes the example at ``index`` in epoch
-            ``e``, the legacy ``numpy.random`` functions (``numpy.random.rand``,
+            ``0..2**32-1`` makes the run reproducible: unless an
+            ``order_sampler`` is given, the shuffled order of epoch ``e`` is
+            ``numpy.random.RandomState([seed, e]).permutation(n)``, and while
+            ``decor_fun`` makes the example at ``index`` in epoch ``e``, the
+            legacy ``numpy.random`` functions (``numpy.random.rand``,
             ``numpy.random.randint``, ...) of its thread draw from
-            ``numpy.random.RandomState([seed, e, index])``. The three decorable
-            iterators then give identical batches. Call them as attributes of
-            :mod:`numpy.random`: a function imported with ``from numpy.random
-            import rand`` before the first seeded iterator ran keeps drawing
-            from the global state. Keyword-only.
+            ``numpy.random.RandomState([seed, e, index])``. The three
+            decorable iterators then give identical batches. Call them as
+            attributes of :mod:`numpy.random`: a function imported with
+            ``from numpy.random import rand`` before the first seeded
+            iterator ran keeps drawing from the global state. Keyword-only.
 
     Raises:
         TypeError: An argument has the wrong type (the message names it).

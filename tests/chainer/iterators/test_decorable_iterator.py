@@ -102,6 +102,21 @@ def test_shuffled_epochs_visit_every_example_once(kind):
     assert sorted(seen) == list(range(9))
 
 
+def test_shuffled_repeating_epochs_each_visit_every_example_once(kind):
+    with make_iterator(kind, list(range(10)), 3) as it:
+        seen = [x for batch in take(it, 10) for x in batch]
+    for epoch in range(3):
+        assert sorted(seen[10 * epoch:10 * (epoch + 1)]) == list(range(10))
+
+
+def test_examples_of_any_type_pass_through(kind):
+    dataset = [(i, {'label': str(i)}, numpy.full(2, i)) for i in range(4)]
+    with make_iterator(kind, dataset, 2, shuffle=False) as it:
+        batch = it.next()
+    assert [(a, b) for a, b, _ in batch] == [(0, {'label': '0'}), (1, {'label': '1'})]
+    numpy.testing.assert_array_equal(batch[1][2], [1, 1])
+
+
 # --- decor_fun ------------------------------------------------------------------------
 
 def test_decor_fun_receives_dataset_and_raw_int_index(kind):

@@ -234,6 +234,7 @@ def test_interpreter_exiting_without_finalize_does_not_hang(start_method, tmp_pa
                             env=dict(os.environ, PYTHONPATH=REPO), capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+    assert 'Traceback' not in result.stderr
     assert time.monotonic() - started < 30
     pids = [int(pid) for pid in result.stdout.split()]
     deadline = time.monotonic() + 5
