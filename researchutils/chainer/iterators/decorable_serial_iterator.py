@@ -58,7 +58,11 @@ class DecorableSerialIterator(DecorableIterator):
             decorable iterators then give identical batches. Call them as
             attributes of :mod:`numpy.random`: a function imported with
             ``from numpy.random import rand`` before the first seeded
-            iterator ran keeps drawing from the global state. Keyword-only.
+            iterator ran keeps drawing from the global state. (The first
+            seeded iterator of a process replaces those functions of
+            :mod:`numpy.random` by wrappers that draw from the global state,
+            as before, everywhere but inside a seeded ``decor_fun``.)
+            Keyword-only.
 
     Raises:
         TypeError: An argument has the wrong type (the message names it).
