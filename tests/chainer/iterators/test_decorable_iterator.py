@@ -58,6 +58,16 @@ def test_batches_and_progress_match_chainer_serial_iterator(kind, size, batch_si
             assert progress(it) == pytest.approx(progress(expected))
 
 
+@pytest.mark.parametrize('repeat', [True, False])
+def test_shuffled_progress_matches_chainer_serial_iterator(kind, repeat):
+    dataset = list(range(7))
+    expected = SerialIterator(dataset, 3, repeat=repeat)
+    with make_iterator(kind, dataset, 3, repeat=repeat) as it:
+        for _ in range(3 if not repeat else 8):
+            assert len(it.next()) == len(expected.next())
+            assert progress(it) == pytest.approx(progress(expected))
+
+
 @pytest.mark.parametrize('size,batch_size', [(6, 2), (5, 2), (3, 7)])
 def test_repeat_false_matches_chainer_serial_iterator(kind, size, batch_size):
     dataset = list(range(size))
