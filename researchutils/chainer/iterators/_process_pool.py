@@ -134,10 +134,6 @@ class ProcessPool(object):
         for slot in range(n_processes):
             self._start_worker(slot)
 
-    @property
-    def pids(self):
-        return [worker.pid for worker in self._workers.values()]
-
     def _start_worker(self, slot):
         pickled = self._payload is not None
         worker = self._context.Process(
@@ -196,7 +192,8 @@ class ProcessPool(object):
         if kind == 'fatal':
             data, text, pid = payload
             raise WorkerDiedError(
-                'worker process {} could not start: {}'.format(pid, text.strip()))
+                'worker process {} could not start: unpickling the dataset and decor_fun it '
+                'was sent failed:\n{}'.format(pid, text.strip()))
         pending = self._batches.get(batch_id)
         if pending is None:  # cancelled
             return

@@ -12,6 +12,7 @@ import pytest
 
 from researchutils.chainer.iterators import DecorableMultiprocessIterator, DecorableSerialIterator
 from tests.support.iterators import (
+    OnlyHere,
     exit_at_four,
     fail_at_five,
     index_and_pid,
@@ -119,6 +120,12 @@ def test_unpicklable_dataset_under_spawn_is_type_error_at_construction(spawn):
 
     with pytest.raises(TypeError, match='dataset cannot be pickled'):
         DecorableMultiprocessIterator(Local(range(4)), 2)
+
+
+def test_dataset_failing_to_unpickle_in_worker_is_reported(spawn):
+    with DecorableMultiprocessIterator(OnlyHere(range(4)), 2, n_processes=1) as it:
+        with pytest.raises(RuntimeError, match='(?s)could not start.*cannot be loaded'):
+            it.next()
 
 
 def test_lambda_decor_fun_works_under_fork(fork):
