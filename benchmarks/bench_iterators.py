@@ -86,6 +86,16 @@ def best_of(contenders, repeats, run):
     return best
 
 
+def compare(title, contenders, repeats, n_batches, ratios):
+    """Prints the best rates and, for each (label, a, b, target), rate a / rate b."""
+    rates = best_of(contenders, repeats, lambda make: examples_per_second(make, n_batches))
+    print(title(rates))
+    for name, rate in rates.items():
+        print('   {:24s} {:10.0f} examples/s'.format(name, rate))
+    for label, faster, slower, target in ratios:
+        print('   {:34s}: {:.2f}x  {}'.format(label, rates[faster] / rates[slower], target))
+
+
 def heavy(repeats, n_batches):
     data = numpy.arange(100000, dtype=numpy.float32)
     contenders = {
@@ -95,15 +105,12 @@ def heavy(repeats, n_batches):
         'chainer multiprocess': lambda: MultiprocessIterator(
             TransformDataset(data, busy), BATCH, n_processes=2),
     }
-    rates = best_of(contenders, repeats, lambda make: examples_per_second(make, n_batches))
-    print('1. CPU-heavy decor_fun (GIL held), batch {}, 2 processes; serially {:.2f} ms '
-          'per example'.format(BATCH, 1e3 / rates['ours serial']))
-    for name, rate in rates.items():
-        print('   {:24s} {:8.0f} examples/s'.format(name, rate))
-    print('   multiprocess / serial            : {:.2f}x  (target >= 1.8)'.format(
-        rates['ours multiprocess'] / rates['ours serial']))
-    print('   ours / chainer multiprocess      : {:.2f}x  (target >= 0.97)'.format(
-        rates['ours multiprocess'] / rates['chainer multiprocess']))
+    compare(lambda rates: '1. CPU-heavy decor_fun (GIL held), batch {}, 2 processes; serially '
+            '{:.2f} ms per example'.format(BATCH, 1e3 / rates['ours serial']),
+            contenders, repeats, n_batches, [
+                ('multiprocess / serial', 'ours multiprocess', 'ours serial', '(target >= 1.8)'),
+                ('ours / chainer multiprocess', 'ours multiprocess', 'chainer multiprocess',
+                 '(target >= 0.97)')])
 
 
 def trivial(repeats, n_batches):
@@ -114,14 +121,12 @@ def trivial(repeats, n_batches):
         'chainer serial+transform': lambda: SerialIterator(
             TransformDataset(data, lambda x: x), BATCH),
     }
-    rates = best_of(contenders, repeats, lambda make: examples_per_second(make, n_batches))
-    print('2. Trivial decor_fun, batch {}'.format(BATCH))
-    for name, rate in rates.items():
-        print('   {:24s} {:8.0f} examples/s'.format(name, rate))
-    print('   ours time / chainer serial time   : {:.2f}x  (target <= 1.1)'.format(
-        rates['chainer serial'] / rates['ours serial']))
-    print('   ours time / chainer+transform time: {:.2f}x'.format(
-        rates['chainer serial+transform'] / rates['ours serial']))
+    compare(lambda rates: '2. Trivial decor_fun, batch {}'.format(BATCH),
+            contenders, repeats, n_batches, [
+                ('ours time / chainer serial time', 'chainer serial', 'ours serial',
+                 '(target <= 1.1)'),
+                ('ours time / chainer+transform time', 'chainer serial+transform',
+                 'ours serial', '')])
 
 
 def construction(repeats):
