@@ -98,3 +98,21 @@ def kill_self_at_four(dataset, index):
 
 def unpicklable_example(dataset, index):
     return lambda: index
+
+
+def index_and_pid(dataset, index):
+    time.sleep(0.01)
+    return (dataset[index], os.getpid())
+
+
+def _load_only_in(pid, items):
+    if os.getpid() != pid:
+        raise RuntimeError('this dataset cannot be loaded in another process')
+    return OnlyHere(items)
+
+
+class OnlyHere(list):
+    """A list that pickles, but unpickles only in the process that made it."""
+
+    def __reduce__(self):
+        return _load_only_in, (os.getpid(), list(self))

@@ -3,9 +3,11 @@
 :class:`DecorableIterator` validates the arguments, keeps Chainer's epoch state
 (Chainer's own state machine advances it, so the epoch arithmetic is exactly
 Chainer's), writes and reads snapshots under the keys Chainer's
-``SerialIterator`` uses, and plans batches ahead. A subclass only says how a
-planned batch is made: ``_submit`` starts making it, ``_collect`` returns it,
-``_cancel`` abandons it and ``_close`` releases its workers.
+``SerialIterator`` uses; a subclass says how the next batch is made
+(``_next_batch``). :class:`PrefetchingIterator` plans batches ahead, and its
+subclasses only say how a planned batch is made: ``_submit`` starts making it,
+``_collect`` returns it, ``_cancel`` abandons it and ``_close`` releases the
+workers.
 """
 import collections
 import itertools
@@ -82,24 +84,31 @@ class ExampleSource(object):
         self.seed = seed
 
     def make(self, indices, epochs):
-        get = self.view._get
+        """Returns the examples at ``indices``; ``epochs`` matter only with a seed."""
+        items = self.view.items
+        decor_fun = self.view.decor_fun
         batch = []
+        append = batch.append
         try:
-            if self.seed is None:
-                for index in indices:
-                    batch.append(get(index))
-            else:
+            if self.seed is not None:
+                get = self.view._get
                 for index, epoch in zip(indices, epochs):
                     with seeded_numpy_random([self.seed, epoch, index]):
-                        batch.append(get(index))
+                        append(get(index))
+            elif decor_fun is None:
+                for index in indices:
+                    append(items[index])
+            else:
+                for index in indices:
+                    append(decor_fun(items, index))
         except Exception as exc:
             index = indices[len(batch)]
-            if self.view.decor_fun is None:
+            if decor_fun is None:
                 what = 'dataset[{}]'.format(index)
             else:
                 what = 'decor_fun(dataset, {})'.format(index)
-            _add_note(exc, 'raised by {} (dataset index {}, epoch {})'.format(
-                what, index, epochs[len(batch)]))
+            epoch = '' if epochs is None else ', epoch {}'.format(epochs[len(batch)])
+            _add_note(exc, 'raised by {} (dataset index {}{})'.format(what, index, epoch))
             raise
         return batch
 
@@ -120,9 +129,6 @@ class _SeededShuffle(object):
 class DecorableIterator(iterator.Iterator):
     """Base of the decorable iterators; see DecorableSerialIterator for the arguments."""
 
-    # How many batches beyond the one ``next()`` returns are planned and submitted.
-    _ahead = 0
-
     def __init__(self, dataset, batch_size, repeat, shuffle, decor_fun, end_index,
                  order_sampler, seed):
         self.batch_size = check_positive_int(batch_size, 'batch_size')
@@ -138,7 +144,9 @@ class DecorableIterator(iterator.Iterator):
         view = UnmodifiableDecorableList(dataset, decor_fun, end_index)
         if len(view) == 0:
             raise ValueError('dataset is empty: an iterator needs at least one example')
-        self.dataset = dataset
+        # As in the original researchutils and in Chainer, ``dataset`` is what is
+        # iterated: the decorated examples.
+        self.dataset = view
         self.decor_fun = decor_fun
         self.end_index = end_index
         if order_sampler is None and shuffle is not False:
@@ -146,7 +154,6 @@ class DecorableIterator(iterator.Iterator):
         self.order_sampler = order_sampler
         self._source = ExampleSource(view, self.seed)
         self._epoch_size = len(view)
-        self._planned = collections.deque()
         self.reset()
 
     # --- Chainer's iterator interface -------------------------------------------
@@ -163,7 +170,7 @@ class DecorableIterator(iterator.Iterator):
 
     def reset(self):
         """Rewinds to the start of epoch 0, with a new order when shuffling."""
-        self._discard_planned()
+        self._discard_prefetched()
         if self.order_sampler is None:
             order = None
         elif isinstance(self.order_sampler, _SeededShuffle):
@@ -176,7 +183,7 @@ class DecorableIterator(iterator.Iterator):
 
     def finalize(self):
         """Stops the workers, if any; calling it again does nothing."""
-        self._discard_planned()
+        self._discard_prefetched()
         self._close()
 
     @property
@@ -234,7 +241,7 @@ class DecorableIterator(iterator.Iterator):
         if not 0 <= current_position <= self._epoch_size:
             raise ValueError('the snapshot has current_position {} outside 0..{} (the epoch '
                              'size of this iterator)'.format(current_position, self._epoch_size))
-        self._discard_planned()
+        self._discard_prefetched()
         self._state = _statemachine.IteratorState(
             int(current_position), int(epoch), bool(is_new_epoch), order)
         self._previous_epoch_detail = (
@@ -250,7 +257,10 @@ class DecorableIterator(iterator.Iterator):
         return order
 
     def _plan(self, state):
-        """Returns the state after the batch that follows ``state``, its indices and epochs."""
+        """Returns the state after the batch that follows ``state``, its indices and epochs.
+
+        The epochs, needed only to seed ``decor_fun``, are None without a seed.
+        """
         order_sampler = self.order_sampler
         if isinstance(order_sampler, _SeededShuffle):
             epochs = itertools.count(state.epoch + 1)
@@ -262,11 +272,34 @@ class DecorableIterator(iterator.Iterator):
             state, self.batch_size, self._repeat, order_sampler, self._epoch_size)
         if indices is None:
             return new_state, None, None
+        if self.seed is None:
+            return new_state, indices.tolist(), None
         # Example k of the batch lies k places after the current position, in the
         # epoch that many places fall into.
         positions = state.current_position + numpy.arange(len(indices))
         epochs = state.epoch + positions // self._epoch_size
         return new_state, indices.tolist(), epochs.tolist()
+
+    def _next_batch(self):
+        """Returns the state after the next batch and the batch, or None at the end."""
+        raise NotImplementedError
+
+    def _discard_prefetched(self):
+        pass
+
+    def _close(self):
+        pass
+
+
+class PrefetchingIterator(DecorableIterator):
+    """A decorable iterator whose workers make the next batches ahead of ``next()``."""
+
+    # How many batches beyond the one ``next()`` returns are planned and submitted.
+    _ahead = 1
+
+    def reset(self):
+        self._planned = getattr(self, '_planned', collections.deque())
+        super(PrefetchingIterator, self).reset()
 
     def _plan_and_submit(self, state):
         new_state, indices, epochs = self._plan(state)
@@ -287,28 +320,23 @@ class DecorableIterator(iterator.Iterator):
             batch = self._collect(head.handle)
         except BaseException:
             # The state stays before the failed batch: the next call retries it.
-            self._discard_planned()
+            self._discard_prefetched()
             raise
         planned.popleft()
         return head.state, batch
 
-    def _discard_planned(self):
+    def _discard_prefetched(self):
         planned = getattr(self, '_planned', None)
         while planned:
             handle = planned.popleft().handle
             if handle is not None:
                 self._cancel(handle)
 
-    # --- how batches are made (overridden by the prefetching iterators) -------------
-
     def _submit(self, indices, epochs):
-        return indices, epochs
+        raise NotImplementedError
 
     def _collect(self, handle):
-        return self._source.make(*handle)
+        raise NotImplementedError
 
     def _cancel(self, handle):
-        pass
-
-    def _close(self):
-        pass
+        raise NotImplementedError

@@ -98,11 +98,11 @@ class _PendingBatch(object):
     def __init__(self, n_chunks):
         self.n_chunks = n_chunks
         self.chunks = {}
-        self.error = None
+        self.errors = {}
 
     @property
     def done(self):
-        return self.error is not None or len(self.chunks) == self.n_chunks
+        return len(self.chunks) + len(self.errors) == self.n_chunks
 
 
 def _describe_exit(exitcode):
@@ -134,10 +134,6 @@ class ProcessPool(object):
         for slot in range(n_processes):
             self._start_worker(slot)
 
-    @property
-    def pids(self):
-        return [worker.pid for worker in self._workers.values()]
-
     def _start_worker(self, slot):
         pickled = self._payload is not None
         worker = self._context.Process(
@@ -153,7 +149,8 @@ class ProcessPool(object):
         bounds = chunk_bounds(len(indices), n_chunks)
         self._batches[batch_id] = _PendingBatch(len(bounds))
         for start, stop in bounds:
-            self._tasks.put((batch_id, start, indices[start:stop], epochs[start:stop]))
+            self._tasks.put((batch_id, start, indices[start:stop],
+                             None if epochs is None else epochs[start:stop]))
         return batch_id
 
     def cancel(self, batch_id):
@@ -180,8 +177,9 @@ class ProcessPool(object):
                 on_timeout()
                 next_warning = now + dataset_timeout
         del self._batches[batch_id]
-        if pending.error is not None:
-            _raise_remote(*pending.error)
+        if pending.errors:
+            # The first failing example in batch order, as the serial iterator would.
+            _raise_remote(*pending.errors[min(pending.errors)])
         return [example for start in sorted(pending.chunks)
                 for example in pickle.loads(pending.chunks[start])]
 
@@ -194,14 +192,15 @@ class ProcessPool(object):
         if kind == 'fatal':
             data, text, pid = payload
             raise WorkerDiedError(
-                'worker process {} could not start: {}'.format(pid, text.strip()))
+                'worker process {} could not start: unpickling the dataset and decor_fun it '
+                'was sent failed:\n{}'.format(pid, text.strip()))
         pending = self._batches.get(batch_id)
         if pending is None:  # cancelled
             return
         if kind == 'ok':
             pending.chunks[start] = payload
-        elif pending.error is None:
-            pending.error = payload
+        else:
+            pending.errors[start] = payload
 
     def _check_workers(self):
         dead = [slot for slot, worker in self._workers.items() if worker.exitcode is not None]

@@ -8,7 +8,7 @@ import warnings
 from chainer.iterators import MultiprocessIterator
 
 from researchutils.chainer.iterators._decorable_iterator import (
-    DecorableIterator,
+    PrefetchingIterator,
     check_positive_int,
 )
 from researchutils.chainer.iterators._process_pool import ProcessPool, WorkerDiedError
@@ -55,7 +55,7 @@ def _pickle_for_workers(source, start_method):
             culprit, type(error).__name__, error, start_method)) from error
 
 
-class DecorableMultiprocessIterator(DecorableIterator):
+class DecorableMultiprocessIterator(PrefetchingIterator):
     """Iterator that builds each example with ``decor_fun`` in worker processes.
 
     A drop-in replacement for :class:`chainer.iterators.MultiprocessIterator`
@@ -128,7 +128,7 @@ class DecorableMultiprocessIterator(DecorableIterator):
         >>> images = np.arange(10, dtype=np.float32)
         >>> it = DecorableMultiprocessIterator(images, 4, repeat=False, shuffle=False,
         ...                                    n_processes=2, decor_fun=augment)
-        >>> [batch for batch in it]  # doctest: +SKIP
+        >>> [[float(x) for x in batch] for batch in it]
         [[0.0, 2.0, 4.0, 6.0], [8.0, 10.0, 12.0, 14.0], [16.0, 18.0]]
         >>> it.finalize()
     """

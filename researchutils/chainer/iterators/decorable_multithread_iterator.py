@@ -5,7 +5,7 @@ import threading
 import warnings
 
 from researchutils.chainer.iterators._decorable_iterator import (
-    DecorableIterator,
+    PrefetchingIterator,
     check_positive_int,
     chunk_bounds,
 )
@@ -28,7 +28,7 @@ def _thread_main(tasks, source):
             future.set_exception(exc)
 
 
-class DecorableMultithreadIterator(DecorableIterator):
+class DecorableMultithreadIterator(PrefetchingIterator):
     """Iterator that builds each example with ``decor_fun`` in worker threads.
 
     A drop-in replacement for :class:`chainer.iterators.MultithreadIterator`
@@ -102,7 +102,8 @@ class DecorableMultithreadIterator(DecorableIterator):
         # Twice as many chunks as threads, so that a slow chunk does not idle the others.
         for start, stop in chunk_bounds(len(indices), 2 * self.n_threads):
             future = concurrent.futures.Future()
-            self._tasks.put((future, indices[start:stop], epochs[start:stop]))
+            self._tasks.put((future, indices[start:stop],
+                             None if epochs is None else epochs[start:stop]))
             futures.append(future)
         return futures
 

@@ -18,6 +18,11 @@ class DecorableSerialIterator(DecorableIterator):
     any of the three decorable iterators, or into Chainer's ``SerialIterator``,
     and it continues with the same batches.
 
+    As in the original researchutils, the ``dataset`` attribute is the
+    :class:`~researchutils.chainer.iterators.UnmodifiableDecorableList` of the
+    decorated examples (``len(it.dataset) == end_index``); the dataset given
+    is ``it.dataset.items``.
+
     If ``decor_fun`` or the dataset raises, :meth:`__next__` raises the same
     exception with a note naming the dataset index; the iterator does not
     advance, so the next call tries that batch again.
@@ -43,16 +48,21 @@ class DecorableSerialIterator(DecorableIterator):
             order of the next epoch. Not allowed with ``shuffle`` other than
             ``None``. Keyword-only.
         seed (int): ``None`` (default) leaves randomness alone. An integer in
-            ``0..2**32-1`` makes the run reproducible: the shuffled order of
-            epoch ``e`` is ``numpy.random.RandomState([seed, e]).permutation(n)``,
-            and while ``decor_fun`` makes the example at ``index`` in epoch
-            ``e``, the legacy ``numpy.random`` functions (``numpy.random.rand``,
+            ``0..2**32-1`` makes the run reproducible: unless an
+            ``order_sampler`` is given, the shuffled order of epoch ``e`` is
+            ``numpy.random.RandomState([seed, e]).permutation(n)``, and while
+            ``decor_fun`` makes the example at ``index`` in epoch ``e``, the
+            legacy ``numpy.random`` functions (``numpy.random.rand``,
             ``numpy.random.randint``, ...) of its thread draw from
-            ``numpy.random.RandomState([seed, e, index])``. The three decorable
-            iterators then give identical batches. Call them as attributes of
-            :mod:`numpy.random`: a function imported with ``from numpy.random
-            import rand`` before the first seeded iterator ran keeps drawing
-            from the global state. Keyword-only.
+            ``numpy.random.RandomState([seed, e, index])``. The three
+            decorable iterators then give identical batches. Call them as
+            attributes of :mod:`numpy.random`: a function imported with
+            ``from numpy.random import rand`` before the first seeded
+            iterator ran keeps drawing from the global state. (The first
+            seeded iterator of a process replaces those functions of
+            :mod:`numpy.random` by wrappers that draw from the global state,
+            as before, everywhere but inside a seeded ``decor_fun``.)
+            Keyword-only.
 
     Raises:
         TypeError: An argument has the wrong type (the message names it).
@@ -78,3 +88,9 @@ class DecorableSerialIterator(DecorableIterator):
                  end_index=None, *, order_sampler=None, seed=None):
         super(DecorableSerialIterator, self).__init__(
             dataset, batch_size, repeat, shuffle, decor_fun, end_index, order_sampler, seed)
+
+    def _next_batch(self):
+        state, indices, epochs = self._plan(self._state)
+        if indices is None:
+            return state, None
+        return state, self._source.make(indices, epochs)

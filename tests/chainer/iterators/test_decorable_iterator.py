@@ -58,6 +58,16 @@ def test_batches_and_progress_match_chainer_serial_iterator(kind, size, batch_si
             assert progress(it) == pytest.approx(progress(expected))
 
 
+@pytest.mark.parametrize('repeat', [True, False])
+def test_shuffled_progress_matches_chainer_serial_iterator(kind, repeat):
+    dataset = list(range(7))
+    expected = SerialIterator(dataset, 3, repeat=repeat)
+    with make_iterator(kind, dataset, 3, repeat=repeat) as it:
+        for _ in range(3 if not repeat else 8):
+            assert len(it.next()) == len(expected.next())
+            assert progress(it) == pytest.approx(progress(expected))
+
+
 @pytest.mark.parametrize('size,batch_size', [(6, 2), (5, 2), (3, 7)])
 def test_repeat_false_matches_chainer_serial_iterator(kind, size, batch_size):
     dataset = list(range(size))
@@ -102,6 +112,21 @@ def test_shuffled_epochs_visit_every_example_once(kind):
     assert sorted(seen) == list(range(9))
 
 
+def test_shuffled_repeating_epochs_each_visit_every_example_once(kind):
+    with make_iterator(kind, list(range(10)), 3) as it:
+        seen = [x for batch in take(it, 10) for x in batch]
+    for epoch in range(3):
+        assert sorted(seen[10 * epoch:10 * (epoch + 1)]) == list(range(10))
+
+
+def test_examples_of_any_type_pass_through(kind):
+    dataset = [(i, {'label': str(i)}, numpy.full(2, i)) for i in range(4)]
+    with make_iterator(kind, dataset, 2, shuffle=False) as it:
+        batch = it.next()
+    assert [(a, b) for a, b, _ in batch] == [(0, {'label': '0'}), (1, {'label': '1'})]
+    numpy.testing.assert_array_equal(batch[1][2], [1, 1])
+
+
 # --- decor_fun ------------------------------------------------------------------------
 
 def test_decor_fun_receives_dataset_and_raw_int_index(kind):
@@ -119,6 +144,14 @@ def test_batch_is_decor_fun_applied_to_shuffled_indices(kind):
     squares = {int(x) ** 2 for x in dataset[:10]}
     assert set(values[:10]) == squares
     assert set(values[10:]) == squares
+
+
+def test_dataset_attribute_is_the_decorated_list(kind):
+    dataset = list(range(10))
+    with make_iterator(kind, dataset, 2, decor_fun=square, end_index=4) as it:
+        assert isinstance(it.dataset, iterators.UnmodifiableDecorableList)
+        assert it.dataset.items is dataset
+        assert list(it.dataset) == [0, 1, 4, 9]
 
 
 # --- order samplers and reset -----------------------------------------------------------
@@ -235,20 +268,11 @@ def test_snapshot_is_readable_by_chainer_serial_iterator(kind):
     assert take(chainer_it, 3) == expected
 
 
-def test_chainer_serial_iterator_snapshot_is_readable(kind):
+@pytest.mark.parametrize('chainer_class', [SerialIterator, MultithreadIterator])
+def test_chainer_iterator_snapshot_is_readable(kind, chainer_class):
+    # Chainer's MultithreadIterator writes ``_order`` where the others write ``order``.
     dataset = list(range(12))
-    chainer_it = SerialIterator(dataset, 3)
-    chainer_it.next()
-    saved = snapshot(chainer_it)
-    expected = take(chainer_it, 3)
-    with make_iterator(kind, dataset, 3) as it:
-        load(it, saved)
-        assert take(it, 3) == expected
-
-
-def test_chainer_multithread_iterator_snapshot_is_readable(kind):
-    dataset = list(range(12))
-    chainer_it = MultithreadIterator(dataset, 3)
+    chainer_it = chainer_class(dataset, 3)
     chainer_it.next()
     saved = snapshot(chainer_it)
     expected = take(chainer_it, 3)

@@ -1,0 +1,306 @@
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy
+import pytest
+
+from researchutils.chainer.iterators import DecorableMultiprocessIterator, DecorableSerialIterator
+from tests.support.iterators import (
+    OnlyHere,
+    exit_at_four,
+    fail_at_five,
+    index_and_pid,
+    kill_self_at_four,
+    pid_after_sleep,
+    plus_uniform,
+    random_integers,
+    slow_item,
+    square,
+    unpicklable_example,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+
+
+def _use_start_method(method):
+    previous = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method(method, force=True)
+    yield method
+    multiprocessing.set_start_method(previous, force=True)
+
+
+@pytest.fixture(params=['fork', 'spawn'])
+def start_method(request):
+    yield from _use_start_method(request.param)
+
+
+@pytest.fixture
+def spawn():
+    yield from _use_start_method('spawn')
+
+
+@pytest.fixture
+def fork():
+    yield from _use_start_method('fork')
+
+
+def take(it, n):
+    return [it.next() for _ in range(n)]
+
+
+def is_running(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open('/proc/{}/stat'.format(pid)) as f:
+        return f.read().split(')')[-1].split()[0] != 'Z'
+
+
+# --- where and how examples are made ------------------------------------------------------
+
+def test_examples_are_made_in_worker_processes(start_method):
+    with DecorableMultiprocessIterator(list(range(8)), 4, n_processes=2,
+                                       decor_fun=pid_after_sleep) as it:
+        pids = {pid for batch in take(it, 4) for pid in batch}
+    assert os.getpid() not in pids
+    assert 1 <= len(pids) <= 2
+
+
+def test_batches_equal_serial_iterator_batches(start_method):
+    dataset = numpy.arange(30)
+    with DecorableMultiprocessIterator(dataset, 7, shuffle=False, n_processes=3, n_prefetch=2,
+                                       decor_fun=square, end_index=25) as it:
+        got = take(it, 8)
+    expected = take(DecorableSerialIterator(dataset, 7, shuffle=False, decor_fun=square,
+                                            end_index=25), 8)
+    assert got == expected
+
+
+def test_seeded_batches_under_spawn_equal_serial_batches(spawn):
+    def batches(it):
+        with it:
+            return numpy.array(take(it, 5))
+
+    got = batches(DecorableMultiprocessIterator(numpy.arange(10.), 4, n_processes=3,
+                                                decor_fun=plus_uniform, seed=9))
+    expected = batches(DecorableSerialIterator(numpy.arange(10.), 4, decor_fun=plus_uniform,
+                                               seed=9))
+    numpy.testing.assert_array_equal(got, expected)
+
+
+def test_unseeded_workers_never_repeat_random_draws():
+    # Chainer's forked workers share one NumPy state and draw the same numbers.
+    with DecorableMultiprocessIterator(list(range(40)), 8, n_processes=2,
+                                       decor_fun=random_integers) as it:
+        draws = [x for batch in take(it, 5) for x in batch]
+    assert len(set(draws)) == len(draws)
+
+
+# --- pickling under spawn ---------------------------------------------------------------------
+
+def test_unpicklable_decor_fun_under_spawn_is_type_error_at_construction(spawn):
+    with pytest.raises(TypeError, match='decor_fun .* cannot be pickled') as info:
+        DecorableMultiprocessIterator(list(range(4)), 2, decor_fun=lambda d, i: d[i])
+    assert "'spawn'" in str(info.value)
+
+
+def test_unpicklable_dataset_under_spawn_is_type_error_at_construction(spawn):
+    class Local(list):
+        pass
+
+    with pytest.raises(TypeError, match='dataset cannot be pickled'):
+        DecorableMultiprocessIterator(Local(range(4)), 2)
+
+
+def test_dataset_failing_to_unpickle_in_worker_is_reported(spawn):
+    with DecorableMultiprocessIterator(OnlyHere(range(4)), 2, n_processes=1) as it:
+        with pytest.raises(RuntimeError, match='(?s)could not start.*cannot be loaded'):
+            it.next()
+
+
+def test_lambda_decor_fun_works_under_fork(fork):
+    with DecorableMultiprocessIterator(list(range(4)), 2, shuffle=False, n_processes=1,
+                                       decor_fun=lambda d, i: d[i] + 1) as it:
+        assert it.next() == [1, 2]
+
+
+# --- failures ---------------------------------------------------------------------------------
+
+def test_worker_error_keeps_type_message_index_and_worker_traceback(start_method):
+    with DecorableMultiprocessIterator(list(range(10)), 4, shuffle=False, n_processes=2,
+                                       decor_fun=fail_at_five) as it:
+        it.next()
+        with pytest.raises(ValueError, match='cannot decorate example 5') as info:
+            it.next()
+    assert any('dataset index 5' in note for note in info.value.__notes__)
+    assert 'Traceback in worker process' in str(info.value.__cause__)
+    assert 'fail_at_five' in str(info.value.__cause__)
+
+
+def test_unpicklable_example_error_names_index():
+    with DecorableMultiprocessIterator(list(range(4)), 2, shuffle=False, n_processes=1,
+                                       decor_fun=unpicklable_example) as it:
+        with pytest.raises(Exception) as info:
+            it.next()
+    assert any('dataset index 0 cannot be pickled' in note for note in info.value.__notes__)
+
+
+def test_killed_worker_is_reported_within_dataset_timeout():
+    with DecorableMultiprocessIterator(list(range(64)), 4, shuffle=False, n_processes=2,
+                                       decor_fun=index_and_pid, dataset_timeout=5) as it:
+        pids = {pid for _, pid in it.next()}
+        os.kill(pids.pop(), signal.SIGKILL)
+        started = time.monotonic()
+        with pytest.raises(RuntimeError, match='killed by SIGKILL'):
+            for _ in range(10):  # batches already made before the kill still come
+                it.next()
+        assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize('decor_fun,message', [
+    (kill_self_at_four, 'killed by SIGKILL'), (exit_at_four, 'exited with code 3')])
+def test_worker_dying_in_decor_fun_is_reported(start_method, decor_fun, message):
+    with DecorableMultiprocessIterator(list(range(10)), 4, shuffle=False, n_processes=2,
+                                       decor_fun=decor_fun, dataset_timeout=5) as it:
+        # Raised by the first or the second call: the first waits while the
+        # second batch, which holds index 4, is already being made.
+        with pytest.raises(RuntimeError, match=message):
+            take(it, 2)
+
+
+def test_next_after_worker_death_starts_new_workers_and_retries():
+    with DecorableMultiprocessIterator(list(range(64)), 4, shuffle=False, n_processes=2,
+                                       decor_fun=index_and_pid) as it:
+        first = it.next()
+        old_pids = {pid for _, pid in first}
+        os.kill(old_pids.pop(), signal.SIGKILL)
+        items = [item for item, _ in first]
+        with pytest.raises(RuntimeError):
+            for _ in range(10):
+                items += [item for item, _ in it.next()]
+        batch = it.next()
+        assert [item for item, _ in batch] == list(range(len(items), len(items) + 4))
+        assert not {pid for _, pid in batch} & {pid for _, pid in first}
+
+
+def test_slow_batch_warns_after_dataset_timeout():
+    with DecorableMultiprocessIterator(list(range(4)), 2, n_processes=1, decor_fun=slow_item,
+                                       dataset_timeout=0.1) as it:
+        with pytest.warns(DecorableMultiprocessIterator.TimeoutWarning, match='dataset_timeout'):
+            it.next()
+
+
+# --- processes -----------------------------------------------------------------------------------
+
+def test_finalize_leaves_no_child_process(start_method):
+    it = DecorableMultiprocessIterator(list(range(16)), 4, n_processes=2,
+                                       decor_fun=pid_after_sleep)
+    pids = {pid for batch in take(it, 2) for pid in batch}
+    it.finalize()
+    assert not any(is_running(pid) for pid in pids)
+    assert multiprocessing.active_children() == []
+
+
+def test_finalize_does_not_wait_for_a_stuck_decor_fun():
+    it = DecorableMultiprocessIterator(list(range(8)), 2, n_processes=1, decor_fun=slow_item,
+                                       n_prefetch=3)
+    it.next()
+    started = time.monotonic()
+    it.finalize()
+    assert time.monotonic() - started < 2
+    assert multiprocessing.active_children() == []
+
+
+EXIT_WITHOUT_FINALIZE = textwrap.dedent('''
+    import multiprocessing, sys
+    from researchutils.chainer.iterators import DecorableMultiprocessIterator
+    from tests.support.iterators import pid_after_sleep
+    if __name__ == '__main__':
+        multiprocessing.set_start_method(sys.argv[1])
+        it = DecorableMultiprocessIterator(list(range(400)), 4, n_processes=2, n_prefetch=8,
+                                           decor_fun=pid_after_sleep)
+        print(' '.join(str(pid) for pid in set(it.next())), flush=True)
+''')
+
+
+def test_interpreter_exiting_without_finalize_does_not_hang(start_method, tmp_path):
+    script = tmp_path / 'script.py'
+    script.write_text(EXIT_WITHOUT_FINALIZE)
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, str(script), start_method], cwd=REPO,
+                            env=dict(os.environ, PYTHONPATH=REPO), capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert 'Traceback' not in result.stderr
+    assert time.monotonic() - started < 30
+    pids = [int(pid) for pid in result.stdout.split()]
+    deadline = time.monotonic() + 5
+    while any(os.path.exists('/proc/{}'.format(pid)) for pid in pids):
+        assert time.monotonic() < deadline, 'worker processes outlived the interpreter'
+        time.sleep(0.05)
+
+
+def test_maxtasksperchild_replaces_workers_and_keeps_batches():
+    dataset = list(range(12))
+    with DecorableMultiprocessIterator(dataset, 4, shuffle=False, n_processes=1,
+                                       decor_fun=index_and_pid, maxtasksperchild=2) as it:
+        batches = take(it, 6)
+    assert [item for batch in batches for item, _ in batch] == dataset * 2
+    assert len({pid for batch in batches for _, pid in batch}) >= 6
+
+
+def test_ctrl_c_in_main_process_does_not_reach_workers():
+    with DecorableMultiprocessIterator(list(range(8)), 2, n_processes=1,
+                                       decor_fun=index_and_pid) as it:
+        (_, pid), _ = it.next()
+        os.kill(pid, signal.SIGINT)
+        time.sleep(0.1)
+        assert is_running(pid)
+        it.next()
+
+
+def test_iterator_can_be_used_from_another_thread():
+    result = []
+    with DecorableMultiprocessIterator(list(range(8)), 2, shuffle=False, n_processes=1) as it:
+        thread = threading.Thread(target=lambda: result.append(it.next()))
+        thread.start()
+        thread.join(30)
+    assert result == [[0, 1]]
+
+
+# --- arguments -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('arguments,error', [
+    ({'n_processes': 0}, ValueError), ({'n_processes': 1.5}, TypeError),
+    ({'n_prefetch': 0}, ValueError), ({'n_prefetch': None}, TypeError),
+    ({'dataset_timeout': 0}, ValueError), ({'dataset_timeout': -1.0}, ValueError),
+    ({'dataset_timeout': 'soon'}, TypeError), ({'maxtasksperchild': 0}, ValueError),
+    ({'shared_mem': -1}, ValueError), ({'shared_mem': 1.5}, TypeError),
+], ids=repr)
+def test_bad_multiprocess_argument_is_rejected_naming_it(arguments, error):
+    (name, value), = arguments.items()
+    with pytest.raises(error, match=name) as info:
+        DecorableMultiprocessIterator(list(range(4)), 2, **arguments)
+    assert repr(value) in str(info.value)
+
+
+def test_shared_mem_is_accepted_and_ignored():
+    with DecorableMultiprocessIterator(list(range(4)), 2, shuffle=False, n_processes=1,
+                                       shared_mem=1 << 20) as it:
+        assert it.next() == [0, 1]
+
+
+def test_default_n_processes_is_the_usable_cores():
+    it = DecorableMultiprocessIterator(list(range(4)), 2)
+    assert it.n_processes == len(os.sched_getaffinity(0))
+    it.finalize()

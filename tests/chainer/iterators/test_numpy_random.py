@@ -1,0 +1,60 @@
+import threading
+
+import chainer
+import numpy
+
+from researchutils.chainer.iterators._numpy_random import seeded_numpy_random
+
+
+def test_draws_in_block_follow_randomstate_of_key():
+    with seeded_numpy_random([1, 2, 3]):
+        got = (numpy.random.rand(3), numpy.random.randint(0, 100, 4), numpy.random.sample(2))
+    reference = numpy.random.RandomState([1, 2, 3])
+    expected = (reference.rand(3), reference.randint(0, 100, 4), reference.random_sample(2))
+    for a, b in zip(got, expected):
+        numpy.testing.assert_array_equal(a, b)
+
+
+def test_draws_outside_block_follow_global_state():
+    with seeded_numpy_random([0]):
+        pass
+    numpy.random.seed(5)
+    numpy.testing.assert_array_equal(numpy.random.rand(4), numpy.random.RandomState(5).rand(4))
+
+
+def test_seed_in_block_does_not_touch_global_state():
+    numpy.random.seed(5)
+    with seeded_numpy_random([0]):
+        numpy.random.seed(123)
+    numpy.testing.assert_array_equal(numpy.random.rand(4), numpy.random.RandomState(5).rand(4))
+
+
+def test_threads_draw_independently_of_each_other_and_of_the_main_thread():
+    barrier = threading.Barrier(3)
+    results = {}
+
+    def worker(key):
+        with seeded_numpy_random([key]):
+            barrier.wait(5)
+            results[key] = [numpy.random.rand() for _ in range(200)]
+
+    threads = [threading.Thread(target=worker, args=(key,)) for key in (1, 2)]
+    for thread in threads:
+        thread.start()
+    numpy.random.seed(9)
+    barrier.wait(5)
+    main = [numpy.random.rand() for _ in range(200)]
+    for thread in threads:
+        thread.join(5)
+    assert main == numpy.random.RandomState(9).rand(200).tolist()
+    for key in (1, 2):
+        assert results[key] == numpy.random.RandomState([key]).rand(200).tolist()
+
+
+def test_chainer_shuffle_order_sampler_still_finds_the_global_state():
+    with seeded_numpy_random([0]):
+        pass
+    sampler = chainer.iterators.ShuffleOrderSampler()
+    numpy.random.seed(3)
+    assert sampler(numpy.arange(6), 0).tolist() == numpy.random.RandomState(3).permutation(
+        6).tolist()
