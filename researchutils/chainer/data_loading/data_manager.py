@@ -8,6 +8,7 @@ from researchutils.chainer.data_loading.abstract_dataset import AbstractDataset
 from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
 from researchutils.chainer.data_loading.sequential_sampler import SequentialSampler
 from researchutils.chainer.iterators import DecorableMultiprocessIterator
+from researchutils.chainer.iterators._numpy_random import seeded_numpy_random
 
 
 def _add_note(error, note):
@@ -40,11 +41,21 @@ def _stack_examples(examples, indices):
 class _BatchBuilder(object):
     """``decor_fun`` of the worker iterator: batch ``index`` of an epoch plan."""
 
-    def __init__(self, dataset, transforms):
+    def __init__(self, dataset, transforms, seed=None):
         self.dataset = dataset
         self.transforms = transforms
+        self.seed = seed
 
     def __call__(self, plan, index):
+        if self.seed is None:
+            return self._build(plan, index)
+        # The draws depend on (seed, epoch, batch) alone: not on the worker that builds
+        # the batch, the number of workers, or where a resumed epoch restarted.
+        key = [self.seed, getattr(plan, 'epoch', 0), getattr(plan, 'first', 0) + index]
+        with seeded_numpy_random(key):
+            return self._build(plan, index)
+
+    def _build(self, plan, index):
         indices = [int(i) for i in plan[index]]
         examples = []
         for i in indices:
@@ -89,23 +100,24 @@ def _worker_batches(builder, plan, n_processes):
 class _EpochPlan(object):
     """The dataset indices of each batch of an epoch, sliced lazily from the order."""
 
-    def __init__(self, order, batch_size, n_batches, first=0):
+    def __init__(self, order, batch_size, n_batches, first=0, epoch=0):
         self._order = order
         self._batch_size = batch_size
         self._n_batches = n_batches
-        self._first = first
+        self.first = first
+        self.epoch = epoch
 
     def __len__(self):
-        return self._n_batches - self._first
+        return self._n_batches - self.first
 
     def __getitem__(self, index):
         if isinstance(index, slice):
             start, _, _ = index.indices(len(self))
             return _EpochPlan(self._order, self._batch_size, self._n_batches,
-                              self._first + start)
+                              self.first + start, self.epoch)
         if not 0 <= index < len(self):
             raise IndexError('batch {} of an epoch plan of {}'.format(index, len(self)))
-        start = (self._first + index) * self._batch_size
+        start = (self.first + index) * self._batch_size
         return self._order[start:start + self._batch_size]
 
 
@@ -117,7 +129,7 @@ class _BatchIterator(chainer.dataset.Iterator):
         self.repeat = repeat
         self.batch_size = manager.batch_size
         self.sampler = manager.sampler_cls.from_dataset(manager.dataset, **manager.sampler_kwargs)
-        self._builder = _BatchBuilder(manager.dataset, manager.transforms)
+        self._builder = _BatchBuilder(manager.dataset, manager.transforms, manager.seed)
         self._n_batches = len(manager)
         self.reset()
 
@@ -209,7 +221,8 @@ class DataManager(object):
         batch_size (int): Examples per batch.
         transforms (callable or None): ``transforms(batch) -> batch``. With
             worker processes it must be picklable under the ``spawn`` start
-            method; random draws use each worker's own random state.
+            method; without ``seed``, random draws use each worker's own random
+            state.
         sampler_cls (type): An :class:`AbstractSampler` subclass, built with
             ``sampler_cls.from_dataset(dataset, **sampler_kwargs)``.
         n_process_augmentation (int): Worker processes for loading and
@@ -217,6 +230,12 @@ class DataManager(object):
         drop_last (bool): Drop the last batch of an epoch when it is short.
         sampler_kwargs (dict or None): Extra arguments of the sampler, for
             instance ``{"seed": 0}`` for :class:`RandomSampler`.
+        seed (int or None): With an integer in ``[0, 2**32)``, the ``numpy.random``
+            draws made by the dataset and ``transforms`` while building batch ``b``
+            of epoch ``e`` come from ``numpy.random.RandomState([seed, e, b])``: the
+            same batches whatever ``n_process_augmentation``, in every run and after
+            a resume. The order of the epochs is the sampler's (seed it through
+            ``sampler_kwargs``).
 
     Example:
         >>> import numpy as np
@@ -230,7 +249,7 @@ class DataManager(object):
     """
 
     def __init__(self, dataset, batch_size, transforms=None, sampler_cls=SequentialSampler,
-                 n_process_augmentation=0, drop_last=False, sampler_kwargs=None):
+                 n_process_augmentation=0, drop_last=False, sampler_kwargs=None, seed=None):
         if not (hasattr(dataset, '__len__') and hasattr(dataset, '__getitem__')):
             raise TypeError('dataset must support len() and indexing (an AbstractDataset), '
                             'got {}'.format(type(dataset).__name__))
@@ -260,6 +279,11 @@ class DataManager(object):
         self.n_process_augmentation = int(n_process_augmentation)
         self.drop_last = bool(drop_last)
         self.sampler_kwargs = dict(sampler_kwargs or {})
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
+                                 or not 0 <= seed < 2 ** 32):
+            raise ValueError('seed must be None or an integer in [0, 2**32), got {!r}'.format(
+                seed))
+        self.seed = None if seed is None else int(seed)
         # Fail now, not at the first epoch, on sampler arguments it does not take.
         sampler_cls.from_dataset(dataset, **self.sampler_kwargs)
 
@@ -293,7 +317,7 @@ class DataManager(object):
             >>> [list(b) for b in manager.epoch_plan(SequentialSampler(range(5)), 0)]
             [[0, 1], [2, 3], [4]]
         """
-        return _EpochPlan(sampler.epoch_order(epoch), self.batch_size, len(self))
+        return _EpochPlan(sampler.epoch_order(epoch), self.batch_size, len(self), epoch=epoch)
 
     def get_iterator(self, repeat=True):
         """Returns a Chainer iterator over batch dicts.
@@ -327,7 +351,7 @@ class DataManager(object):
             ['data', 'label']
         """
         plan = [range(min(self.batch_size, len(self.dataset)))]
-        return list(_BatchBuilder(self.dataset, self.transforms)(plan, 0))
+        return list(_BatchBuilder(self.dataset, self.transforms, self.seed)(plan, 0))
 
     def replace(self, **changes):
         """Returns a manager with the same settings except ``changes``.
@@ -347,7 +371,8 @@ class DataManager(object):
         settings = dict(dataset=self.dataset, batch_size=self.batch_size,
                         transforms=self.transforms, sampler_cls=self.sampler_cls,
                         n_process_augmentation=self.n_process_augmentation,
-                        drop_last=self.drop_last, sampler_kwargs=self.sampler_kwargs)
+                        drop_last=self.drop_last, sampler_kwargs=self.sampler_kwargs,
+                        seed=self.seed)
         unknown = set(changes) - set(settings)
         if unknown:
             raise TypeError('replace: unknown DataManager arguments {}'.format(sorted(unknown)))

@@ -56,6 +56,11 @@ def kill_worker(batch):
     return batch
 
 
+def add_noise(batch):
+    # Uses the legacy global numpy.random functions, as most augmentation code does.
+    return dict(batch, noise=np.random.uniform(size=len(batch['data'])))
+
+
 def firsts(batches):
     return [list(batch['data'][:, 0].astype(int)) for batch in batches]
 
@@ -178,6 +183,59 @@ def test_snapshot_mid_epoch_resumes_with_the_same_remaining_batches():
     assert resumed.epoch == iterator.epoch
 
 
+def _noise(manager, epochs=2):
+    iterator = manager.get_iterator()
+    batches = [iterator.next() for _ in range(epochs * len(manager))]
+    iterator.finalize()
+    return np.concatenate([batch['noise'] for batch in batches])
+
+
+@pytest.mark.timeout(60)
+def test_seeded_draws_are_the_same_with_and_without_workers():
+    in_process = _noise(DataManager(Numbers(12), 4, transforms=add_noise, seed=7))
+    workers = _noise(DataManager(Numbers(12), 4, transforms=add_noise, seed=7,
+                                 n_process_augmentation=2))
+    np.testing.assert_array_equal(in_process, workers)
+    # Every batch of both epochs drew its own numbers.
+    assert len(np.unique(in_process)) == len(in_process)
+
+
+def test_seeded_draws_differ_between_seeds_and_repeat_for_one_seed():
+    first = _noise(DataManager(Numbers(12), 4, transforms=add_noise, seed=1))
+    again = _noise(DataManager(Numbers(12), 4, transforms=add_noise, seed=1))
+    other = _noise(DataManager(Numbers(12), 4, transforms=add_noise, seed=2))
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+
+
+def test_seeded_draws_survive_a_mid_epoch_resume():
+    manager = DataManager(Numbers(20), 3, transforms=add_noise, seed=3,
+                          sampler_cls=RandomSampler, sampler_kwargs={'seed': 0})
+    iterator = manager.get_iterator()
+    for _ in range(9):
+        iterator.next()
+    state = {}
+    iterator.serialize(chainer.serializers.DictionarySerializer(state))
+    expected = [iterator.next()['noise'] for _ in range(5)]
+    resumed = manager.get_iterator()
+    resumed.serialize(chainer.serializers.NpzDeserializer(state))
+    for want in expected:
+        np.testing.assert_array_equal(resumed.next()['noise'], want)
+
+
+def test_seeded_manager_leaves_the_global_random_state_alone():
+    np.random.seed(5)
+    expected = np.random.uniform(size=3)
+    np.random.seed(5)
+    list(DataManager(Numbers(6), 2, transforms=add_noise, seed=1))
+    np.testing.assert_array_equal(np.random.uniform(size=3), expected)
+
+
+def test_replace_keeps_the_seed():
+    manager = DataManager(Numbers(6), 2, transforms=add_noise, seed=4)
+    np.testing.assert_array_equal(_noise(manager.replace(batch_size=2)), _noise(manager))
+
+
 def test_get_subset_keeps_the_settings():
     manager = DataManager(Numbers(10), 2, transforms=add_one).get_subset([9, 3])
     assert firsts(manager) == [[10, 4]]
@@ -200,6 +258,10 @@ def test_batch_keys_are_the_keys_after_transforms():
     ({'batch_size': 20, 'drop_last': True}, ValueError, 'no batch'),
     ({'batch_size': 2, 'sampler_cls': SequentialSampler, 'sampler_kwargs': {'seed': 1}},
      TypeError, 'seed'),
+    ({'batch_size': 2, 'seed': -1}, ValueError, 'seed'),
+    ({'batch_size': 2, 'seed': 2 ** 32}, ValueError, 'seed'),
+    ({'batch_size': 2, 'seed': 1.5}, ValueError, 'seed'),
+    ({'batch_size': 2, 'seed': True}, ValueError, 'seed'),
 ])
 def test_bad_arguments_are_refused_at_construction(kwargs, error, message):
     with pytest.raises(error, match=message):
