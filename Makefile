@@ -14,6 +14,7 @@ HAVE_MPI := $(shell command -v mpiexec >/dev/null 2>&1 && echo yes)
 EXTRAS := test,docs,slack,plot$(if $(HAVE_MPI),$(comma)mpi)
 MPIEXEC := mpiexec --allow-run-as-root --oversubscribe -n 2
 PYTEST_ARGS ?=
+DEMO_ARGS ?=
 
 .PHONY: all install test test-unit test-mpi lint docs bench demo clean
 

@@ -30,3 +30,4 @@ napoleon_numpy_docstring = False
 nitpicky = False
 exclude_patterns = ['_build']
 html_theme = 'alabaster'
+html_static_path = ['_static']

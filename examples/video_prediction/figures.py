@@ -2,8 +2,6 @@
 import os
 import tempfile
 
-import numpy as np
-
 
 def save_frames_png(path, truth, prediction, context_frame=None):
     """Writes a grid of frames: for each clip a row of ground truth and a row of prediction.
@@ -28,14 +26,16 @@ def save_frames_png(path, truth, prediction, context_frame=None):
             offset = 0
             ax_row = axes[2 * clip + row]
             if context_frame is not None:
-                ax_row[0].imshow(context_frame[clip] if row == 0 else np.zeros_like(
-                    context_frame[clip]), cmap='gray', vmin=0, vmax=1)
+                if row == 0:
+                    ax_row[0].imshow(context_frame[clip], cmap='gray', vmin=0, vmax=1)
+                else:
+                    ax_row[0].set_frame_on(False)
                 offset = 1
             for step in range(k_step):
                 ax_row[offset + step].imshow(frames[clip, step], cmap='gray', vmin=0, vmax=1)
                 if clip == 0 and row == 0:
                     ax_row[offset + step].set_title('t+{}'.format(step + 1), fontsize=8)
-            ax_row[0].set_ylabel(label, fontsize=7)
+            ax_row[offset if row else 0].set_ylabel(label, fontsize=7)
     if context_frame is not None:
         axes[0][0].set_title('last seen', fontsize=8)
     for ax in axes.ravel():

@@ -4,8 +4,10 @@ The network encodes each frame, advances a :class:`~researchutils.chainer.links.
 (derivative clipping on), and decodes the next frame. It first reads ``context`` real frames,
 then predicts ``k_step`` frames, each from its own previous prediction.
 """
+import chainer
 import chainer.functions as F
 import chainer.links as L
+import numpy as np
 
 from researchutils.chainer.functions import average_k_step_squared_error
 from researchutils.chainer.links import GradClipLSTM
@@ -15,20 +17,26 @@ from researchutils.chainer.models import AbstractChainerNetwork
 class VideoPredictor(AbstractChainerNetwork):
     """Frame predictor; ``forward(frames)`` returns ``{"pred": (B, k_step, H * W)}``.
 
+    In training mode it predicts :attr:`k_step` frames (set by a curriculum); in evaluation
+    mode (``chainer.config.train`` False) it predicts ``eval_k_step`` frames.
+
     Args:
         frame_size (int): Height and width of the square frames.
         n_hidden (int): Width of the encoding and of the LSTM state.
         context (int): Real frames read before predicting.
         clip (float): Derivative-clipping bound of the LSTM's gate gradients.
+        eval_k_step (int): Frames predicted in evaluation mode.
     """
 
-    def __init__(self, frame_size=16, n_hidden=256, context=3, clip=1.0):
+    def __init__(self, frame_size=16, n_hidden=256, context=3, clip=1.0, eval_k_step=5):
         super().__init__(frame_size=frame_size, n_hidden=n_hidden, context=context,
-                         clip=clip)
+                         clip=clip, eval_k_step=eval_k_step)
         self.n_pixels = frame_size * frame_size
         self.context = context
-        # Steps predicted per forward pass; raised during training by a curriculum.
+        # Steps predicted per training forward pass; raised during training by a curriculum.
         self.k_step = 1
+        # Steps predicted in evaluation mode (validation, figures).
+        self.eval_k_step = eval_k_step
         with self.init_scope():
             self.encoder = L.Linear(self.n_pixels, n_hidden)
             self.lstm = GradClipLSTM(n_hidden, n_hidden, clip_min=-clip, clip_max=clip)
@@ -43,12 +51,14 @@ class VideoPredictor(AbstractChainerNetwork):
 
         Args:
             frames: Array of shape ``(B, T, H, W)`` with ``T >= context``.
-            k_step (int or None): Steps to predict; None uses :attr:`k_step`.
+            k_step (int or None): Steps to predict; None uses :attr:`k_step` in training
+                mode and :attr:`eval_k_step` in evaluation mode.
 
         Returns:
             dict: ``{"pred": Variable of shape (B, k_step, H * W)}``.
         """
-        k_step = self.k_step if k_step is None else k_step
+        if k_step is None:
+            k_step = self.k_step if chainer.config.train else self.eval_k_step
         self.lstm.reset_state()
         frames = F.reshape(frames, (len(frames), -1, self.n_pixels))
         observed = F.separate(frames[:, :self.context], axis=1)
@@ -69,10 +79,16 @@ def k_step_loss(pred, future):
     return average_k_step_squared_error(pred, future, k_step)
 
 
-def repeat_last_frame_error(frames, context, k_step):
-    """The k-step error of predicting that the last observed frame repeats (the baseline)."""
-    import numpy as np
-    frames = np.asarray(frames, np.float64).reshape(len(frames), frames.shape[1], -1)
-    last = frames[:, context - 1:context]
-    future = frames[:, context:context + k_step]
-    return float(((future - last) ** 2).sum() / (2 * k_step) / len(frames))
+def k_step_error(pred, future):
+    """Validation metric on NumPy arrays: the k-step error per clip, k = ``pred.shape[1]``."""
+    k_step = pred.shape[1]
+    future = np.asarray(future, np.float64).reshape(len(future), -1, pred.shape[2])[:, :k_step]
+    return float(((pred - future) ** 2).sum() / (2 * k_step) / len(pred))
+
+
+def repeat_last_frame_error(observed, future, k_step):
+    """The baseline's k-step error per clip: the last observed frame, repeated."""
+    observed = np.asarray(observed, np.float64)
+    last = observed[:, -1:].reshape(len(observed), 1, -1)
+    repeated = np.repeat(last, k_step, axis=1)
+    return k_step_error(repeated, future)

@@ -1,2 +1,255 @@
-"""Placeholder: the video-prediction demo arrives with issue 7."""
-print('make demo: the main example (examples/video_prediction/train.py) is not written yet.')
+"""Action-free video prediction on procedurally generated bouncing balls (the main demo).
+
+In the spirit of Oh et al. (2015): a network reads a few frames of a clip, then predicts the
+next ``k`` frames from its own predictions, trained with the average k-step squared error
+while ``k`` grows (1, then 3, then 5). It uses the whole toolkit:
+
+* clips rendered on the fly by a ``decor_fun(dataset, index)`` from a per-clip seed, in
+  worker processes of the ``DecorableMultiprocessIterator`` behind a seeded ``DataManager``;
+* a :class:`~researchutils.chainer.links.GradClipLSTM` (derivative clipping on) and
+  :func:`~researchutils.chainer.functions.average_k_step_squared_error`;
+* :class:`~researchutils.chainer.training.ChainerExperiment` (Chainer's Trainer, LogReport,
+  PlotReport, ProgressBar, snapshots for ``--resume``), ``save_model`` for the final model;
+* a :class:`~researchutils.chainer.training.extensions.SlackReport` when ``SLACK_BOT_TOKEN``
+  and ``SLACK_CHANNEL`` are set.
+
+Run ``python examples/video_prediction/train.py --help`` for the options.
+"""
+import argparse
+import os
+import sys
+import time
+
+import chainer
+import numpy as np
+
+# The script's folder is on sys.path when it runs as a script: its helper modules.
+from bouncing_balls import FRAME_SIZE, render_clip
+from figures import save_frames_png
+from model import VideoPredictor, k_step_error, k_step_loss, repeat_last_frame_error
+
+from researchutils.chainer.data_loading import (
+    AbstractDataset,
+    DataManager,
+    RandomSampler,
+    SequentialSampler,
+)
+from researchutils.chainer.iterators import UnmodifiableDecorableList
+from researchutils.chainer.serializers import save_model
+from researchutils.chainer.training import ChainerExperiment, Parameters, Predictor
+
+CONTEXT = 3
+MAX_K_STEP = 5
+EXPERIMENT_NAME = 'video_prediction'
+# Held-out clips use seeds far from the training seeds.
+HELD_OUT_SEED_OFFSET = 10 ** 8
+
+
+def render_example(seeds, index):
+    """``decor_fun``: renders clip ``index`` from its seed, randomly mirrored.
+
+    Mirroring a whole clip keeps its physics valid; the draw comes from ``numpy.random``,
+    which the seeded DataManager makes a function of (seed, epoch, batch).
+    """
+    frames = render_clip(seeds, index, n_frames=CONTEXT + MAX_K_STEP)
+    if np.random.uniform() < 0.5:
+        frames = frames[:, :, ::-1]
+    if np.random.uniform() < 0.5:
+        frames = frames[:, ::-1, :]
+    frames = np.ascontiguousarray(frames)
+    return {'data': frames[:CONTEXT], 'label': frames[CONTEXT:]}
+
+
+def render_plain(seeds, index):
+    """``decor_fun`` for held-out clips: rendered as they are."""
+    frames = render_clip(seeds, index, n_frames=CONTEXT + MAX_K_STEP)
+    return {'data': frames[:CONTEXT], 'label': frames[CONTEXT:]}
+
+
+class BouncingBallsClips(AbstractDataset):
+    """Clips as dicts ``{"data": (CONTEXT, H, W), "label": (MAX_K_STEP, H, W)}``.
+
+    Nothing is stored but the seeds: each example is rendered when it is read.
+    """
+
+    def __init__(self, first_seed, n_clips, augment):
+        super().__init__()
+        self.clips = UnmodifiableDecorableList(
+            range(first_seed, first_seed + n_clips),
+            decor_fun=render_example if augment else render_plain)
+
+    def __getitem__(self, index):
+        return self.clips[index]
+
+    def __len__(self):
+        return len(self.clips)
+
+
+class KStepCurriculum(chainer.training.Extension):
+    """Sets the model's prediction horizon from the epoch: k = 1, then 3, then 5.
+
+    Stateless in the epoch, so a resumed run picks up the right k at once.
+    """
+
+    trigger = 1, 'epoch'
+    priority = chainer.training.PRIORITY_WRITER
+
+    def __init__(self, num_epochs):
+        self.num_epochs = num_epochs
+
+    def k_step_at(self, epoch):
+        """The horizon trained in epoch ``epoch`` (0-based): thirds of the run."""
+        third = epoch * 3 // max(self.num_epochs, 1)
+        return (1, 3, 5)[min(third, 2)]
+
+    def initialize(self, trainer):
+        model = trainer.updater.get_optimizer('main').target
+        model.k_step = self.k_step_at(trainer.updater.epoch)
+
+    def __call__(self, trainer):
+        model = trainer.updater.get_optimizer('main').target
+        # Logged with the epoch that trained it, then set for the next epoch.
+        chainer.reporter.report({'k_step': model.k_step})
+        model.k_step = self.k_step_at(trainer.updater.epoch)
+
+
+class FramesFigure(chainer.training.Extension):
+    """Writes ``frames.png`` (truth above prediction for a few held-out clips)."""
+
+    priority = chainer.training.PRIORITY_WRITER
+
+    def __init__(self, clips):
+        self.clips = clips
+
+    def __call__(self, trainer):
+        model = trainer.updater.get_optimizer('main').target
+        write_frames_png(os.path.join(trainer.out, 'frames.png'), model, self.clips)
+
+
+def write_frames_png(path, model, clips):
+    observed = np.stack([clip['data'] for clip in clips])
+    future = np.stack([clip['label'] for clip in clips])
+    with chainer.using_config('train', False), chainer.no_backprop_mode():
+        pred = model(model.xp.asarray(observed))['pred']
+    pred = chainer.backends.cuda.to_cpu(pred.array).reshape(future.shape)
+    save_frames_png(path, future, pred, context_frame=observed[:, -1])
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--epochs', type=int, default=12, help='training epochs (12)')
+    parser.add_argument('--out', default='result',
+                        help='folder of the run; the experiment lives in OUT/{}'.format(
+                            EXPERIMENT_NAME))
+    parser.add_argument('--gpu', type=int, default=-1, help='GPU id; -1 trains on the CPU')
+    parser.add_argument('--resume', action='store_true',
+                        help='continue the run in --out from its last snapshot')
+    parser.add_argument('--seed', type=int, default=0, help='seed of weights and data (0)')
+    parser.add_argument('--train-clips', type=int, default=4000)
+    parser.add_argument('--val-clips', type=int, default=256)
+    parser.add_argument('--batch-size', type=int, default=32)
+    parser.add_argument('--hidden', type=int, default=256, help='LSTM units (256)')
+    parser.add_argument('--workers', type=int, default=2,
+                        help='worker processes rendering clips (2)')
+    args = parser.parse_args(argv)
+    for name in ('epochs', 'train_clips', 'val_clips', 'batch_size', 'hidden'):
+        if getattr(args, name) < 1:
+            parser.error('--{} must be at least 1, got {}'.format(
+                name.replace('_', '-'), getattr(args, name)))
+    if args.workers < 0:
+        parser.error('--workers must be 0 or more, got {}'.format(args.workers))
+    return args
+
+
+def _prepare_output(args):
+    run_dir = os.path.join(args.out, EXPERIMENT_NAME)
+    if args.resume:
+        if not os.path.isdir(run_dir):
+            sys.exit('--resume: there is no run to continue in {}'.format(run_dir))
+        return run_dir
+    if os.path.exists(run_dir):
+        # A fresh run never trains on top of an old one, and never deletes it.
+        stamp = '{}-{}'.format(run_dir, time.strftime('%Y%m%d-%H%M%S'))
+        kept, number = stamp, 1
+        while os.path.exists(kept):
+            number += 1
+            kept = '{}-{}'.format(stamp, number)
+        os.replace(run_dir, kept)
+        print('moved the previous run to {} (use --resume to continue a run)'.format(kept))
+    return run_dir
+
+
+def _slack_extensions(args):
+    token, channel = os.environ.get('SLACK_BOT_TOKEN'), os.environ.get('SLACK_CHANNEL')
+    if not (token and channel):
+        print('Slack: set SLACK_BOT_TOKEN and SLACK_CHANNEL to post this run into a Slack '
+              'thread (pip install researchutils[slack]).')
+        return []
+    from researchutils.chainer.training.extensions import SlackReport
+    report = SlackReport(token, channel=channel, upload=['loss.png', 'frames.png'],
+                         entries=['epoch', 'k_step', 'main/k_step_error',
+                                  'val/k_step_error', 'elapsed_time'])
+    return [(report, (1, 'epoch'))]
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    started = time.time()
+    run_dir = _prepare_output(args)
+    params = Parameters(fixed_params={
+        'model': {'frame_size': FRAME_SIZE, 'n_hidden': args.hidden, 'context': CONTEXT,
+                  'clip': 1.0, 'eval_k_step': MAX_K_STEP},
+        'training': {
+            'batch_size': args.batch_size, 'num_epochs': args.epochs,
+            'optimizer_cls': chainer.optimizers.Adam, 'optimizer_params': {'alpha': 1e-3},
+            'losses': {'k_step_error': k_step_loss},
+            'val_metrics': {'k_step_error': k_step_error},
+            'lr_sched_cls': None, 'lr_sched_params': {},
+        },
+    })
+    train = DataManager(BouncingBallsClips(0, args.train_clips, augment=True),
+                        args.batch_size, sampler_cls=RandomSampler,
+                        sampler_kwargs={'seed': args.seed}, n_process_augmentation=args.workers,
+                        drop_last=True, seed=args.seed)
+    held_out = BouncingBallsClips(HELD_OUT_SEED_OFFSET, args.val_clips, augment=False)
+    val = DataManager(held_out, 64, sampler_cls=SequentialSampler)
+    figure_clips = [held_out[i] for i in range(min(4, len(held_out)))]
+    extensions = [(KStepCurriculum(args.epochs), (1, 'epoch')),
+                  (FramesFigure(figure_clips),
+                   chainer.training.triggers.ManualScheduleTrigger([args.epochs], 'epoch'))]
+    extensions += _slack_extensions(args)
+    experiment = ChainerExperiment(
+        params, VideoPredictor, name=EXPERIMENT_NAME, save_path=args.out,
+        key_mapping={'frames': 'data'}, gpu_ids=[args.gpu] if args.gpu >= 0 else [],
+        val_score_key='k_step_error', val_score_mode='lowest', extensions=extensions,
+        seed=args.seed)
+    if not os.path.exists(os.path.join(run_dir, 'experiment.json')):
+        experiment.save()
+    model = experiment.run(train, val)
+
+    model_path = os.path.join(run_dir, 'video_predictor.npz')
+    if not os.path.exists(model_path):
+        save_model(model_path, model)
+    if not os.path.exists(os.path.join(run_dir, 'frames.png')):
+        write_frames_png(os.path.join(run_dir, 'frames.png'), model, figure_clips)
+
+    errors = [metrics['k_step_error'] for _, metrics in Predictor(
+        model, {'frames': 'data'}).predict_data_mgr(val, metrics={'k_step_error': k_step_error})]
+    sizes = [len(batch['data']) for batch in val]
+    model_error = float(np.average(errors, weights=sizes))
+    baseline = float(np.average(
+        [repeat_last_frame_error(batch['data'], batch['label'], MAX_K_STEP) for batch in val],
+        weights=sizes))
+    print('held-out {}-step error per clip: model {:.4f}, repeat-last-frame baseline {:.4f}'
+          .format(MAX_K_STEP, model_error, baseline))
+    print('outputs in {}: video_predictor.npz, frames.png, loss.png, log, snapshots '
+          '({:.0f} s)'.format(run_dir, time.time() - started))
+    if not model_error < baseline:
+        print('the model did NOT beat the baseline; train longer (--epochs)')
+        return 1
+    print('the model beats the baseline by {:.0%}'.format(1 - model_error / baseline))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""The main demo (examples/video_prediction/train.py) at a tiny size: outputs, learning,
+reproducibility and resume."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, 'examples', 'video_prediction', 'train.py')
+TINY = ['--train-clips', '640', '--val-clips', '32', '--hidden', '128', '--workers', '2']
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+
+def _run(out, *args, check=True):
+    result = subprocess.run([sys.executable, SCRIPT, '--out', str(out)] + TINY + list(args),
+                            capture_output=True, text=True, timeout=200)
+    if check:
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    return result
+
+
+def _errors(stdout):
+    match = re.search(r'model ([0-9.]+), repeat-last-frame baseline ([0-9.]+)', stdout)
+    assert match, stdout
+    return float(match.group(1)), float(match.group(2))
+
+
+def _log_epochs(run_dir):
+    with open(os.path.join(run_dir, 'log')) as f:
+        return [row['epoch'] for row in json.load(f)]
+
+
+def test_tiny_run_writes_its_outputs_and_beats_the_baseline(tmp_path):
+    result = _run(tmp_path, '--epochs', '6')
+    model_error, baseline = _errors(result.stdout)
+    assert model_error < baseline
+    assert 'beats the baseline' in result.stdout
+    run_dir = tmp_path / 'video_prediction'
+    for name in ('video_predictor.npz', 'frames.png', 'loss.png', 'log', 'experiment.json'):
+        assert (run_dir / name).stat().st_size > 0, name
+    assert (run_dir / 'frames.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    assert any(name.startswith('snapshot_epoch_') for name in os.listdir(str(run_dir)))
+    with open(str(run_dir / 'log')) as f:
+        log = json.load(f)
+    assert [row['epoch'] for row in log] == [1, 2, 3, 4, 5, 6]
+    # The horizon grows over the run: 1, then 3, then 5 steps.
+    assert [row['k_step'] for row in log] == [1, 1, 3, 3, 5, 5]
+    assert 'Slack: set SLACK_BOT_TOKEN' in result.stdout
+
+
+def test_the_same_seed_gives_the_same_numbers(tmp_path):
+    first = _run(tmp_path / 'a', '--epochs', '2', '--seed', '3')
+    second = _run(tmp_path / 'b', '--epochs', '2', '--seed', '3')
+    other = _run(tmp_path / 'c', '--epochs', '2', '--seed', '4')
+    assert _errors(first.stdout) == _errors(second.stdout)
+    assert _errors(first.stdout)[0] != _errors(other.stdout)[0]
+
+
+def test_a_killed_run_resumes_without_repeating_or_losing_an_epoch(tmp_path):
+    run_dir = tmp_path / 'video_prediction'
+    process = subprocess.Popen(
+        [sys.executable, SCRIPT, '--out', str(tmp_path), '--epochs', '6'] + TINY,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 150
+    while not (run_dir / 'snapshot_epoch_2').exists():
+        assert process.poll() is None, 'the run ended before it could be killed'
+        assert time.time() < deadline, 'no snapshot within 150 s'
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    assert not (run_dir / 'video_predictor.npz').exists()
+    result = _run(tmp_path, '--epochs', '6', '--resume')
+    assert _log_epochs(str(run_dir)) == [1, 2, 3, 4, 5, 6]
+    assert (run_dir / 'video_predictor.npz').exists()
+    _errors(result.stdout)
+
+
+def test_a_new_run_keeps_the_previous_one_aside(tmp_path):
+    _run(tmp_path, '--epochs', '1')
+    result = _run(tmp_path, '--epochs', '1')
+    assert 'moved the previous run to' in result.stdout
+    kept = [name for name in os.listdir(str(tmp_path)) if name.startswith('video_prediction-')]
+    assert len(kept) == 1
+    assert (tmp_path / kept[0] / 'video_predictor.npz').exists()
+
+
+def test_resume_without_a_run_says_so(tmp_path):
+    result = _run(tmp_path, '--resume', check=False)
+    assert result.returncode != 0
+    assert 'no run to continue' in result.stderr
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--epochs', '0'], '--epochs must be at least 1'),
+    (['--workers', '-1'], '--workers must be 0 or more'),
+])
+def test_bad_options_are_refused(tmp_path, args, message):
+    result = _run(tmp_path, *args, check=False)
+    assert result.returncode == 2
+    assert message in result.stderr
