@@ -55,7 +55,7 @@ bench: install
 	$(PY) benchmarks/run_all.py
 
 demo: install
-	$(PY) examples/video_prediction/train.py
+	$(PY) examples/video_prediction/train.py $(DEMO_ARGS)
 
 clean:
 	rm -rf $(VENV) docs/_build .pytest_cache
