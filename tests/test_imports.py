@@ -11,8 +11,13 @@ LIGHT_MODULES = [
     'researchutils.chainer',
     'researchutils.chainer.functions',
     'researchutils.chainer.links',
+    'researchutils.chainer.iterators',
+    'researchutils.chainer.serializers',
     'researchutils.chainer.models',
     'researchutils.chainer.models.multi_node',
+    'researchutils.chainer.data_loading',
+    'researchutils.chainer.training',
+    'researchutils.chainer.training.extensions',
 ]
 
 
