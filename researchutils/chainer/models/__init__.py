@@ -6,6 +6,11 @@ from researchutils.chainer.models.data_parallel import (
     ParallelOptimizerCumulateGradientsHook,
     ParallelOptimizerUpdateModelParameters,
 )
+from researchutils.chainer.models.multi_node import (
+    create_communicator,
+    mean_across_ranks,
+    setup_multi_node_optimizer,
+)
 
 __all__ = [
     'AbstractChainerNetwork',
@@ -13,4 +18,7 @@ __all__ = [
     'DataParallelChainerOptimizer',
     'ParallelOptimizerCumulateGradientsHook',
     'ParallelOptimizerUpdateModelParameters',
+    'create_communicator',
+    'mean_across_ranks',
+    'setup_multi_node_optimizer',
 ]

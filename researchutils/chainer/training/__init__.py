@@ -1,7 +1,31 @@
-"""The unified training and prediction API: Parameters, Predictor, ChainerExperiment."""
+"""The unified training and prediction API: Parameters, Predictor, ChainerExperiment.
+
+Trainer extensions such as SlackReport live in :mod:`researchutils.chainer.training.extensions`
+and are imported only by the user.
+"""
 from researchutils.chainer.training.experiment import ChainerExperiment
 from researchutils.chainer.training.parameters import Parameters
-from researchutils.chainer.training.predictor import Predictor
-from researchutils.chainer.training.train_utils import create_optims_default_chainer
+from researchutils.chainer.training.predictor import Predictor, convert_to_numpy
+from researchutils.chainer.training.train_utils import (
+    atomic_write_text,
+    create_optims_default_chainer,
+    dumps_json,
+    from_json_value,
+    object_reference,
+    resolve_reference,
+    to_json_value,
+)
 
-__all__ = ['ChainerExperiment', 'Parameters', 'Predictor', 'create_optims_default_chainer']
+__all__ = [
+    'ChainerExperiment',
+    'Parameters',
+    'Predictor',
+    'atomic_write_text',
+    'convert_to_numpy',
+    'create_optims_default_chainer',
+    'dumps_json',
+    'from_json_value',
+    'object_reference',
+    'resolve_reference',
+    'to_json_value',
+]
