@@ -137,7 +137,7 @@ def write_frames_png(path, model, clips):
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--epochs', type=int, default=12, help='training epochs (12)')
+    parser.add_argument('--epochs', type=int, default=24, help='training epochs (24)')
     parser.add_argument('--out', default='result',
                         help='folder of the run; the experiment lives in OUT/{}'.format(
                             EXPERIMENT_NAME))
