@@ -38,7 +38,7 @@ def _validate_bounds(clip_min, clip_max):
     return clip_min, clip_max
 
 
-# Shared by the CuPy kernels: activations in the gate order a, i, f, o.
+# Used by the CuPy forward kernel: the sigmoid through tanh, as on the CPU.
 _PREAMBLE = '''
 template <typename T> __device__ T sigmoid_of(T x) {
     const T half = 0.5;
@@ -120,7 +120,7 @@ def _numpy_clip(gx, clip_min, clip_max):
     bound array of one sample's size they vectorize, and the pair costs about half.
     """
     row = gx.size // len(gx) if len(gx) else 0
-    if row < 256:
+    if row < 256 or not gx.flags.c_contiguous:
         numpy.clip(gx, clip_min, clip_max, out=gx)
         return
     rows = gx.reshape(len(gx), row)
@@ -239,8 +239,9 @@ class GradClipLSTMGrad(function_node.FunctionNode):
         c_prev, x, gc, gh = inputs
         batch = len(x)
         xp = backend.get_array_module(x)
-        gc_prev = xp.empty_like(c_prev)
-        gx = xp.empty_like(x)
+        # C-contiguous whatever the inputs' layout: the in-place clip relies on it.
+        gc_prev = xp.empty(c_prev.shape, c_prev.dtype)
+        gx = xp.empty(x.shape, x.dtype)
         gx_gates = _gate_view(gx)
         clipping = self.clip_min is not None or self.clip_max is not None
         # The mask is only needed if this node will be differentiated (double backprop).

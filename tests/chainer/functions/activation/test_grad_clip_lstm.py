@@ -271,3 +271,29 @@ def test_gpu_double_backward_matches_numerical_gradient(bounds):
     gradient_check.check_double_backward(
         lambda c, x: grad_clip_lstm(c, x, *bounds), tuple(arrays[:2]), tuple(arrays[2:4]),
         tuple(arrays[4:]), dtype=np.float64, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize('layout', ['contiguous', 'transposed'])
+@pytest.mark.parametrize('bounds', [(-0.01, 0.01), (None, 0.01), (-0.01, None)])
+def test_wide_rows_are_clipped_whatever_the_memory_layout(dtype, layout, bounds):
+    # Rows of 4 * 16 * 8 = 512 elements take the vectorized clip; a transposed x must too.
+    rng = np.random.RandomState(9)
+    c_prev = rng.uniform(-1, 1, (2, 16, 8)).astype(dtype)
+    x = rng.uniform(-3, 3, (2, 64, 8)).astype(dtype)
+    if layout == 'transposed':
+        x = np.ascontiguousarray(x.transpose(0, 2, 1)).transpose(0, 2, 1)
+        assert not x.flags.c_contiguous
+    gc = rng.uniform(-1, 1, c_prev.shape).astype(dtype) * 50
+    gh = rng.uniform(-1, 1, (2, 16, 8)).astype(dtype) * 50
+    gc_prev, gx = _gradients(lambda c, x: grad_clip_lstm(c, x, *bounds), c_prev, x, gc, gh)
+    gc_ref, gx_ref = _reference_backward(c_prev, x, gc, gh)
+    assert (np.abs(gx_ref) > 0.01).mean() > 0.5
+    # Gradients are scaled up 50 times: scale the absolute tolerance with them.
+    tolerance = dict(rtol=TOLERANCE[dtype]['rtol'], atol=TOLERANCE[dtype]['atol'] * 50)
+    np.testing.assert_allclose(gx, np.clip(gx_ref, *bounds), **tolerance)
+    np.testing.assert_allclose(gc_prev, gc_ref, **tolerance)
+    if bounds[0] is not None:
+        assert gx.min() >= dtype(bounds[0])
+    if bounds[1] is not None:
+        assert gx.max() <= dtype(bounds[1])
