@@ -61,10 +61,11 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
     A drop-in replacement for :class:`chainer.iterators.MultiprocessIterator`
     with the ``decor_fun`` and ``end_index`` of
     :class:`~researchutils.chainer.iterators.DecorableSerialIterator`.
-    ``n_processes`` worker processes, started at the first call to ``next()``
-    with the current start method of :mod:`multiprocessing` (``fork`` or
-    ``spawn``; set it with :func:`multiprocessing.set_start_method`), make the
-    examples of the next ``n_prefetch`` batches while the current one is used.
+    ``n_processes`` worker processes, started at the first call to ``next()``,
+    make the examples of the next ``n_prefetch`` batches while the current one
+    is used. They are started with the start method :mod:`multiprocessing` has
+    when the iterator is built (``fork`` or ``spawn``; choose it with
+    :func:`multiprocessing.set_start_method`).
 
     Unlike Chainer's iterator, it never hangs:
 
