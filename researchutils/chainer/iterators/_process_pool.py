@@ -163,6 +163,8 @@ class ProcessPool(object):
     def collect(self, batch_id, dataset_timeout, on_timeout):
         """Waits for the batch; calls ``on_timeout`` every ``dataset_timeout`` seconds."""
         pending = self._batches[batch_id]
+        # A worker that died idle lost nothing yet, but it is reported all the same.
+        self._check_workers()
         next_warning = None if dataset_timeout is None else time.monotonic() + dataset_timeout
         next_check = time.monotonic() + _POLL_S
         while not pending.done:
