@@ -10,6 +10,7 @@
 Runs alternate between the contenders; each figure is the best of several runs.
 Usage: ``python benchmarks/bench_iterators.py [--quick]``.
 """
+import multiprocessing
 import os
 import sys
 import time
@@ -78,22 +79,46 @@ def examples_per_second(make, n_batches):
         it.finalize()
 
 
-def best_of(contenders, repeats, run):
-    best = {name: 0.0 for name in contenders}
-    for _ in range(repeats):
-        for name, make in contenders.items():
-            best[name] = max(best[name], run(make))
-    return best
+def _busy_examples(n):
+    for _ in range(n):
+        busy(0)
+
+
+def plain_processes_rate(n_examples):
+    """Examples/s of two bare processes sharing ``n_examples`` busy() calls: the ceiling."""
+    context = multiprocessing.get_context('fork')
+    workers = [context.Process(target=_busy_examples, args=(n_examples // 2,))
+               for _ in range(2)]
+    started = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return n_examples / (time.perf_counter() - started)
 
 
 def compare(title, contenders, repeats, n_batches, ratios):
-    """Prints the best rates and, for each (label, a, b, target), rate a / rate b."""
-    rates = best_of(contenders, repeats, lambda make: examples_per_second(make, n_batches))
+    """Prints the best rates and, for each (label, a, b, target), rate a / rate b.
+
+    A contender is an iterator factory, or a function of ``n_batches`` that returns
+    examples/s itself. The contenders alternate; each keeps its best of ``repeats``.
+    """
+    rates = {name: 0.0 for name in contenders}
+    for _ in range(repeats):
+        for name, contender in contenders.items():
+            if getattr(contender, 'measures_itself', False):
+                rate = contender(n_batches * BATCH)
+            else:
+                rate = examples_per_second(contender, n_batches)
+            rates[name] = max(rates[name], rate)
     print(title(rates))
     for name, rate in rates.items():
         print('   {:24s} {:10.0f} examples/s'.format(name, rate))
     for label, faster, slower, target in ratios:
         print('   {:34s}: {:.2f}x  {}'.format(label, rates[faster] / rates[slower], target))
+
+
+plain_processes_rate.measures_itself = True
 
 
 def heavy(repeats, n_batches):
@@ -104,13 +129,17 @@ def heavy(repeats, n_batches):
             data, BATCH, n_processes=2, decor_fun=heavy_decor),
         'chainer multiprocess': lambda: MultiprocessIterator(
             TransformDataset(data, busy), BATCH, n_processes=2),
+        'bare 2 processes': plain_processes_rate,
     }
     compare(lambda rates: '1. CPU-heavy decor_fun (GIL held), batch {}, 2 processes; serially '
             '{:.2f} ms per example'.format(BATCH, 1e3 / rates['ours serial']),
             contenders, repeats, n_batches, [
                 ('multiprocess / serial', 'ours multiprocess', 'ours serial', '(target >= 1.8)'),
                 ('ours / chainer multiprocess', 'ours multiprocess', 'chainer multiprocess',
-                 '(target >= 0.97)')])
+                 '(target >= 0.97)'),
+                ('machine ceiling: bare 2 / serial', 'bare 2 processes', 'ours serial',
+                 '(2 bare processes, no iterator)'),
+                ('ours multiprocess / ceiling', 'ours multiprocess', 'bare 2 processes', '')])
 
 
 def trivial(repeats, n_batches):

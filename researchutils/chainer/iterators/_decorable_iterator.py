@@ -82,11 +82,14 @@ class ExampleSource(object):
     def __init__(self, view, seed):
         self.view = view
         self.seed = seed
+        # Looked up once: make() runs for every batch.
+        self._items = view.items
+        self._decor_fun = view.decor_fun
 
     def make(self, indices, epochs):
         """Returns the examples at ``indices``; ``epochs`` matter only with a seed."""
-        items = self.view.items
-        decor_fun = self.view.decor_fun
+        items = self._items
+        decor_fun = self._decor_fun
         batch = []
         append = batch.append
         try:

@@ -21,6 +21,9 @@ from researchutils.chainer.iterators._decorable_iterator import chunk_bounds
 _POLL_S = 0.05
 # Seconds an idle worker waits for a task before it checks that its parent lives.
 _IDLE_CHECK_S = 1.0
+# Seconds close() gives terminated workers to exit, and then killed ones.
+_TERMINATE_WAIT_S = 2.0
+_KILL_WAIT_S = 5.0
 
 
 class WorkerDiedError(RuntimeError):
@@ -160,6 +163,8 @@ class ProcessPool(object):
     def collect(self, batch_id, dataset_timeout, on_timeout):
         """Waits for the batch; calls ``on_timeout`` every ``dataset_timeout`` seconds."""
         pending = self._batches[batch_id]
+        # A worker that died idle lost nothing yet, but it is reported all the same.
+        self._check_workers()
         next_warning = None if dataset_timeout is None else time.monotonic() + dataset_timeout
         next_check = time.monotonic() + _POLL_S
         while not pending.done:
@@ -230,12 +235,12 @@ class ProcessPool(object):
         for worker in workers:
             if worker.exitcode is None:
                 worker.terminate()
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + _TERMINATE_WAIT_S
         for worker in workers:
             worker.join(max(0.0, deadline - time.monotonic()))
             if worker.exitcode is None:
                 worker.kill()
-                worker.join()
+                worker.join(_KILL_WAIT_S)
         self._tasks.close()
         self._results.close()
 

@@ -61,12 +61,13 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
     A drop-in replacement for :class:`chainer.iterators.MultiprocessIterator`
     with the ``decor_fun`` and ``end_index`` of
     :class:`~researchutils.chainer.iterators.DecorableSerialIterator`.
-    ``n_processes`` worker processes, started at the first call to ``next()``
-    with the current start method of :mod:`multiprocessing` (``fork`` or
-    ``spawn``; set it with :func:`multiprocessing.set_start_method`), make the
-    examples of the next ``n_prefetch`` batches while the current one is used.
+    ``n_processes`` worker processes, started at the first call to ``next()``,
+    make the examples of the next ``n_prefetch`` batches while the current one
+    is used. They are started with the start method :mod:`multiprocessing` has
+    when the iterator is built (``fork`` or ``spawn``; choose it with
+    :func:`multiprocessing.set_start_method`).
 
-    Unlike Chainer's iterator, it never hangs:
+    Where Chainer's iterator hangs, this one reports:
 
     * An exception raised by ``decor_fun`` or the dataset in a worker is raised
       by ``next()`` with its original type and message, a note naming the
@@ -79,7 +80,8 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
       ``MultiprocessIterator.TimeoutWarning`` every ``dataset_timeout`` seconds.
     * :meth:`finalize` stops the workers and waits for them (at most a few
       seconds), leaving no child process; the workers are daemons, so an
-      interpreter that exits without it does not hang.
+      interpreter that exits without it does not hang (and ``decor_fun``
+      cannot start processes of its own).
 
     With ``seed=None`` every worker process reseeds ``numpy.random`` and
     :mod:`random` from the operating system, so random augmentations never

@@ -167,6 +167,20 @@ def test_killed_worker_is_reported_within_dataset_timeout():
         assert time.monotonic() - started < 5
 
 
+def test_worker_killed_while_idle_is_reported_even_if_others_do_its_work():
+    with DecorableMultiprocessIterator(list(range(64)), 4, shuffle=False, n_processes=2,
+                                       decor_fun=index_and_pid) as it:
+        pid = it.next()[0][1]
+        time.sleep(0.5)  # the prefetched batch is made; the workers wait for tasks
+        os.kill(pid, signal.SIGKILL)
+        # The other worker could make every batch; the death is still reported as
+        # soon as the kernel lets the parent see it.
+        deadline = time.monotonic() + 2
+        with pytest.raises(RuntimeError, match='killed by SIGKILL'):
+            while time.monotonic() < deadline:
+                it.next()
+
+
 @pytest.mark.parametrize('decor_fun,message', [
     (kill_self_at_four, 'killed by SIGKILL'), (exit_at_four, 'exited with code 3')])
 def test_worker_dying_in_decor_fun_is_reported(start_method, decor_fun, message):
