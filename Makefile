@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # Chainer's sdist only builds with setuptools < 70 inside pip's build isolation.
 export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
-# pip >= 25.3 no longer applies PIP_CONSTRAINT inside build isolation; this does.
+# pip >= 25.3 deprecates PIP_CONSTRAINT for isolated builds in favour of build constraints.
 export PIP_BUILD_CONSTRAINT := $(CURDIR)/constraints.txt
 comma := ,
 HAVE_MPI := $(shell command -v mpiexec >/dev/null 2>&1 && echo yes)

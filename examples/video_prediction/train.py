@@ -16,7 +16,9 @@ while ``k`` grows (1, then 3, then 5). It uses the whole toolkit:
 Run ``python examples/video_prediction/train.py --help`` for the options.
 """
 import argparse
+import json
 import os
+import shutil
 import sys
 import time
 
@@ -113,10 +115,15 @@ class KStepCurriculum(chainer.training.Extension):
         model.k_step = self.k_step_at(trainer.updater.epoch)
 
 
-class FramesFigure(chainer.training.Extension):
-    """Writes ``frames.png`` (truth above prediction for a few held-out clips)."""
+class FinalFigures(chainer.training.Extension):
+    """At the last epoch: writes ``frames.png`` and copies PlotReport's plot to
+    ``final_loss.png``, so that a SlackReport uploads each once, at the end.
 
-    priority = chainer.training.PRIORITY_WRITER
+    Its priority is a reader's and it is registered after PlotReport and before
+    SlackReport, so it sees this epoch's plot and SlackReport sees its files.
+    """
+
+    priority = chainer.training.PRIORITY_READER
 
     def __init__(self, clips):
         self.clips = clips
@@ -124,6 +131,11 @@ class FramesFigure(chainer.training.Extension):
     def __call__(self, trainer):
         model = trainer.updater.get_optimizer('main').target
         write_frames_png(os.path.join(trainer.out, 'frames.png'), model, self.clips)
+        plot = os.path.join(trainer.out, 'loss.png')
+        if os.path.exists(plot):
+            final = os.path.join(trainer.out, 'final_loss.png')
+            shutil.copyfile(plot, final + '.tmp')
+            os.replace(final + '.tmp', final)
 
 
 def write_frames_png(path, model, clips):
@@ -166,6 +178,12 @@ def _prepare_output(args):
     if args.resume:
         if not os.path.isdir(run_dir):
             sys.exit('--resume: there is no run to continue in {}'.format(run_dir))
+        state = os.path.join(run_dir, 'run_state.json')
+        if os.path.exists(state):
+            with open(state) as f:
+                epoch = json.load(f).get('epoch')
+            sys.exit('--resume: the run in {} already finished (epoch {}); start a new run '
+                     'without --resume'.format(run_dir, epoch))
         return run_dir
     if os.path.exists(run_dir):
         # A fresh run never trains on top of an old one, and never deletes it.
@@ -186,7 +204,12 @@ def _slack_extensions(args):
               'thread (pip install researchutils[slack]).')
         return []
     from researchutils.chainer.training.extensions import SlackReport
-    report = SlackReport(token, channel=channel, upload=['loss.png', 'frames.png'],
+    client = token
+    if os.environ.get('SLACK_API_URL'):
+        # Another Web API endpoint, e.g. a Slack-compatible test server.
+        import slack_sdk
+        client = slack_sdk.WebClient(token=token, base_url=os.environ['SLACK_API_URL'])
+    report = SlackReport(client, channel=channel, upload=['final_loss.png', 'frames.png'],
                          entries=['epoch', 'k_step', 'main/k_step_error',
                                   'val/k_step_error', 'elapsed_time'])
     return [(report, (1, 'epoch'))]
@@ -215,23 +238,20 @@ def main(argv=None):
     val = DataManager(held_out, 64, sampler_cls=SequentialSampler)
     figure_clips = [held_out[i] for i in range(min(4, len(held_out)))]
     extensions = [(KStepCurriculum(args.epochs), (1, 'epoch')),
-                  (FramesFigure(figure_clips),
+                  (FinalFigures(figure_clips),
                    chainer.training.triggers.ManualScheduleTrigger([args.epochs], 'epoch'))]
     extensions += _slack_extensions(args)
     experiment = ChainerExperiment(
         params, VideoPredictor, name=EXPERIMENT_NAME, save_path=args.out,
         key_mapping={'frames': 'data'}, gpu_ids=[args.gpu] if args.gpu >= 0 else [],
-        val_score_key='k_step_error', val_score_mode='lowest', extensions=extensions,
-        seed=args.seed)
+        extensions=extensions, seed=args.seed)
     if not os.path.exists(os.path.join(run_dir, 'experiment.json')):
         experiment.save()
     model = experiment.run(train, val)
 
-    model_path = os.path.join(run_dir, 'video_predictor.npz')
-    if not os.path.exists(model_path):
-        save_model(model_path, model)
-    if not os.path.exists(os.path.join(run_dir, 'frames.png')):
-        write_frames_png(os.path.join(run_dir, 'frames.png'), model, figure_clips)
+    # The final weights: the same ones the figure shows and the errors below measure.
+    save_model(os.path.join(run_dir, 'video_predictor.npz'), model)
+    write_frames_png(os.path.join(run_dir, 'frames.png'), model, figure_clips)
 
     errors = [metrics['k_step_error'] for _, metrics in Predictor(
         model, {'frames': 'data'}).predict_data_mgr(val, metrics={'k_step_error': k_step_error})]

@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from tests.support.slack_server import TOKEN, SlackServer
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, 'examples', 'video_prediction', 'train.py')
 TINY = ['--train-clips', '640', '--val-clips', '32', '--hidden', '128', '--workers', '2']
@@ -17,9 +19,10 @@ TINY = ['--train-clips', '640', '--val-clips', '32', '--hidden', '128', '--worke
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
-def _run(out, *args, check=True):
+def _run(out, *args, check=True, env=None):
     result = subprocess.run([sys.executable, SCRIPT, '--out', str(out)] + TINY + list(args),
-                            capture_output=True, text=True, timeout=200)
+                            capture_output=True, text=True, timeout=200,
+                            env=dict(os.environ, **(env or {})))
     if check:
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     return result
@@ -42,7 +45,8 @@ def test_tiny_run_writes_its_outputs_and_beats_the_baseline(tmp_path):
     assert model_error < baseline
     assert 'beats the baseline' in result.stdout
     run_dir = tmp_path / 'video_prediction'
-    for name in ('video_predictor.npz', 'frames.png', 'loss.png', 'log', 'experiment.json'):
+    for name in ('video_predictor.npz', 'frames.png', 'loss.png', 'final_loss.png', 'log',
+                 'experiment.json'):
         assert (run_dir / name).stat().st_size > 0, name
     assert (run_dir / 'frames.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     assert any(name.startswith('snapshot_epoch_') for name in os.listdir(str(run_dir)))
@@ -90,6 +94,17 @@ def test_a_new_run_keeps_the_previous_one_aside(tmp_path):
     assert (tmp_path / kept[0] / 'video_predictor.npz').exists()
 
 
+def test_resume_of_a_finished_run_says_so_and_changes_nothing(tmp_path):
+    _run(tmp_path, '--epochs', '1')
+    run_dir = tmp_path / 'video_prediction'
+    before = {name: (run_dir / name).stat().st_mtime_ns for name in os.listdir(str(run_dir))}
+    result = _run(tmp_path, '--epochs', '2', '--resume', check=False)
+    assert result.returncode != 0
+    assert 'already finished (epoch 1)' in result.stderr
+    after = {name: (run_dir / name).stat().st_mtime_ns for name in os.listdir(str(run_dir))}
+    assert after == before
+
+
 def test_resume_without_a_run_says_so(tmp_path):
     result = _run(tmp_path, '--resume', check=False)
     assert result.returncode != 0
@@ -104,3 +119,21 @@ def test_bad_options_are_refused(tmp_path, args, message):
     result = _run(tmp_path, *args, check=False)
     assert result.returncode == 2
     assert message in result.stderr
+
+
+def test_with_slack_set_the_run_is_posted_in_one_thread_with_figures_at_the_end(tmp_path):
+    with SlackServer() as server:
+        result = _run(tmp_path, '--epochs', '2', env={
+            'SLACK_BOT_TOKEN': TOKEN, 'SLACK_CHANNEL': 'experiments',
+            'SLACK_API_URL': server.base_url})
+        messages = list(server.messages)
+        uploads = list(server.uploads)
+    assert 'Slack: set' not in result.stdout
+    start = messages[0]
+    assert start['thread_ts'] is None and start['channel'] == 'C0000000003'
+    replies = messages[1:]
+    assert replies and all(m['thread_ts'] == start['ts'] for m in replies)
+    assert 'finished' in replies[-1]['text']
+    assert sorted(upload['filename'] for upload in uploads) == ['final_loss.png', 'frames.png']
+    assert all(upload['thread_ts'] == start['ts'] for upload in uploads)
+    assert uploads[0]['data'][:8] == b'\x89PNG\r\n\x1a\n'
