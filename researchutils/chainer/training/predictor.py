@@ -179,6 +179,12 @@ class Predictor(object):
             >>> [preds["pred"].shape[0] for preds, _ in stream]
             [2, 2, 1]
         """
+        for _, preds, metric_vals in self._predict_batches(manager, batchsize, metrics,
+                                                          metric_keys):
+            yield preds, metric_vals
+
+    def _predict_batches(self, manager, batchsize, metrics, metric_keys):
+        """Yields ``(batch, preds, metric_vals)`` for each batch of ``manager``."""
         metric_keys = self._check_metrics(metrics, metric_keys)
         if batchsize is not None and batchsize != manager.batch_size:
             manager = manager.replace(batch_size=batchsize)
@@ -197,7 +203,7 @@ class Predictor(object):
                                        'nor a batch entry {}: fix metric_keys'.format(
                                            name, key, sorted(preds), sorted(batch)))
                 metric_vals[name] = _as_float(metric(*arguments), name)
-            yield preds, metric_vals
+            yield batch, preds, metric_vals
 
     @staticmethod
     def _check_metrics(metrics, metric_keys):
@@ -236,8 +242,10 @@ class Predictor(object):
         """
         sums = {name: 0. for name in metrics}
         count = 0
-        for preds, metric_vals in self.predict_data_mgr(manager, batchsize, metrics, metric_keys):
-            size = _batch_length(preds)
+        for batch, _, metric_vals in self._predict_batches(manager, batchsize, metrics,
+                                                           metric_keys):
+            # The input batch, not an output: a model may also return scalars.
+            size = _batch_length(batch)
             count += size
             for name, value in metric_vals.items():
                 sums[name] += value * size
