@@ -3,6 +3,8 @@ import chainer
 import numpy
 from chainer import backend
 
+from researchutils.chainer.models.abstract_network import _add_note
+
 
 def convert_to_numpy(value):
     """Returns ``value`` with every Variable and device array as a NumPy array.
@@ -188,7 +190,7 @@ class Predictor(object):
         metric_keys = self._check_metrics(metrics, metric_keys)
         if batchsize is not None and batchsize != manager.batch_size:
             manager = manager.replace(batch_size=batchsize)
-        for batch in manager:
+        for batch_index, batch in enumerate(manager):
             preds = self.predict(batch)
             metric_vals = {}
             for name, metric in metrics.items():
@@ -202,7 +204,13 @@ class Predictor(object):
                         raise KeyError('metric {!r} needs {!r}, which is neither a prediction {} '
                                        'nor a batch entry {}: fix metric_keys'.format(
                                            name, key, sorted(preds), sorted(batch)))
-                metric_vals[name] = _as_float(metric(*arguments), name)
+                try:
+                    value = metric(*arguments)
+                except Exception as error:
+                    _add_note(error, 'raised by metric {!r} on batch {} ({} examples)'.format(
+                        name, batch_index, _batch_length(batch)))
+                    raise
+                metric_vals[name] = _as_float(value, name)
             yield batch, preds, metric_vals
 
     @staticmethod

@@ -142,3 +142,18 @@ def test_metric_sums_counts_examples_when_the_first_output_is_a_scalar():
     assert count == 10
     assert sums == {'one': 10.0}
 
+
+def test_a_failing_metric_keeps_its_error_and_is_named_with_its_batch():
+    def fails_on_second_batch(pred, label):
+        if len(seen) == 1:
+            raise ZeroDivisionError('no examples of class 3')
+        seen.append(len(pred))
+        return 0.0
+
+    seen = []
+    stream = Predictor(L.Linear(4, 2), {'x': 'data'}).predict_data_mgr(
+        DataManager(tasks.LinearTask(10), 4), metrics={'recall': fails_on_second_batch})
+    with pytest.raises(ZeroDivisionError) as info:
+        list(stream)
+    assert str(info.value) == 'no examples of class 3'
+    assert "raised by metric 'recall' on batch 1 (4 examples)" in info.value.__notes__
