@@ -3,7 +3,7 @@ import chainer
 import numpy
 from chainer import backend
 
-from researchutils.chainer.models.abstract_network import _add_note
+from researchutils.chainer.models.abstract_network import _add_note, _to_float
 
 
 def convert_to_numpy(value):
@@ -30,16 +30,6 @@ def convert_to_numpy(value):
     if backend.get_array_module(value) is not numpy:
         return backend.CpuDevice().send(value)
     return value
-
-
-def _as_float(value, name):
-    if isinstance(value, chainer.Variable):
-        value = value.array
-    value = numpy.asarray(convert_to_numpy(value))
-    if value.size != 1:
-        raise ValueError('metric {!r} must return a scalar, got an array of shape {}'.format(
-            name, value.shape))
-    return float(value.reshape(()))
 
 
 def _batch_length(batch):
@@ -210,7 +200,7 @@ class Predictor(object):
                     _add_note(error, 'raised by metric {!r} on batch {} ({} examples)'.format(
                         name, batch_index, _batch_length(batch)))
                     raise
-                metric_vals[name] = _as_float(value, name)
+                metric_vals[name] = _to_float(value, 'metric', name)
             yield batch, preds, metric_vals
 
     @staticmethod
