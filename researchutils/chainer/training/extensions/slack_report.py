@@ -17,6 +17,7 @@ import time
 import traceback
 import warnings
 
+import chainer
 from chainer.training import extension
 from chainer.training.extensions import log_report as log_report_module
 
@@ -440,7 +441,9 @@ class SlackReport(extension.Extension):
 
     The thread's timestamp and the number of rows posted are serialized, so
     a run resumed from a snapshot continues its thread without repeating
-    rows.
+    rows. One SlackReport may serve several runs in turn (the folds of
+    :meth:`~researchutils.chainer.training.ChainerExperiment.kfold`): each
+    run after a finished one starts a thread of its own.
 
     Args:
         token_or_client: A Slack bot token, a ``slack_sdk.WebClient`` (or an
@@ -527,11 +530,19 @@ class SlackReport(extension.Extension):
         self._upload = list(upload)
         self._flush_timeout = flush_timeout
         self._max_message_chars = max_message_chars
+        self._poster_arguments = (channel, thread, queue_size, max_retries, retry_backoff,
+                                  max_retry_backoff)
+        self._trainer = None
+        self._start_run()
+
+    def _start_run(self):
+        """Resets the state of one run: a new queue and poster (so a new thread in Slack)."""
+        channel, thread, queue_size, max_retries, retry_backoff, max_retry_backoff = (
+            self._poster_arguments)
         self._poster = _Poster(self.client, channel, thread, _Outbox(queue_size), max_retries,
                                retry_backoff, max_retry_backoff)
         self._posted_rows = 0
         self._uploaded = {}
-        self._trainer = None
         self._crashed = False
         self._finalized = False
 
@@ -566,7 +577,15 @@ class SlackReport(extension.Extension):
         try/finally of its loop, so when a later extension's ``initialize``
         raises, neither ``on_error`` nor ``finalize`` runs. The poster starts
         with the first report, error or ``finalize``.
+
+        Called again after ``finalize`` (the same SlackReport given to the
+        trainers of several runs, as :meth:`ChainerExperiment.kfold
+        <researchutils.chainer.training.ChainerExperiment.kfold>` and
+        ``grid_search`` do), it starts a fresh run: a new queue, poster and
+        Slack thread, and all of the new trainer's log rows.
         """
+        if self._finalized:
+            self._start_run()
         self._trainer = trainer
         if isinstance(self._log_report, str):
             try:
@@ -673,6 +692,8 @@ class SlackReport(extension.Extension):
 
     def serialize(self, serializer):
         """Saves the thread's timestamp and how many log rows were posted."""
+        if self._finalized and isinstance(serializer, chainer.Deserializer):
+            self._start_run()  # the state loaded belongs to the next run, not the finished one
         self._posted_rows = int(serializer('_posted_rows', self._posted_rows))
         thread_ts = serializer('_thread_ts', self._poster.thread_ts or '')
         self._poster.thread_ts = str(thread_ts) or None

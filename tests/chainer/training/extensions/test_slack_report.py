@@ -302,6 +302,40 @@ def test_resumed_run_continues_the_thread_without_repeating_rows(server, tmp_pat
 
 # Off the training thread -----------------------------------------------------------
 
+def test_a_finalized_report_given_to_a_new_trainer_starts_a_new_thread_with_all_rows(
+        server, tmp_path):
+    report = _report(server)
+    _trainer(tmp_path, report, name='first').run()
+    first_root = report.thread_ts
+    posted_by_first = len(server.messages)
+    _trainer(tmp_path, report, name='second').run()
+    second = server.messages[posted_by_first:]
+    assert 'started' in second[0]['text'] and second[0]['thread_ts'] is None
+    assert report.thread_ts == second[0]['ts'] != first_root
+    assert all(m['thread_ts'] == second[0]['ts'] for m in second[1:])
+    assert 'finished' in second[-1]['text']
+    assert _column(server, 'iteration') == ['2', '4', '6', '8'] * 2
+
+
+def test_a_finalized_report_resumed_from_a_snapshot_continues_the_snapshots_thread(
+        server, tmp_path):
+    report = _report(server)
+    first = _trainer(tmp_path, report, stop_iteration=4, report_every=2, name='first')
+    first.extend(extensions.snapshot(filename='snapshot'), trigger=(4, 'iteration'))
+    first.extend(lambda trainer: _wait_for_thread(report), trigger=(3, 'iteration'))
+    first.run()
+    root = report.thread_ts
+    posted_by_first = len(server.messages)
+
+    from chainer.serializers import load_npz
+    second = _trainer(tmp_path, report, stop_iteration=8, name='second')
+    load_npz(str(tmp_path / 'first' / 'snapshot'), second)
+    second.run()
+    resumed = server.messages[posted_by_first:]
+    assert 'resumed at iteration 4' in resumed[0]['text']
+    assert [m['thread_ts'] for m in resumed] == [root] * len(resumed)
+
+
 class _ThreadRecordingClient(object):
     """A real WebClient that notes on which thread each Slack method is called."""
 
