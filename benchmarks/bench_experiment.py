@@ -35,14 +35,19 @@ from researchutils.chainer.data_loading import (  # noqa: E402
     RandomSampler,
     SequentialSampler,
 )
-from researchutils.chainer.models import AbstractChainerNetwork  # noqa: E402
 from researchutils.chainer.training import (  # noqa: E402
     ChainerExperiment,
     Parameters,
     Predictor,
 )
+from tests.support.walkthrough import (  # noqa: E402
+    ArrayDataset,
+    SimpleNet,
+    mean_squared_error,
+)
 
 N_IN, N_HIDDEN, N_OUT = 32, 256, 10
+MODEL_KWARGS = {'num_inputs': N_IN, 'num_outputs': N_OUT, 'num_hidden': N_HIDDEN}
 
 
 class LazyRegression(AbstractDataset):
@@ -61,30 +66,6 @@ class LazyRegression(AbstractDataset):
         return self.size
 
 
-class Arrays(AbstractDataset):
-    def __init__(self, data, labels):
-        super().__init__()
-        self.data, self.labels = data, labels
-
-    def __getitem__(self, index):
-        return {'data': self.data[index], 'label': self.labels[index]}
-
-    def __len__(self):
-        return len(self.data)
-
-
-class MLP(AbstractChainerNetwork):
-    def __init__(self):
-        super().__init__()
-        with self.init_scope():
-            self.fc1 = L.Linear(N_IN, N_HIDDEN)
-            self.fc2 = L.Linear(N_HIDDEN, N_HIDDEN)
-            self.fc3 = L.Linear(N_HIDDEN, N_OUT)
-
-    def forward(self, x):
-        return {'pred': self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))}
-
-
 class PlainMLP(chainer.Chain):
     def __init__(self):
         super().__init__()
@@ -97,10 +78,6 @@ class PlainMLP(chainer.Chain):
         loss = F.mean_squared_error(self.fc3(F.relu(self.fc2(F.relu(self.fc1(x))))), t)
         chainer.reporter.report({'loss': loss}, self)
         return loss
-
-
-def mean_squared_error(pred, label):
-    return float(np.mean((pred - label) ** 2))
 
 
 def peak_bytes(function, *args):
@@ -121,7 +98,7 @@ def keep_everything(predictor, manager):
 
 
 def bench_predictor_memory(size=2000, batch_size=100):
-    predictor = Predictor(MLP(), {'x': 'data'})
+    predictor = Predictor(SimpleNet(**MODEL_KWARGS), {'x': 'data'})
     results = {}
     for n in (size, 10 * size):
         manager = DataManager(LazyRegression(n), batch_size)
@@ -166,13 +143,13 @@ def run_plain(folder, train, val, epochs, batch_size):
 
 
 def run_ours(folder, train, val, epochs, batch_size):
-    params = Parameters({'model': {}, 'training': {
+    params = Parameters({'model': MODEL_KWARGS, 'training': {
         'num_epochs': epochs, 'optimizer_cls': chainer.optimizers.Adam,
         'optimizer_params': {'alpha': 1e-3}, 'losses': {'loss': F.mean_squared_error},
         'val_metrics': {'loss': mean_squared_error}}})
-    train_manager = DataManager(Arrays(*train), batch_size, sampler_cls=RandomSampler)
-    val_manager = DataManager(Arrays(*val), batch_size, sampler_cls=SequentialSampler)
-    ChainerExperiment(params, MLP, 'bench', folder).run(train_manager, val_manager)
+    train_manager = DataManager(ArrayDataset(*train), batch_size, sampler_cls=RandomSampler)
+    val_manager = DataManager(ArrayDataset(*val), batch_size, sampler_cls=SequentialSampler)
+    ChainerExperiment(params, SimpleNet, 'bench', folder).run(train_manager, val_manager)
 
 
 def epoch_times(log_path):

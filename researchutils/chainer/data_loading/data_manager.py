@@ -5,7 +5,7 @@ import chainer
 import numpy
 
 from researchutils.chainer.data_loading.abstract_dataset import AbstractDataset
-from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
+from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler, _check_seed
 from researchutils.chainer.data_loading.sequential_sampler import SequentialSampler
 from researchutils.chainer.iterators import DecorableMultiprocessIterator
 from researchutils.chainer.iterators._numpy_random import seeded_numpy_random
@@ -279,11 +279,7 @@ class DataManager(object):
         self.n_process_augmentation = int(n_process_augmentation)
         self.drop_last = bool(drop_last)
         self.sampler_kwargs = dict(sampler_kwargs or {})
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
-                                 or not 0 <= seed < 2 ** 32):
-            raise ValueError('seed must be None or an integer in [0, 2**32), got {!r}'.format(
-                seed))
-        self.seed = None if seed is None else int(seed)
+        self.seed = _check_seed(seed)
         # Fail now, not at the first epoch, on sampler arguments it does not take.
         sampler_cls.from_dataset(dataset, **self.sampler_kwargs)
 

@@ -1,7 +1,7 @@
 """RandomSampler: a fresh permutation of the dataset's indices every epoch."""
 import numpy
 
-from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
+from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler, _check_seed
 
 
 class RandomSampler(AbstractSampler):
@@ -13,7 +13,8 @@ class RandomSampler(AbstractSampler):
 
     Args:
         indices (sequence of int): The dataset indices to visit.
-        seed (int or None): Seed of the permutations. ``None`` draws one from
+        seed (int or None): Seed of the permutations, an integer in
+            ``[0, 2**32)`` (a bool is refused). ``None`` draws one from
             NumPy's global random state, so ``numpy.random.seed`` makes runs
             repeatable.
 
@@ -27,11 +28,10 @@ class RandomSampler(AbstractSampler):
 
     def __init__(self, indices, seed=None):
         super().__init__(indices)
+        seed = _check_seed(seed)
         if seed is None:
             seed = int(numpy.random.randint(0, 2 ** 31 - 1))
-        if not isinstance(seed, (int, numpy.integer)) or seed < 0:
-            raise ValueError('seed must be a non-negative integer or None, got {!r}'.format(seed))
-        self.seed = int(seed)
+        self.seed = seed
 
     def epoch_order(self, epoch):
         """Returns the permutation of the indices for ``epoch``.

@@ -56,6 +56,12 @@ def _as_device(device, argument):
         raise ValueError('{} is not a device: {!r} ({})'.format(argument, device, error)) from error
 
 
+def _add_note(error, note):
+    """Adds ``note`` to ``error``; its type and message stay as they are (Python >= 3.11)."""
+    if hasattr(error, 'add_note'):
+        error.add_note(note)
+
+
 def _call_all(functions, kind, pred, targets):
     """Call each function with ``pred`` and ``targets``; a failure notes which function."""
     results = {}
@@ -63,8 +69,7 @@ def _call_all(functions, kind, pred, targets):
         try:
             results[name] = function(pred, *targets)
         except Exception as error:
-            if hasattr(error, 'add_note'):  # Python >= 3.11; the type and message stay as they are
-                error.add_note('raised by {} {!r}'.format(kind, name))
+            _add_note(error, 'raised by {} {!r}'.format(kind, name))
             raise
     return results
 

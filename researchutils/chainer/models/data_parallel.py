@@ -389,6 +389,7 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
         self._awaiting_initialization = any(
             param.array is None for param in self.module.params())
 
+
 class ParallelOptimizerCumulateGradientsHook(object):
     """Optimizer hook that adds every replica's gradients into the master's (before update).
 

@@ -77,7 +77,8 @@ def setup_multi_node_optimizer(optimizer, network, communicator):
     the first forward pass keeps ChainerMN's behaviour: its first update only broadcasts.)
 
     Args:
-        optimizer (chainer.Optimizer): A plain optimizer, not yet set up.
+        optimizer (chainer.Optimizer): A plain optimizer, not yet set up or set up on
+            ``network`` (as an ``optim_builder`` of ChainerExperiment returns it).
         network (chainer.Link): The network, built on every rank.
         communicator: A ChainerMN communicator (see :func:`create_communicator`).
 
@@ -97,9 +98,14 @@ def setup_multi_node_optimizer(optimizer, network, communicator):
     if not isinstance(network, chainer.Link):
         raise TypeError('network must be a chainer.Link, got {!r}'.format(
             type(network).__name__))
+    if optimizer.target is not None and optimizer.target is not network:
+        raise ValueError('optimizer is set up on another link ({}), not on network ({})'.format(
+            type(optimizer.target).__name__, type(network).__name__))
     chainermn = _import_chainermn()
     multi_node_optimizer = chainermn.create_multi_node_optimizer(optimizer, communicator)
-    multi_node_optimizer.setup(network)
+    if optimizer.target is None:
+        # One set up already keeps its update rules: a second setup would reset them.
+        multi_node_optimizer.setup(network)
     if all(param.array is not None for param in network.params()):
         communicator.bcast_data(network)
         # Records the parameter set, so the next update() averages and updates at once.

@@ -4,6 +4,7 @@
 functions return what they loaded into, and turn a corrupt file or a model
 that does not match the file into an error that names the file.
 """
+import errno
 import os
 import pickle
 import tempfile
@@ -58,6 +59,8 @@ def save_model(path, model, compression=True):
 
     Raises:
         ValueError: ``path`` already exists.
+        NotADirectoryError: A parent of ``path`` is a file; the message names
+            ``path`` and that file.
         OSError: The file could not be written (for instance, the disk is
             full); ``path`` names it and nothing is left behind.
 
@@ -76,8 +79,11 @@ def save_model(path, model, compression=True):
         raise ValueError('path {!r} already exists; save_model never overwrites a file'
                          .format(path))
     folder, name = os.path.split(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    file, temporary_path = _open_temporary(folder, name)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        file, temporary_path = _open_temporary(folder, name)
+    except OSError as error:
+        raise _folder_error(path, folder, error) from error
     try:
         with file:
             chainer_npz.save_npz(file, model, compression=compression)
@@ -95,6 +101,19 @@ def save_model(path, model, compression=True):
     except BaseException:
         _remove_quietly(temporary_path)
         raise
+
+
+def _folder_error(path, folder, error):
+    """The error of a save whose folder could not be made or written, naming ``path``."""
+    if isinstance(error, (FileExistsError, NotADirectoryError)):
+        # makedirs met a file where a folder of the path should be.
+        blocking = folder
+        while not os.path.exists(blocking) and os.path.dirname(blocking) != blocking:
+            blocking = os.path.dirname(blocking)
+        return NotADirectoryError(errno.ENOTDIR, 'could not save the model to {!r}: {!r} is a '
+                                  'file, not a folder'.format(path, blocking))
+    return OSError(error.errno, 'could not save the model to {!r}: its folder {!r} cannot be '
+                   'created or written: {}'.format(path, folder, error.strerror or error))
 
 
 def _publish_without_overwrite(temporary_path, path):
@@ -141,6 +160,8 @@ def _read_arrays(path, prefix=''):
     """Reads every array under ``prefix`` of an npz file, so corruption shows up here."""
     # Pickle is allowed, as in chainer.serializers.load_npz: snapshots hold
     # object arrays (None values). Only load files you trust.
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, '{!r} is a directory, not an npz file'.format(path))
     if not zipfile.is_zipfile(path):
         raise ValueError('{!r} is not a readable npz file: it is not a complete zip archive '
                          '(truncated, corrupt, or not written by save_npz)'.format(path))
@@ -208,6 +229,7 @@ def load_model(path, model):
             wrong shape for the model; the message names the file.
         KeyError: The file lacks an array the model needs; the message names
             the file and the array.
+        IsADirectoryError: ``path`` is a directory.
 
     Example:
         >>> import chainer.links as L

@@ -14,6 +14,7 @@ from chainer.training import triggers
 
 from researchutils.chainer import serializers
 from researchutils.chainer.data_loading import DataManager, RandomSampler, SequentialSampler
+from researchutils.chainer.models.multi_node import setup_multi_node_optimizer
 from researchutils.chainer.training import train_utils
 from researchutils.chainer.training.parameters import Parameters
 from researchutils.chainer.training.predictor import Predictor
@@ -467,9 +468,9 @@ class ChainerExperiment(object):
             raise TypeError('optim_builder must return a dict with a "default" optimizer, got '
                             '{!r}'.format(optimizers))
         if self.comm is not None:
-            import chainermn
-            optimizers['default'] = chainermn.create_multi_node_optimizer(
-                optimizers['default'], self.comm)
+            # Starts every rank from rank 0's weights, so the first update already trains.
+            optimizers['default'] = setup_multi_node_optimizer(optimizers['default'], model,
+                                                               self.comm)
             train = self._shard(train, pad=True)
             val = None if val is None else self._shard(val, pad=False)
 

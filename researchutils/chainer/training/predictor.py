@@ -3,6 +3,8 @@ import chainer
 import numpy
 from chainer import backend
 
+from researchutils.chainer.models.abstract_network import _add_note, _to_float
+
 
 def convert_to_numpy(value):
     """Returns ``value`` with every Variable and device array as a NumPy array.
@@ -28,16 +30,6 @@ def convert_to_numpy(value):
     if backend.get_array_module(value) is not numpy:
         return backend.CpuDevice().send(value)
     return value
-
-
-def _as_float(value, name):
-    if isinstance(value, chainer.Variable):
-        value = value.array
-    value = numpy.asarray(convert_to_numpy(value))
-    if value.size != 1:
-        raise ValueError('metric {!r} must return a scalar, got an array of shape {}'.format(
-            name, value.shape))
-    return float(value.reshape(()))
 
 
 def _batch_length(batch):
@@ -179,10 +171,16 @@ class Predictor(object):
             >>> [preds["pred"].shape[0] for preds, _ in stream]
             [2, 2, 1]
         """
+        for _, preds, metric_vals in self._predict_batches(manager, batchsize, metrics,
+                                                          metric_keys):
+            yield preds, metric_vals
+
+    def _predict_batches(self, manager, batchsize, metrics, metric_keys):
+        """Yields ``(batch, preds, metric_vals)`` for each batch of ``manager``."""
         metric_keys = self._check_metrics(metrics, metric_keys)
         if batchsize is not None and batchsize != manager.batch_size:
             manager = manager.replace(batch_size=batchsize)
-        for batch in manager:
+        for batch_index, batch in enumerate(manager):
             preds = self.predict(batch)
             metric_vals = {}
             for name, metric in metrics.items():
@@ -196,8 +194,14 @@ class Predictor(object):
                         raise KeyError('metric {!r} needs {!r}, which is neither a prediction {} '
                                        'nor a batch entry {}: fix metric_keys'.format(
                                            name, key, sorted(preds), sorted(batch)))
-                metric_vals[name] = _as_float(metric(*arguments), name)
-            yield preds, metric_vals
+                try:
+                    value = metric(*arguments)
+                except Exception as error:
+                    _add_note(error, 'raised by metric {!r} on batch {} ({} examples)'.format(
+                        name, batch_index, _batch_length(batch)))
+                    raise
+                metric_vals[name] = _to_float(value, 'metric', name)
+            yield batch, preds, metric_vals
 
     @staticmethod
     def _check_metrics(metrics, metric_keys):
@@ -236,8 +240,10 @@ class Predictor(object):
         """
         sums = {name: 0. for name in metrics}
         count = 0
-        for preds, metric_vals in self.predict_data_mgr(manager, batchsize, metrics, metric_keys):
-            size = _batch_length(preds)
+        for batch, _, metric_vals in self._predict_batches(manager, batchsize, metrics,
+                                                           metric_keys):
+            # The input batch, not an output: a model may also return scalars.
+            size = _batch_length(batch)
             count += size
             for name, value in metric_vals.items():
                 sums[name] += value * size

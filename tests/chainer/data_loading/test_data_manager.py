@@ -260,8 +260,8 @@ def test_batch_keys_are_the_keys_after_transforms():
      TypeError, 'seed'),
     ({'batch_size': 2, 'seed': -1}, ValueError, 'seed'),
     ({'batch_size': 2, 'seed': 2 ** 32}, ValueError, 'seed'),
-    ({'batch_size': 2, 'seed': 1.5}, ValueError, 'seed'),
-    ({'batch_size': 2, 'seed': True}, ValueError, 'seed'),
+    ({'batch_size': 2, 'seed': 1.5}, TypeError, 'seed'),
+    ({'batch_size': 2, 'seed': True}, TypeError, 'seed'),
 ])
 def test_bad_arguments_are_refused_at_construction(kwargs, error, message):
     with pytest.raises(error, match=message):

@@ -42,3 +42,18 @@ def test_seed_survives_serialization():
 def test_negative_seed_is_refused():
     with pytest.raises(ValueError, match='seed'):
         RandomSampler(range(3), seed=-1)
+
+
+def test_bool_seed_is_refused_with_type_error():
+    with pytest.raises(TypeError, match='seed'):
+        RandomSampler(range(3), seed=True)
+
+
+def test_non_integer_seed_is_refused_with_type_error():
+    with pytest.raises(TypeError, match='seed'):
+        RandomSampler(range(3), seed=1.5)
+
+
+def test_seed_of_2_to_the_32_is_refused_like_data_manager():
+    with pytest.raises(ValueError, match='seed'):
+        RandomSampler(range(3), seed=2 ** 32)

@@ -99,6 +99,12 @@ def test_setup_multi_node_optimizer_rejects_what_is_not_a_link():
         multi_node.setup_multi_node_optimizer(chainer.optimizers.SGD(), 'net', None)
 
 
+def test_setup_multi_node_optimizer_rejects_an_optimizer_set_up_on_another_link():
+    optimizer = chainer.optimizers.SGD().setup(MLP())
+    with pytest.raises(ValueError, match='another link'):
+        multi_node.setup_multi_node_optimizer(optimizer, MLP(), communicator=None)
+
+
 def test_mean_across_ranks_rejects_what_is_not_a_dict():
     with pytest.raises(TypeError, match='values'):
         multi_node.mean_across_ranks([1.0], communicator=None)

@@ -48,6 +48,21 @@ def test_save_model_creates_missing_parent_folders(tmp_path):
     assert path.is_file()
 
 
+def test_save_model_under_a_file_names_the_path_and_the_file(tmp_path):
+    (tmp_path / 'runs').write_text('a file, not a folder')
+    path = tmp_path / 'runs' / 'model.npz'
+    with pytest.raises(NotADirectoryError, match="model.npz.*'.*runs' is a file"):
+        serializers.save_model(str(path), make_model())
+    assert _folder_entries(tmp_path) == ['runs']
+
+
+def test_save_model_two_levels_under_a_file_names_the_file(tmp_path):
+    (tmp_path / 'runs').write_text('a file, not a folder')
+    path = tmp_path / 'runs' / 'day1' / 'model.npz'
+    with pytest.raises(NotADirectoryError, match="model.npz.*'.*runs' is a file"):
+        serializers.save_model(str(path), make_model())
+
+
 def test_save_model_refuses_existing_path_and_leaves_it_untouched(tmp_path):
     path = tmp_path / 'model.npz'
     path.write_bytes(b'precious')
@@ -203,6 +218,13 @@ def test_load_model_of_non_npz_file_names_the_file(tmp_path):
     path.write_text('not an archive')
     with pytest.raises(ValueError, match='notes.txt.*not a readable npz'):
         serializers.load_model(str(path), make_model())
+
+
+def test_load_model_of_a_directory_says_it_is_a_directory(tmp_path):
+    folder = tmp_path / 'model.npz'
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError, match='model.npz.* is a directory'):
+        serializers.load_model(str(folder), make_model())
 
 
 def test_load_model_of_empty_file_names_the_file(tmp_path):

@@ -384,6 +384,27 @@ def test_slack_report_posts_the_experiment_log(tmp_path):
     assert '{:.6g}'.format(read_log(exp)[-1]['val/MSE'])[:5] in texts
 
 
+@pytest.mark.timeout(60)
+def test_kfold_with_one_slack_report_posts_each_folds_start_and_finished(tmp_path):
+    from researchutils.chainer.training.extensions import SlackReport
+    from tests.support.slack_server import SlackServer
+
+    with SlackServer() as server:
+        report = SlackReport(server.client(), flush_timeout=5)
+        exp = experiment(tmp_path, tasks.make_params(num_epochs=1),
+                         extensions=[(report, (1, 'epoch'))])
+        exp.kfold(tasks.LinearTask(96), num_splits=3)
+        messages = list(server.messages)
+    for fold in range(3):
+        out = os.path.join(exp.output_dir, 'fold_{}'.format(fold))
+        starts = [m for m in messages if 'started' in m['text'] and out in m['text']]
+        assert len(starts) == 1, (fold, [m['text'] for m in messages])
+        assert starts[0]['thread_ts'] is None
+        finished = [m for m in messages if 'finished' in m['text'] and out in m['text']]
+        assert len(finished) == 1, (fold, [m['text'] for m in messages])
+        assert finished[0]['thread_ts'] == starts[0]['ts']
+
+
 def test_early_stopping_resumed_from_a_snapshot_stops_at_the_same_epoch(tmp_path):
     def params(num_epochs):
         return tasks.make_params(num_epochs=num_epochs, optimizer_cls=chainer.optimizers.SGD,

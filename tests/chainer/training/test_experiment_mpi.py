@@ -2,10 +2,12 @@
 import os
 import warnings
 
+import chainer
+import chainer.functions as F
 import numpy as np
 import pytest
 
-from researchutils.chainer.data_loading import DataManager
+from researchutils.chainer.data_loading import DataManager, SequentialSampler
 from researchutils.chainer.training import ChainerExperiment
 from tests.chainer.training import tasks
 
@@ -37,6 +39,34 @@ def test_training_over_ranks_learns(comm, shared_path):
     train, val = tasks.make_managers()
     before = val_mse(exp, exp.build_model(), val)
     assert val_mse(exp, exp.run(train, val), val) < before / 10
+
+
+def test_a_fresh_run_equals_one_process_training_on_the_union_of_the_ranks_batches(
+        comm, shared_path):
+    # 64 examples, 32 a batch, 2 ranks: each iteration the ranks' batches are the whole set.
+    dataset = tasks.LinearTask(64, seed=1)
+    params = tasks.make_params(num_epochs=3, optimizer_cls=chainer.optimizers.SGD,
+                               optimizer_params={'lr': 0.1})
+    exp = ChainerExperiment(params, tasks.Regressor, 'union', shared_path, comm=comm,
+                            seed=comm.rank)  # ranks start apart; rank 0's weights must win
+    model = exp.run(DataManager(dataset, 32, sampler_cls=SequentialSampler))
+    updates = comm.mpi_comm.allgather(exp.trainer.updater.get_optimizer('main').t)
+    every_rank_params = comm.mpi_comm.allgather(
+        {name: param.array.copy() for name, param in model.namedparams()})
+
+    np.random.seed(0)  # the initial weights of rank 0 (seed 0)
+    reference = tasks.Regressor()
+    optimizer = chainer.optimizers.SGD(lr=0.1).setup(reference)
+    for _ in range(3):
+        loss = F.mean_squared_error(reference.forward(dataset.data)['pred'], dataset.labels)
+        reference.cleargrads()
+        loss.backward()
+        optimizer.update()
+    assert updates == [3, 3]
+    for params in every_rank_params:
+        for name, param in reference.namedparams():
+            np.testing.assert_allclose(params[name], param.array, rtol=1e-5, atol=1e-6,
+                                       err_msg=name)
 
 
 def test_every_rank_ends_with_the_same_parameters(comm, shared_path):

@@ -29,6 +29,13 @@ class TwoInputs(chainer.Chain):
         return {'pred': first - second}
 
 
+class ScalarFirst(chainer.Chain):
+    """Returns a scalar before the predictions, as a model reporting a statistic may."""
+
+    def forward(self, x):
+        return {'mean_input': F.mean(x), 'pred': x[:, :1]}
+
+
 def test_predict_returns_numpy_outputs_of_the_model():
     link = L.Linear(3, 2)
     x = np.random.RandomState(0).randn(5, 3)
@@ -126,3 +133,27 @@ def test_a_metric_returning_an_array_is_refused():
 def test_an_output_that_is_not_a_dict_becomes_pred():
     preds = Predictor(L.Linear(3, 2), {'x': 'data'}).predict({'data': np.ones((1, 3))})
     assert list(preds) == ['pred']
+
+
+def test_metric_sums_counts_examples_when_the_first_output_is_a_scalar():
+    dataset = tasks.LinearTask(10)
+    sums, count = Predictor(ScalarFirst(), {'x': 'data'}).metric_sums(
+        DataManager(dataset, 4), {'one': lambda pred, label: 1.0})
+    assert count == 10
+    assert sums == {'one': 10.0}
+
+
+def test_a_failing_metric_keeps_its_error_and_is_named_with_its_batch():
+    def fails_on_second_batch(pred, label):
+        if len(seen) == 1:
+            raise ZeroDivisionError('no examples of class 3')
+        seen.append(len(pred))
+        return 0.0
+
+    seen = []
+    stream = Predictor(L.Linear(4, 2), {'x': 'data'}).predict_data_mgr(
+        DataManager(tasks.LinearTask(10), 4), metrics={'recall': fails_on_second_batch})
+    with pytest.raises(ZeroDivisionError) as info:
+        list(stream)
+    assert str(info.value) == 'no examples of class 3'
+    assert "raised by metric 'recall' on batch 1 (4 examples)" in info.value.__notes__

@@ -4,52 +4,16 @@ import os
 
 import chainer
 import chainer.functions as F
-import chainer.links as L
-import numpy as np
 import pytest
 
-from researchutils.chainer.data_loading import (
-    AbstractDataset,
-    DataManager,
-    RandomSampler,
-    SequentialSampler,
-)
-from researchutils.chainer.models import AbstractChainerNetwork
+from researchutils.chainer.data_loading import DataManager, RandomSampler, SequentialSampler
 from researchutils.chainer.training import (
     ChainerExperiment,
     Parameters,
     Predictor,
     create_optims_default_chainer,
 )
-
-
-class SimpleNet(AbstractChainerNetwork):
-    def __init__(self, num_inputs=32, num_outputs=10, num_hidden=64):
-        super().__init__(num_inputs=num_inputs, num_outputs=num_outputs, num_hidden=num_hidden)
-        with self.init_scope():
-            self.fc1 = L.Linear(num_inputs, num_hidden)
-            self.fc2 = L.Linear(num_hidden, num_hidden)
-            self.fc3 = L.Linear(num_hidden, num_outputs)
-
-    def forward(self, x):
-        return {"pred": self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))}
-
-
-class RandomDataset(AbstractDataset):  # as in the guide: __getitem__ returns a dict of numpy arrays
-    def __init__(self, num_samples, num_inputs, num_outputs):
-        super().__init__(None, None)
-        self.data = np.random.rand(num_samples, num_inputs)
-        self.labels = np.random.rand(num_samples, num_outputs)
-
-    def __getitem__(self, index):
-        return {"data": self.data[index], "label": self.labels[index]}
-
-    def __len__(self):
-        return len(self.data)
-
-
-def mean_squared_error(pred, label):  # a NumPy metric, like sklearn's
-    return np.mean((pred - label) ** 2)
+from tests.support.walkthrough import RandomDataset, SimpleNet, mean_squared_error
 
 
 @pytest.mark.timeout(120)

@@ -13,9 +13,11 @@ import re
 import socket
 import sys
 import threading
+import time
 import traceback
 import warnings
 
+import chainer
 from chainer.training import extension
 from chainer.training.extensions import log_report as log_report_module
 
@@ -33,6 +35,8 @@ _FENCE = '```'
 # Room taken by the opening and closing fences of a code block and their newlines.
 _FENCE_CHARS = 2 * len(_FENCE) + 2
 _FIRST_COLUMNS = ('epoch', 'iteration')
+# Seconds the poster thread waits with nothing to post before it ends.
+_IDLE_EXIT = 60.0
 _LAST_COLUMNS = ('elapsed_time',)
 
 
@@ -173,6 +177,11 @@ class _Outbox(object):
         with self._condition:
             return self._closed and not self._items
 
+    @property
+    def empty(self):
+        with self._condition:
+            return not self._items
+
     def close(self):
         with self._condition:
             self._closed = True
@@ -184,10 +193,15 @@ def _count(item):
 
 
 class _Poster(object):
-    """Posts items from an outbox to Slack on a daemon thread, retrying with backoff."""
+    """Posts items from an outbox to Slack on a daemon thread, retrying with backoff.
+
+    The thread starts with the first item and ends when the outbox is closed
+    and empty, or after ``idle_exit`` seconds with nothing to post (the next
+    item starts it again), so it never outlives a run that was not finalized.
+    """
 
     def __init__(self, client, channel, threaded, outbox, max_retries, retry_backoff,
-                 max_retry_backoff):
+                 max_retry_backoff, idle_exit=_IDLE_EXIT):
         self.client = client
         self.channel = channel
         self.threaded = threaded
@@ -204,6 +218,8 @@ class _Poster(object):
         self._disabled = None
         self._failing = False
         self._thread = None
+        self._thread_lock = threading.Lock()
+        self._idle_exit = idle_exit
 
     @property
     def thread_ts(self):
@@ -215,14 +231,13 @@ class _Poster(object):
         with self._lock:
             self._thread_ts = value
 
-    @property
-    def started(self):
-        return self._thread is not None
-
     def start(self):
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name='SlackReport', daemon=True)
-            self._thread.start()
+        """Starts the thread unless it is running; call after offering an item."""
+        with self._thread_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name='SlackReport',
+                                                daemon=True)
+                self._thread.start()
 
     def close(self, timeout):
         """Waits up to ``timeout`` s for the outbox to empty; returns messages not posted.
@@ -231,18 +246,31 @@ class _Poster(object):
         way finishes on its own, unwaited for (the thread is a daemon).
         """
         self.outbox.close()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            if self._thread.is_alive():
+        if not self.outbox.finished:
+            self.start()
+        with self._thread_lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+            if thread.is_alive():
                 self._abort.set()
         with self._lock:
             return self.outbox.accepted - self.delivered
 
     def _run(self):
+        idle_since = time.monotonic()
         while not self.outbox.finished:
-            item = self.outbox.take(timeout=1.0)
+            item = self.outbox.take(timeout=min(1.0, self._idle_exit))
             if item is None:
+                if time.monotonic() - idle_since < self._idle_exit:
+                    continue
+                with self._thread_lock:
+                    # An item offered before start() is seen here, so none is stranded.
+                    if self.outbox.empty:
+                        self._thread = None
+                        return
                 continue
+            idle_since = time.monotonic()
             if isinstance(item, _Text):
                 for index, text in enumerate(item.texts):
                     if not self._deliver(self._post_text, text, item.root and index == 0):
@@ -400,7 +428,11 @@ class SlackReport(extension.Extension):
     exception's type, message and traceback (and no ``finished`` message).
 
     Posting happens on a daemon thread fed by a bounded queue: the call on
-    the training thread only formats and enqueues. Connection errors,
+    the training thread only formats and enqueues. The thread starts with the
+    first report, error or end of the run (the start message, queued by
+    ``initialize``, goes out then), so a run that fails while its extensions
+    are initialized leaves no thread behind; it ends at ``finalize``, or
+    after a minute with nothing to post. Connection errors,
     timeouts and HTTP 5xx are retried with exponential backoff, HTTP 429
     waits ``Retry-After``; a rejected token or an unknown channel is logged
     once and stops posting. No Slack failure ever raises into training. At
@@ -409,7 +441,9 @@ class SlackReport(extension.Extension):
 
     The thread's timestamp and the number of rows posted are serialized, so
     a run resumed from a snapshot continues its thread without repeating
-    rows.
+    rows. One SlackReport may serve several runs in turn (the folds of
+    :meth:`~researchutils.chainer.training.ChainerExperiment.kfold`): each
+    run after a finished one starts a thread of its own.
 
     Args:
         token_or_client: A Slack bot token, a ``slack_sdk.WebClient`` (or an
@@ -496,11 +530,19 @@ class SlackReport(extension.Extension):
         self._upload = list(upload)
         self._flush_timeout = flush_timeout
         self._max_message_chars = max_message_chars
+        self._poster_arguments = (channel, thread, queue_size, max_retries, retry_backoff,
+                                  max_retry_backoff)
+        self._trainer = None
+        self._start_run()
+
+    def _start_run(self):
+        """Resets the state of one run: a new queue and poster (so a new thread in Slack)."""
+        channel, thread, queue_size, max_retries, retry_backoff, max_retry_backoff = (
+            self._poster_arguments)
         self._poster = _Poster(self.client, channel, thread, _Outbox(queue_size), max_retries,
                                retry_backoff, max_retry_backoff)
         self._posted_rows = 0
         self._uploaded = {}
-        self._trainer = None
         self._crashed = False
         self._finalized = False
 
@@ -529,7 +571,21 @@ class SlackReport(extension.Extension):
         return self._poster.outbox.offer(_Text(texts, root), bounded=bounded)
 
     def initialize(self, trainer):
-        """Starts the background poster and posts the run's start message (rank 0)."""
+        """Queues the run's start message (rank 0).
+
+        No thread starts here: Chainer calls ``initialize`` outside the
+        try/finally of its loop, so when a later extension's ``initialize``
+        raises, neither ``on_error`` nor ``finalize`` runs. The poster starts
+        with the first report, error or ``finalize``.
+
+        Called again after ``finalize`` (the same SlackReport given to the
+        trainers of several runs, as :meth:`ChainerExperiment.kfold
+        <researchutils.chainer.training.ChainerExperiment.kfold>` and
+        ``grid_search`` do), it starts a fresh run: a new queue, poster and
+        Slack thread, and all of the new trainer's log rows.
+        """
+        if self._finalized:
+            self._start_run()
         self._trainer = trainer
         if isinstance(self._log_report, str):
             try:
@@ -540,7 +596,6 @@ class SlackReport(extension.Extension):
                                  ) from None
         if not self._rank_zero:
             return
-        self._poster.start()
         iteration = trainer.updater.iteration
         if iteration:
             title = ':arrows_counterclockwise: Training resumed at iteration {} {}'.format(
@@ -558,9 +613,9 @@ class SlackReport(extension.Extension):
         if not self._rank_zero:
             return
         try:
-            self._poster.start()
             self._report_rows(trainer, bounded=True)
             self._report_files(trainer)
+            self._poster.start()
         except Exception:
             logger.exception('SlackReport: a report could not be formatted; training goes on')
 
@@ -599,17 +654,17 @@ class SlackReport(extension.Extension):
         """Posts the exception's type, message and traceback (from any rank)."""
         self._crashed = True
         try:
-            self._poster.start()
             title = ':x: Training failed at iteration {} {}: {}: {}'.format(
                 trainer.updater.iteration, self._where(), type(exc).__name__, exc)
             lines = ''.join(traceback.format_exception(type(exc), exc, tb)).rstrip().split('\n')
             self._enqueue(title, lines, bounded=False)
         except Exception:
             logger.exception('SlackReport: the error message could not be formatted')
+        self._poster.start()
 
     def finalize(self):
         """Posts the end of the run and waits up to ``flush_timeout`` s for the queue."""
-        if self._finalized or not self._poster.started:
+        if self._finalized or self._trainer is None:
             return
         self._finalized = True
         trainer = self._trainer
@@ -637,6 +692,8 @@ class SlackReport(extension.Extension):
 
     def serialize(self, serializer):
         """Saves the thread's timestamp and how many log rows were posted."""
+        if self._finalized and isinstance(serializer, chainer.Deserializer):
+            self._start_run()  # the state loaded belongs to the next run, not the finished one
         self._posted_rows = int(serializer('_posted_rows', self._posted_rows))
         thread_ts = serializer('_thread_ts', self._poster.thread_ts or '')
         self._poster.thread_ts = str(thread_ts) or None

@@ -8,6 +8,7 @@ import time
 import warnings
 
 import pytest
+from chainer.training import extension as extension_module
 from chainer.training import extensions
 
 from researchutils.chainer.training.extensions import SlackReport
@@ -280,9 +281,10 @@ def test_thread_ts_is_the_start_message_timestamp(server, tmp_path):
 
 def test_resumed_run_continues_the_thread_without_repeating_rows(server, tmp_path):
     report = _report(server)
-    first = _trainer(tmp_path, report, stop_iteration=4, name='first')
+    first = _trainer(tmp_path, report, stop_iteration=4, report_every=2, name='first')
     first.extend(extensions.snapshot(filename='snapshot'), trigger=(4, 'iteration'))
-    # A real epoch outlasts one post; here the start must be posted before the snapshot.
+    # A real epoch outlasts one post; here the start (which goes out with the first
+    # report) must be posted before the snapshot.
     first.extend(lambda trainer: _wait_for_thread(report), trigger=(3, 'iteration'))
     first.run()
     root = server.messages[0]['ts']
@@ -300,6 +302,40 @@ def test_resumed_run_continues_the_thread_without_repeating_rows(server, tmp_pat
 
 # Off the training thread -----------------------------------------------------------
 
+def test_a_finalized_report_given_to_a_new_trainer_starts_a_new_thread_with_all_rows(
+        server, tmp_path):
+    report = _report(server)
+    _trainer(tmp_path, report, name='first').run()
+    first_root = report.thread_ts
+    posted_by_first = len(server.messages)
+    _trainer(tmp_path, report, name='second').run()
+    second = server.messages[posted_by_first:]
+    assert 'started' in second[0]['text'] and second[0]['thread_ts'] is None
+    assert report.thread_ts == second[0]['ts'] != first_root
+    assert all(m['thread_ts'] == second[0]['ts'] for m in second[1:])
+    assert 'finished' in second[-1]['text']
+    assert _column(server, 'iteration') == ['2', '4', '6', '8'] * 2
+
+
+def test_a_finalized_report_resumed_from_a_snapshot_continues_the_snapshots_thread(
+        server, tmp_path):
+    report = _report(server)
+    first = _trainer(tmp_path, report, stop_iteration=4, report_every=2, name='first')
+    first.extend(extensions.snapshot(filename='snapshot'), trigger=(4, 'iteration'))
+    first.extend(lambda trainer: _wait_for_thread(report), trigger=(3, 'iteration'))
+    first.run()
+    root = report.thread_ts
+    posted_by_first = len(server.messages)
+
+    from chainer.serializers import load_npz
+    second = _trainer(tmp_path, report, stop_iteration=8, name='second')
+    load_npz(str(tmp_path / 'first' / 'snapshot'), second)
+    second.run()
+    resumed = server.messages[posted_by_first:]
+    assert 'resumed at iteration 4' in resumed[0]['text']
+    assert [m['thread_ts'] for m in resumed] == [root] * len(resumed)
+
+
 class _ThreadRecordingClient(object):
     """A real WebClient that notes on which thread each Slack method is called."""
 
@@ -314,6 +350,40 @@ class _ThreadRecordingClient(object):
             self.calls.append((name, threading.current_thread()))
             return method(*args, **kwargs)
         return call
+
+
+class _FailsToInitialize(extension_module.Extension):
+    priority = extension_module.PRIORITY_READER - 1  # initialized after SlackReport
+
+    def initialize(self, trainer):
+        raise Crash('initialize failed')
+
+    def __call__(self, trainer):
+        pass
+
+
+def _slack_threads():
+    return [t for t in threading.enumerate() if t.name == 'SlackReport' and t.is_alive()]
+
+
+def test_no_thread_outlives_a_run_whose_later_extension_fails_to_initialize(server, tmp_path):
+    before = _slack_threads()
+    trainer = _trainer(tmp_path, _report(server))
+    trainer.extend(_FailsToInitialize())
+    with pytest.raises(Crash, match='initialize failed'):
+        trainer.run()
+    assert _slack_threads() == before
+
+
+def test_poster_thread_ends_when_idle_and_a_later_report_starts_it_again(server, tmp_path):
+    report = _report(server)
+    report._poster._idle_exit = 0.05
+    trainer = _trainer(tmp_path, report)
+    trainer.extend(lambda trainer: server.wait_for(lambda _: not _slack_threads()),
+                   trigger=(5, 'iteration'))
+    trainer.run()
+    assert _column(server, 'iteration') == ['2', '4', '6', '8']
+    assert 'finished' in server.texts()[-1]
 
 
 def test_slack_is_called_only_off_the_training_thread(server, tmp_path):
