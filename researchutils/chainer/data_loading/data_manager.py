@@ -4,17 +4,12 @@ import numbers
 import chainer
 import numpy
 
+from researchutils._errors import add_note as _add_note
 from researchutils.chainer.data_loading.abstract_dataset import AbstractDataset
 from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler, _check_seed
 from researchutils.chainer.data_loading.sequential_sampler import SequentialSampler
 from researchutils.chainer.iterators import DecorableMultiprocessIterator
 from researchutils.chainer.iterators._numpy_random import seeded_numpy_random
-
-
-def _add_note(error, note):
-    # Python >= 3.11 keeps the type and message and prints the note below them.
-    if hasattr(error, 'add_note'):
-        error.add_note(note)
 
 
 def _stack_examples(examples, indices):

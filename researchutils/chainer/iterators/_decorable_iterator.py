@@ -19,6 +19,7 @@ from chainer.dataset import iterator
 from chainer.iterators import _statemachine
 from chainer.iterators.order_samplers import ShuffleOrderSampler
 
+from researchutils._errors import add_note as _add_note
 from researchutils.chainer.iterators._numpy_random import seeded_numpy_random
 from researchutils.chainer.iterators.unmodifiable_decorable_list import UnmodifiableDecorableList
 
@@ -64,12 +65,6 @@ def chunk_bounds(size, parts):
     parts = max(1, min(parts, size))
     edges = [size * k // parts for k in range(parts + 1)]
     return list(zip(edges[:-1], edges[1:]))
-
-
-def _add_note(exc, note):
-    # Exception notes exist from Python 3.11; older Pythons keep the exception as is.
-    if hasattr(exc, 'add_note'):
-        exc.add_note(note)
 
 
 class ExampleSource(object):

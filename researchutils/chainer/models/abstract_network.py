@@ -12,6 +12,8 @@ import chainer
 import numpy as np
 from chainer import backend
 
+from researchutils._errors import add_note as _add_note
+
 
 class _AbstractChainMeta(type(chainer.Chain), abc.ABCMeta):
     """Chain's metaclass combined with ABCMeta, so ``forward`` can be abstract."""
@@ -54,12 +56,6 @@ def _as_device(device, argument):
         return chainer.get_device(device)
     except Exception as error:
         raise ValueError('{} is not a device: {!r} ({})'.format(argument, device, error)) from error
-
-
-def _add_note(error, note):
-    """Adds ``note`` to ``error``; its type and message stay as they are (Python >= 3.11)."""
-    if hasattr(error, 'add_note'):
-        error.add_note(note)
 
 
 def _call_all(functions, kind, pred, targets):

@@ -3,7 +3,8 @@ import chainer
 import numpy
 from chainer import backend
 
-from researchutils.chainer.models.abstract_network import _add_note, _to_float
+from researchutils._errors import add_note as _add_note
+from researchutils.chainer.models.abstract_network import _to_float
 
 
 def convert_to_numpy(value):
