@@ -253,13 +253,12 @@ def main(argv=None):
     save_model(os.path.join(run_dir, 'video_predictor.npz'), model)
     write_frames_png(os.path.join(run_dir, 'frames.png'), model, figure_clips)
 
-    errors = [metrics['k_step_error'] for _, metrics in Predictor(
-        model, {'frames': 'data'}).predict_data_mgr(val, metrics={'k_step_error': k_step_error})]
-    sizes = [len(batch['data']) for batch in val]
-    model_error = float(np.average(errors, weights=sizes))
+    model_error = Predictor(model, {'frames': 'data'}).evaluate(
+        val, {'k_step_error': k_step_error})['k_step_error']
+    batches = list(val)
     baseline = float(np.average(
-        [repeat_last_frame_error(batch['data'], batch['label'], MAX_K_STEP) for batch in val],
-        weights=sizes))
+        [repeat_last_frame_error(batch['data'], batch['label'], MAX_K_STEP) for batch in batches],
+        weights=[len(batch['data']) for batch in batches]))
     print('held-out {}-step error per clip: model {:.4f}, repeat-last-frame baseline {:.4f}'
           .format(MAX_K_STEP, model_error, baseline))
     print('outputs in {}: video_predictor.npz, frames.png, loss.png, log, snapshots '
