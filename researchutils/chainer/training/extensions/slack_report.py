@@ -139,6 +139,19 @@ class _Text(object):
         self.root = root
 
 
+class _Rows(object):
+    """New LogReport rows. Row reports that wait in the queue together go out as one table,
+    so a slow Slack gets fewer, longer messages instead of a growing backlog."""
+
+    def __init__(self, entries, rows, limit):
+        self.entries = entries
+        self.rows = rows
+        self.limit = limit
+
+    def joins(self, other):
+        return isinstance(other, _Rows) and other.entries == self.entries
+
+
 class _File(object):
     def __init__(self, filename, data):
         self.filename = filename
@@ -165,6 +178,14 @@ class _Outbox(object):
             self._condition.notify()
             return True
 
+    def take_following(self, predicate):
+        """Removes and returns the items at the front for which ``predicate`` holds."""
+        taken = []
+        with self._condition:
+            while self._items and predicate(self._items[0]):
+                taken.append(self._items.popleft())
+        return taken
+
     def take(self, timeout):
         """The next item; None when closed and empty, or after ``timeout`` seconds."""
         with self._condition:
@@ -189,6 +210,7 @@ class _Outbox(object):
 
 
 def _count(item):
+    """Messages an item stands for in the delivered/dropped accounting (a row report is one)."""
     return len(item.texts) if isinstance(item, _Text) else 1
 
 
@@ -275,8 +297,26 @@ class _Poster(object):
                 for index, text in enumerate(item.texts):
                     if not self._deliver(self._post_text, text, item.root and index == 0):
                         break
-            else:
-                self._deliver(self._upload, item)
+                    self._credit(1)
+            elif isinstance(item, _Rows):
+                group = [item] + self.outbox.take_following(item.joins)
+                rows = [row for report in group for row in report.rows]
+                try:
+                    entries = item.entries if item.entries is not None else _infer_entries(rows)
+                    texts = _split_message('', _table_lines(entries, rows), item.limit,
+                                           repeated_lines=1)
+                except Exception:
+                    logger.exception('SlackReport: log rows could not be formatted; they are '
+                                     'dropped')
+                    continue
+                if all(self._deliver(self._post_text, text, False) for text in texts):
+                    self._credit(len(group))
+            elif self._deliver(self._upload, item):
+                self._credit(1)
+
+    def _credit(self, messages):
+        with self._lock:
+            self.delivered += messages
 
     def _deliver(self, send, *args):
         """Sends one message, retrying; returns whether it was posted."""
@@ -294,8 +334,6 @@ class _Poster(object):
                     return False
                 attempt += 1
                 continue
-            with self._lock:
-                self.delivered += 1
             if self._failing:
                 logger.warning('SlackReport: Slack answers again; posting resumed')
                 self._failing = False
@@ -428,7 +466,10 @@ class SlackReport(extension.Extension):
     exception's type, message and traceback (and no ``finished`` message).
 
     Posting happens on a daemon thread fed by a bounded queue: the call on
-    the training thread only formats and enqueues. The thread starts with the
+    the training thread only copies the new rows and enqueues them; the table
+    is laid out on the posting thread, and reports that waited in the queue
+    together (Slack slower than the reports) go out as one table, so a slow
+    Slack sees fewer, longer messages rather than a growing backlog. The thread starts with the
     first report, error or end of the run (the start message, queued by
     ``initialize``, goes out then), so a run that fails while its extensions
     are initialized leaves no thread behind; it ends at ``finalize``, or
@@ -631,8 +672,9 @@ class SlackReport(extension.Extension):
         rows = self._log(trainer)[self._posted_rows:]
         if not rows:
             return
-        entries = self._entries if self._entries is not None else _infer_entries(rows)
-        if self._enqueue('', _table_lines(entries, rows), repeated_lines=1, bounded=bounded):
+        rows = [dict(row) for row in rows]  # the poster reads them on its own thread
+        if self._poster.outbox.offer(_Rows(self._entries, rows, self._max_message_chars),
+                                     bounded=bounded):
             self._posted_rows += len(rows)
 
     def _report_files(self, trainer):
