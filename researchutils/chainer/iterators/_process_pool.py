@@ -17,6 +17,10 @@ without blocking, a frame at a time, so:
 * a partly arrived message never blocks the main process, so the
   ``dataset_timeout`` warnings keep coming while one is slow.
 
+A thread in each worker does the sending, so the worker goes on making
+examples while a large message waits for the main process, which reads only
+inside ``next()``. The pickled examples travel as they are, not pickled again.
+
 The task queue stays shared: a worker killed while it reads a task can leave
 the queue's read lock held and half a task in its pipe, which would stall the
 other workers, but the main process reports that death through the worker's
@@ -30,6 +34,7 @@ import queue
 import random
 import signal
 import struct
+import threading
 import time
 import traceback
 
@@ -46,8 +51,9 @@ _EXIT_WAIT_S = 1.0
 # Seconds close() gives terminated workers to exit, and then killed ones.
 _TERMINATE_WAIT_S = 2.0
 _KILL_WAIT_S = 5.0
-# Each message on a result pipe is its size followed by its pickle.
-_FRAME_HEADER = struct.Struct('!Q')
+# A message on a result pipe: the sizes of its two parts, the pickle of
+# (kind, batch_id, start), and the payload, bytes that the worker pickled.
+_FRAME_HEADER = struct.Struct('!QQ')
 
 
 class WorkerDiedError(RuntimeError):
@@ -69,7 +75,7 @@ def _exception_payload(exc):
     except Exception:  # the exception itself cannot travel; its text can
         data = pickle.dumps(RuntimeError('{}: {} (the original exception could not be '
                                          'pickled)'.format(type(exc).__qualname__, exc)))
-    return data, text, os.getpid()
+    return pickle.dumps((data, text, os.getpid()))
 
 
 def _pickle_examples(examples, indices):
@@ -87,29 +93,63 @@ def _pickle_examples(examples, indices):
         raise
 
 
-def _send(fd, message):
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    for part in (_FRAME_HEADER.pack(len(data)), data):
-        view = memoryview(part)
-        while view:
-            view = view[os.write(fd, view):]
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class _Outbox(object):
+    """Sends a worker's messages from a thread of its own.
+
+    Making examples goes on while a large message waits for the main process,
+    which reads only inside ``next()``.
+    """
+
+    def __init__(self, fd):
+        self._fd = fd
+        self._messages = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._send_all, daemon=True)
+        self._thread.start()
+
+    def put(self, kind, batch_id=None, start=None, payload=b''):
+        self._messages.put((kind, batch_id, start, payload))
+
+    def flush(self, parent_pid):
+        """Waits until every message is sent, or the main process is gone."""
+        self._messages.put(None)
+        while self._thread.is_alive() and os.getppid() == parent_pid:
+            self._thread.join(_IDLE_CHECK_S)
+
+    def _send_all(self):
+        while True:
+            message = self._messages.get()
+            if message is None:
+                return
+            kind, batch_id, start, payload = message
+            head = pickle.dumps((kind, batch_id, start), protocol=pickle.HIGHEST_PROTOCOL)
+            try:
+                _write_all(self._fd, _FRAME_HEADER.pack(len(head), len(payload)) + head)
+                _write_all(self._fd, payload)
+            except BrokenPipeError:
+                # The main process closed the pool, or is gone: nobody will read.
+                os._exit(0)
 
 
 def _worker_main(source, pickled, tasks, results, maxtasksperchild, parent_pid):
     # Ctrl-C is for the main process, which then finalizes the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        _serve(source, pickled, tasks, results.fileno(), maxtasksperchild, parent_pid)
-    except BrokenPipeError:  # the main process closed the pool: nobody to tell
-        pass
+    outbox = _Outbox(results.fileno())
+    _serve(source, pickled, tasks, outbox, maxtasksperchild, parent_pid)
+    outbox.flush(parent_pid)
 
 
-def _serve(source, pickled, tasks, fd, maxtasksperchild, parent_pid):
+def _serve(source, pickled, tasks, outbox, maxtasksperchild, parent_pid):
     try:
         if pickled:
             source = pickle.loads(source)
     except BaseException as exc:
-        _send(fd, ('fatal', None, None, _exception_payload(exc)))
+        outbox.put('fatal', payload=_exception_payload(exc))
         return
     if source.seed is None:
         # Forked workers inherit one random state; give each its own.
@@ -130,9 +170,9 @@ def _serve(source, pickled, tasks, fd, maxtasksperchild, parent_pid):
             kind, payload = 'ok', _pickle_examples(source.make(indices, epochs), indices)
         except BaseException as exc:  # re-raised by the main process
             kind, payload = 'error', _exception_payload(exc)
-        _send(fd, (kind, batch_id, start, payload))
+        outbox.put(kind, batch_id, start, payload)
         done += len(indices)
-    _send(fd, ('retire', None, None, None))
+    outbox.put('retire')
 
 
 class _Inbox(object):
@@ -143,13 +183,16 @@ class _Inbox(object):
         self._fd = connection.fileno()
         os.set_blocking(self._fd, False)
         self._header = b''
+        self._head_size = 0
         self._body = None
         self._filled = 0
 
     def read(self):
         """Returns the messages completed by what the pipe holds now, and whether it ended.
 
-        Once the worker's end is closed, a message it had begun is lost.
+        A message is ``(kind, batch_id, start, payload)``, the payload a
+        memoryview of the bytes sent. Once the worker's end is closed, a message
+        it had begun is lost.
         """
         messages = []
         while True:
@@ -166,11 +209,14 @@ class _Inbox(object):
             if not received:
                 return messages, True
             if self._body is None and len(self._header) == _FRAME_HEADER.size:
-                self._body = bytearray(_FRAME_HEADER.unpack(self._header)[0])
+                self._head_size, payload_size = _FRAME_HEADER.unpack(self._header)
+                self._body = bytearray(self._head_size + payload_size)
                 self._header = b''
                 self._filled = 0
             elif self._body is not None and self._filled == len(self._body):
-                messages.append(pickle.loads(self._body))
+                body = memoryview(self._body)
+                messages.append(pickle.loads(body[:self._head_size])
+                                + (body[self._head_size:],))
                 self._body = None
 
 
@@ -310,7 +356,7 @@ class ProcessPool(object):
             self._start_worker(slot)
             return
         if kind == 'fatal':
-            data, text, pid = payload
+            data, text, pid = pickle.loads(payload)
             raise WorkerDiedError(
                 'worker process {} could not start: unpickling the dataset and decor_fun it '
                 'was sent failed:\n{}'.format(pid, text.strip()))
@@ -320,7 +366,7 @@ class ProcessPool(object):
         if kind == 'ok':
             pending.chunks[start] = payload
         else:
-            pending.errors[start] = payload
+            pending.errors[start] = pickle.loads(payload)
 
     def close(self):
         """Stops every worker without waiting for its work; leaves no child process."""
