@@ -3,8 +3,10 @@
 They live at module level so that worker processes started with ``spawn`` can
 unpickle them.
 """
+import glob
 import os
 import signal
+import threading
 import time
 
 import numpy
@@ -116,3 +118,57 @@ class OnlyHere(list):
 
     def __reduce__(self):
         return _load_only_in, (os.getpid(), list(self))
+
+
+BIG_EXAMPLE_BYTES = 64 << 20
+
+
+class BigExampleOnSignal(list):
+    """A list whose item ``big_index`` becomes a 64 MB array under ``exit_while_sending``.
+
+    ``go_path`` and ``sent_path`` are files through which a test and a worker
+    process coordinate; they travel with the dataset under ``spawn`` too.
+    """
+
+    def __init__(self, items, big_index, go_path, sent_path):
+        super(BigExampleOnSignal, self).__init__(items)
+        self.big_index = big_index
+        self.go_path = str(go_path)
+        self.sent_path = str(sent_path)
+
+
+def _exit_once_blocked_writing_a_pipe(deadline):
+    # /proc/self/task/<tid>/wchan names the kernel function a thread sleeps in:
+    # (anon_)pipe_write while a write to a full pipe waits for the reader.
+    me = str(threading.get_native_id())
+    while time.monotonic() < deadline:
+        for task in glob.glob('/proc/self/task/*'):
+            try:
+                with open(os.path.join(task, 'wchan')) as f:
+                    if os.path.basename(task) != me and 'pipe_write' in f.read():
+                        os._exit(1)
+            except OSError:
+                pass
+        time.sleep(0.01)
+    os._exit(1)
+
+
+def exit_while_sending(dataset, index):
+    """Once ``go_path`` exists, returns the big example and exits while sending it.
+
+    The worker process exits (code 1) as soon as one of its threads waits to
+    write the rest of the example into a full pipe, so the main process can
+    only ever receive part of that message. It writes its pid to ``sent_path``
+    first; later calls, with ``sent_path`` present, just return the example.
+    """
+    if index != dataset.big_index:
+        return dataset[index]
+    if not os.path.exists(dataset.sent_path):
+        deadline = time.monotonic() + 30
+        while not os.path.exists(dataset.go_path) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with open(dataset.sent_path, 'w') as f:
+            f.write(str(os.getpid()))
+        threading.Thread(target=_exit_once_blocked_writing_a_pipe,
+                         args=(time.monotonic() + 10,), daemon=True).start()
+    return numpy.zeros(BIG_EXAMPLE_BYTES, dtype=numpy.uint8)

@@ -2,14 +2,39 @@
 
 The main process puts chunks of a batch on one task queue; each worker takes a
 chunk, makes its examples and sends them back pickled, or sends the exception
-it raised. The main process never waits blindly: it polls the result queue and
-the workers' exit codes, so a dead worker is reported in a fraction of a second.
+it raised.
+
+Each worker sends its results through a one-way pipe of its own, whose write
+end only that worker holds: the main process closes its copy as soon as the
+worker has started. The main process waits on all the read ends and the
+workers' sentinels at once (:func:`multiprocessing.connection.wait`) and reads
+without blocking, a frame at a time, so:
+
+* a worker that dies, even in the middle of sending a large result, ends its
+  pipe (end of file, or its sentinel fires); the half-sent message is dropped
+  and the death is reported at once, never waited on;
+* no lock is shared by the writers, so a dying worker cannot block the others;
+* a partly arrived message never blocks the main process, so the
+  ``dataset_timeout`` warnings keep coming while one is slow.
+
+A thread in each worker does the sending, so the worker goes on making
+examples while a large message waits for the main process, which reads only
+inside ``next()``. The pickled examples travel as they are, not pickled again.
+
+The task queue stays shared: a worker killed while it reads a task can leave
+the queue's read lock held and half a task in its pipe, which would stall the
+other workers, but the main process reports that death through the worker's
+result pipe and then shuts the whole pool down, queue included; the next
+``next()`` starts a fresh one.
 """
+import multiprocessing.connection
 import os
 import pickle
 import queue
 import random
 import signal
+import struct
+import threading
 import time
 import traceback
 
@@ -17,13 +42,18 @@ import numpy
 
 from researchutils.chainer.iterators._decorable_iterator import chunk_bounds
 
-# Seconds between checks of the workers while the main process waits.
-_POLL_S = 0.05
-# Seconds an idle worker waits for a task before it checks that its parent lives.
+# Seconds an idle worker waits for a task before it checks that its parent lives;
+# also the longest the main process sleeps between looks at its workers.
 _IDLE_CHECK_S = 1.0
+# Seconds the main process gives a worker whose pipe ended to be reaped, so that
+# its exit code can be reported.
+_EXIT_WAIT_S = 1.0
 # Seconds close() gives terminated workers to exit, and then killed ones.
 _TERMINATE_WAIT_S = 2.0
 _KILL_WAIT_S = 5.0
+# A message on a result pipe: the sizes of its two parts, the pickle of
+# (kind, batch_id, start), and the payload, bytes that the worker pickled.
+_FRAME_HEADER = struct.Struct('!QQ')
 
 
 class WorkerDiedError(RuntimeError):
@@ -45,7 +75,7 @@ def _exception_payload(exc):
     except Exception:  # the exception itself cannot travel; its text can
         data = pickle.dumps(RuntimeError('{}: {} (the original exception could not be '
                                          'pickled)'.format(type(exc).__qualname__, exc)))
-    return data, text, os.getpid()
+    return pickle.dumps((data, text, os.getpid()))
 
 
 def _pickle_examples(examples, indices):
@@ -63,14 +93,63 @@ def _pickle_examples(examples, indices):
         raise
 
 
-def _worker_main(source, pickled, tasks, results, slot, maxtasksperchild, parent_pid):
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class _Outbox(object):
+    """Sends a worker's messages from a thread of its own.
+
+    Making examples goes on while a large message waits for the main process,
+    which reads only inside ``next()``.
+    """
+
+    def __init__(self, fd):
+        self._fd = fd
+        self._messages = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._send_all, daemon=True)
+        self._thread.start()
+
+    def put(self, kind, batch_id=None, start=None, payload=b''):
+        self._messages.put((kind, batch_id, start, payload))
+
+    def flush(self, parent_pid):
+        """Waits until every message is sent, or the main process is gone."""
+        self._messages.put(None)
+        while self._thread.is_alive() and os.getppid() == parent_pid:
+            self._thread.join(_IDLE_CHECK_S)
+
+    def _send_all(self):
+        while True:
+            message = self._messages.get()
+            if message is None:
+                return
+            kind, batch_id, start, payload = message
+            head = pickle.dumps((kind, batch_id, start), protocol=pickle.HIGHEST_PROTOCOL)
+            try:
+                _write_all(self._fd, _FRAME_HEADER.pack(len(head), len(payload)) + head)
+                _write_all(self._fd, payload)
+            except BrokenPipeError:
+                # The main process closed the pool, or is gone: nobody will read.
+                os._exit(0)
+
+
+def _worker_main(source, pickled, tasks, results, maxtasksperchild, parent_pid):
     # Ctrl-C is for the main process, which then finalizes the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    outbox = _Outbox(results.fileno())
+    _serve(source, pickled, tasks, outbox, maxtasksperchild, parent_pid)
+    outbox.flush(parent_pid)
+
+
+def _serve(source, pickled, tasks, outbox, maxtasksperchild, parent_pid):
     try:
         if pickled:
             source = pickle.loads(source)
     except BaseException as exc:
-        results.put(('fatal', slot, None, None, _exception_payload(exc)))
+        outbox.put('fatal', payload=_exception_payload(exc))
         return
     if source.seed is None:
         # Forked workers inherit one random state; give each its own.
@@ -91,9 +170,61 @@ def _worker_main(source, pickled, tasks, results, slot, maxtasksperchild, parent
             kind, payload = 'ok', _pickle_examples(source.make(indices, epochs), indices)
         except BaseException as exc:  # re-raised by the main process
             kind, payload = 'error', _exception_payload(exc)
-        results.put((kind, slot, batch_id, start, payload))
+        outbox.put(kind, batch_id, start, payload)
         done += len(indices)
-    results.put(('retire', slot, None, None, None))
+    outbox.put('retire')
+
+
+class _Inbox(object):
+    """The main process's end of one worker's result pipe, read without blocking."""
+
+    def __init__(self, connection):
+        self.connection = connection
+        self._fd = connection.fileno()
+        os.set_blocking(self._fd, False)
+        self._header = b''
+        self._head_size = 0
+        self._body = None
+        self._filled = 0
+
+    def read(self):
+        """Returns the messages completed by what the pipe holds now, and whether it ended.
+
+        A message is ``(kind, batch_id, start, payload)``, the payload a
+        memoryview of the bytes sent. Once the worker's end is closed, a message
+        it had begun is lost.
+        """
+        messages = []
+        while True:
+            try:
+                if self._body is None:
+                    chunk = os.read(self._fd, _FRAME_HEADER.size - len(self._header))
+                    received = len(chunk)
+                    self._header += chunk
+                else:
+                    received = os.readv(self._fd, [memoryview(self._body)[self._filled:]])
+                    self._filled += received
+            except BlockingIOError:
+                return messages, False
+            if not received:
+                return messages, True
+            if self._body is None and len(self._header) == _FRAME_HEADER.size:
+                self._head_size, payload_size = _FRAME_HEADER.unpack(self._header)
+                self._body = bytearray(self._head_size + payload_size)
+                self._header = b''
+                self._filled = 0
+            elif self._body is not None and self._filled == len(self._body):
+                body = memoryview(self._body)
+                messages.append(pickle.loads(body[:self._head_size])
+                                + (body[self._head_size:],))
+                self._body = None
+
+
+class _Worker(object):
+
+    def __init__(self, process, inbox):
+        self.process = process
+        self.inbox = inbox
 
 
 class _PendingBatch(object):
@@ -109,7 +240,9 @@ class _PendingBatch(object):
 
 
 def _describe_exit(exitcode):
-    if exitcode is not None and exitcode < 0:
+    if exitcode is None:
+        return 'closed its result pipe'
+    if exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name
         except ValueError:
@@ -130,7 +263,6 @@ class ProcessPool(object):
         self._tasks = context.Queue()
         # Tasks still unsent at exit are worthless: never wait to flush them.
         self._tasks.cancel_join_thread()
-        self._results = context.Queue()
         self._workers = {}
         self._batches = {}
         self._batch_ids = iter(range(1 << 62))
@@ -139,13 +271,18 @@ class ProcessPool(object):
 
     def _start_worker(self, slot):
         pickled = self._payload is not None
-        worker = self._context.Process(
+        reader, writer = self._context.Pipe(duplex=False)
+        process = self._context.Process(
             target=_worker_main,
             args=(self._payload if pickled else self._source, pickled, self._tasks,
-                  self._results, slot, self._maxtasksperchild, os.getpid()),
+                  writer, self._maxtasksperchild, os.getpid()),
             name='DecorableMultiprocessIterator-{}'.format(slot), daemon=True)
-        worker.start()
-        self._workers[slot] = worker
+        try:
+            process.start()
+        finally:
+            # The worker now holds the only write end: its death ends the pipe.
+            writer.close()
+        self._workers[slot] = _Worker(process, _Inbox(reader))
 
     def submit(self, indices, epochs, n_chunks):
         batch_id = next(self._batch_ids)
@@ -164,23 +301,17 @@ class ProcessPool(object):
         """Waits for the batch; calls ``on_timeout`` every ``dataset_timeout`` seconds."""
         pending = self._batches[batch_id]
         # A worker that died idle lost nothing yet, but it is reported all the same.
-        self._check_workers()
+        self._receive(0)
         next_warning = None if dataset_timeout is None else time.monotonic() + dataset_timeout
-        next_check = time.monotonic() + _POLL_S
         while not pending.done:
-            try:
-                message = self._results.get(timeout=_POLL_S)
-            except queue.Empty:
-                message = None
-            if message is not None:
-                self._receive(message)
-            now = time.monotonic()
-            if message is None or now >= next_check:
-                self._check_workers()
-                next_check = now + _POLL_S
-            if next_warning is not None and now >= next_warning and not pending.done:
+            timeout = _IDLE_CHECK_S
+            if next_warning is not None:
+                timeout = min(timeout, max(0.0, next_warning - time.monotonic()))
+            self._receive(timeout)
+            if (next_warning is not None and time.monotonic() >= next_warning
+                    and not pending.done):
                 on_timeout()
-                next_warning = now + dataset_timeout
+                next_warning = time.monotonic() + dataset_timeout
         del self._batches[batch_id]
         if pending.errors:
             # The first failing example in batch order, as the serial iterator would.
@@ -188,14 +319,44 @@ class ProcessPool(object):
         return [example for start in sorted(pending.chunks)
                 for example in pickle.loads(pending.chunks[start])]
 
-    def _receive(self, message):
-        kind, slot, batch_id, start, payload = message
+    def _receive(self, timeout):
+        """Reads what the workers sent, waiting up to ``timeout`` s for something."""
+        handles = {}
+        for slot, worker in self._workers.items():
+            handles[worker.inbox.connection] = slot
+            handles[worker.process.sentinel] = slot
+        ready = {handles[handle]
+                 for handle in multiprocessing.connection.wait(list(handles), timeout)}
+        for slot in sorted(ready):
+            worker = self._workers[slot]
+            messages, ended = worker.inbox.read()
+            # A retiring worker says so before it exits, and is replaced when that is read.
+            for message in messages:
+                self._handle(slot, message)
+            if self._workers.get(slot) is not worker:
+                continue
+            if ended:
+                # The pipe ends as the process exits, a moment before it can be reaped.
+                worker.process.join(_EXIT_WAIT_S)
+            elif worker.process.exitcode is None:
+                continue
+            # Its pipe ended, or it exited while a process it started keeps a copy open.
+            raise WorkerDiedError(
+                'worker process {} of DecorableMultiprocessIterator {} while it had '
+                'examples to make; its examples are lost. The workers are shut down; '
+                'the next call to next() starts new ones and retries the '
+                'batch'.format(worker.process.pid, _describe_exit(worker.process.exitcode)))
+
+    def _handle(self, slot, message):
+        kind, batch_id, start, payload = message
         if kind == 'retire':
-            self._workers.pop(slot).join(_IDLE_CHECK_S)
+            worker = self._workers.pop(slot)
+            worker.process.join(_IDLE_CHECK_S)
+            worker.inbox.connection.close()
             self._start_worker(slot)
             return
         if kind == 'fatal':
-            data, text, pid = payload
+            data, text, pid = pickle.loads(payload)
             raise WorkerDiedError(
                 'worker process {} could not start: unpickling the dataset and decor_fun it '
                 'was sent failed:\n{}'.format(pid, text.strip()))
@@ -205,27 +366,7 @@ class ProcessPool(object):
         if kind == 'ok':
             pending.chunks[start] = payload
         else:
-            pending.errors[start] = payload
-
-    def _check_workers(self):
-        dead = [slot for slot, worker in self._workers.items() if worker.exitcode is not None]
-        if not dead:
-            return
-        # A retiring worker says so before it exits, and is replaced when that is
-        # read: read what the workers sent first.
-        while True:
-            try:
-                self._receive(self._results.get_nowait())
-            except queue.Empty:
-                break
-        for slot in dead:
-            worker = self._workers[slot]
-            if worker.exitcode is not None:
-                raise WorkerDiedError(
-                    'worker process {} of DecorableMultiprocessIterator {} while it had '
-                    'examples to make; its examples are lost. The workers are shut down; '
-                    'the next call to next() starts new ones and retries the '
-                    'batch'.format(worker.pid, _describe_exit(worker.exitcode)))
+            pending.errors[start] = pickle.loads(payload)
 
     def close(self):
         """Stops every worker without waiting for its work; leaves no child process."""
@@ -233,16 +374,16 @@ class ProcessPool(object):
         self._workers = {}
         self._batches = {}
         for worker in workers:
-            if worker.exitcode is None:
-                worker.terminate()
+            if worker.process.exitcode is None:
+                worker.process.terminate()
         deadline = time.monotonic() + _TERMINATE_WAIT_S
         for worker in workers:
-            worker.join(max(0.0, deadline - time.monotonic()))
-            if worker.exitcode is None:
-                worker.kill()
-                worker.join(_KILL_WAIT_S)
+            worker.process.join(max(0.0, deadline - time.monotonic()))
+            if worker.process.exitcode is None:
+                worker.process.kill()
+                worker.process.join(_KILL_WAIT_S)
+            worker.inbox.connection.close()
         self._tasks.close()
-        self._results.close()
 
 
 def _raise_remote(data, text, pid):
@@ -253,4 +394,3 @@ def _raise_remote(data, text, pid):
         raise RuntimeError('an exception raised in worker process {} could not be '
                            'unpickled'.format(pid)) from cause
     raise exc from cause
-

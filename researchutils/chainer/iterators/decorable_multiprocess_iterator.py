@@ -73,8 +73,10 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
       by ``next()`` with its original type and message, a note naming the
       dataset index, and the worker's traceback as its ``__cause__``.
     * A worker process that dies makes ``next()`` raise a :class:`RuntimeError`
-      that says so, within a fraction of a second. The workers are then shut
-      down, and the next call to ``next()`` starts new ones and retries.
+      that says so, within a fraction of a second, even when it dies half-way
+      through sending a large example: each worker sends its examples back
+      through a pipe of its own, which ends when it dies. The workers are then
+      shut down, and the next call to ``next()`` starts new ones and retries.
     * While workers are alive but a batch takes longer than ``dataset_timeout``
       seconds, ``next()`` warns with Chainer's
       ``MultiprocessIterator.TimeoutWarning`` every ``dataset_timeout`` seconds.
@@ -105,7 +107,8 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
             number of CPU cores this process may use.
         n_prefetch (int): Number of batches made ahead of the one returned.
         shared_mem (int): Accepted for compatibility with Chainer and
-            ignored: examples are sent back through a pipe, however large.
+            ignored: examples are sent back through each worker's own pipe,
+            however large.
         decor_fun (callable): ``decor_fun(dataset, index)`` returns the
             example; ``None`` means ``dataset[index]``. Under ``spawn`` it must
             be picklable (defined at module level).

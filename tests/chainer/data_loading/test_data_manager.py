@@ -1,4 +1,5 @@
 import os
+import time
 
 import chainer
 import numpy as np
@@ -38,6 +39,8 @@ def add_one(batch):
 
 
 def add_pid(batch):
+    # Long enough that one worker cannot build every batch before the other starts.
+    time.sleep(0.02)
     return dict(batch, pid=np.full(len(batch['data']), os.getpid()))
 
 

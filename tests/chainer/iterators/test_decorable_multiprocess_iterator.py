@@ -12,8 +12,11 @@ import pytest
 
 from researchutils.chainer.iterators import DecorableMultiprocessIterator, DecorableSerialIterator
 from tests.support.iterators import (
+    BIG_EXAMPLE_BYTES,
+    BigExampleOnSignal,
     OnlyHere,
     exit_at_four,
+    exit_while_sending,
     fail_at_five,
     index_and_pid,
     kill_self_at_four,
@@ -55,6 +58,11 @@ def fork():
 
 def take(it, n):
     return [it.next() for _ in range(n)]
+
+
+def pid_in(path):
+    text = path.read_text() if path.exists() else ''
+    return int(text) if text else None
 
 
 def is_running(pid):
@@ -181,6 +189,31 @@ def test_worker_killed_while_idle_is_reported_even_if_others_do_its_work():
                 it.next()
 
 
+def test_worker_killed_holding_the_task_queue_read_lock_is_reported_and_next_recovers():
+    with DecorableMultiprocessIterator(list(range(64)), 4, shuffle=False, n_processes=2,
+                                       decor_fun=index_and_pid, dataset_timeout=5) as it:
+        first = it.next()
+        time.sleep(0.5)  # the prefetched batch is made; the workers wait for tasks
+        pids = sorted({pid for _, pid in first})
+
+        def waits_in_poll(pid):
+            # The worker waiting for a task in poll() holds the queue's read lock;
+            # the other sleeps on that lock (a futex).
+            with open('/proc/{}/wchan'.format(pid)) as f:
+                wchan = f.read()
+            return 'poll' in wchan or 'select' in wchan
+
+        holder = next((pid for pid in pids if waits_in_poll(pid)), pids[0])
+        os.kill(holder, signal.SIGKILL)
+        started = time.monotonic()
+        items = [item for item, _ in first]
+        with pytest.raises(RuntimeError, match='killed by SIGKILL'):
+            for _ in range(10):
+                items += [item for item, _ in it.next()]
+        assert time.monotonic() - started < it.dataset_timeout
+        assert [item for item, _ in it.next()] == list(range(len(items), len(items) + 4))
+
+
 @pytest.mark.parametrize('decor_fun,message', [
     (kill_self_at_four, 'killed by SIGKILL'), (exit_at_four, 'exited with code 3')])
 def test_worker_dying_in_decor_fun_is_reported(start_method, decor_fun, message):
@@ -205,6 +238,29 @@ def test_next_after_worker_death_starts_new_workers_and_retries():
         batch = it.next()
         assert [item for item, _ in batch] == list(range(len(items), len(items) + 4))
         assert not {pid for _, pid in batch} & {pid for _, pid in first}
+
+
+@pytest.mark.timeout(60)
+def test_worker_dying_while_sending_a_large_example_is_reported_and_next_recovers(
+        start_method, tmp_path):
+    # The example is far larger than a pipe holds, and the main process does not
+    # read between calls to next(): the worker dies with its message half-written.
+    dataset = BigExampleOnSignal(range(16), 4, tmp_path / 'go', tmp_path / 'sent')
+    with DecorableMultiprocessIterator(dataset, 4, shuffle=False, n_processes=2,
+                                       decor_fun=exit_while_sending, dataset_timeout=5) as it:
+        assert it.next() == [0, 1, 2, 3]
+        (tmp_path / 'go').touch()
+        deadline = time.monotonic() + 30
+        while not pid_in(tmp_path / 'sent') or is_running(pid_in(tmp_path / 'sent')):
+            assert time.monotonic() < deadline, 'the worker did not exit while sending'
+            time.sleep(0.05)
+        started = time.monotonic()
+        with pytest.raises(RuntimeError, match='exited with code 1'):
+            it.next()
+        assert time.monotonic() - started < it.dataset_timeout
+        big, *rest = it.next()
+    assert big.nbytes == BIG_EXAMPLE_BYTES
+    assert rest == [5, 6, 7]
 
 
 def test_slow_batch_warns_after_dataset_timeout():
