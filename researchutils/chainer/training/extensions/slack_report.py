@@ -50,7 +50,12 @@ def _cell(value):
     try:
         return '{:.6g}'.format(float(value))
     except (TypeError, ValueError):
+        pass
+    try:
         return str(value)
+    except Exception:
+        # A value that cannot show itself must not cost the rest of its row.
+        return '?'
 
 
 def _infer_entries(rows):
@@ -306,6 +311,8 @@ class _Poster(object):
                     texts = _split_message('', _table_lines(entries, rows), item.limit,
                                            repeated_lines=1)
                 except Exception:
+                    # Cells already fall back to '?'; this guard only keeps an unforeseen
+                    # formatting bug from killing the thread and every later message.
                     logger.exception('SlackReport: log rows could not be formatted; they are '
                                      'dropped')
                     continue

@@ -223,8 +223,7 @@ def test_reports_waiting_together_for_a_slow_slack_go_out_as_one_table(server, t
     assert _runtime_warnings(record) == []
 
 
-def test_rows_that_cannot_be_formatted_are_logged_and_later_messages_still_go(
-        server, tmp_path, caplog):
+def test_a_value_that_cannot_be_shown_costs_only_its_cell(server, tmp_path):
     class Unprintable(object):
         def __float__(self):
             raise ValueError('no float')
@@ -248,11 +247,16 @@ def test_rows_that_cannot_be_formatted_are_logged_and_later_messages_still_go(
     trainer = make_trainer(tmp_path / 'run', stop_iteration=8)
     trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
     trainer.extend(spoil)
-    trainer.extend(_report(server), trigger=(4, 'iteration'))
+    trainer.extend(_report(server, entries=['iteration', 'odd']), trigger=(4, 'iteration'))
     trainer.extend(restore)
-    with caplog.at_level(logging.ERROR, logger=LOGGER):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter('always')
         trainer.run()
-    assert 'could not be formatted' in caplog.text
+    assert _runtime_warnings(record) == []
+    assert _column(server, 'iteration') == ['2', '4', '6', '8']
+    rows = [row.split() for text in server.texts() if _is_table(text)
+            for row in _table_rows(text)[1]]
+    assert ['4', '?'] in rows
     assert 'finished' in server.texts()[-1]
 
 
