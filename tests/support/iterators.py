@@ -172,3 +172,14 @@ def exit_while_sending(dataset, index):
         threading.Thread(target=_exit_once_blocked_writing_a_pipe,
                          args=(time.monotonic() + 10,), daemon=True).start()
     return numpy.zeros(BIG_EXAMPLE_BYTES, dtype=numpy.uint8)
+
+
+class TwoArgumentError(Exception):
+    """An exception that pickle cannot rebuild (its __init__ takes two arguments)."""
+
+    def __init__(self, first, second):
+        super().__init__('{}-{}'.format(first, second))
+
+
+def raise_two_argument_error(dataset, index):
+    raise TwoArgumentError(index, 'x')

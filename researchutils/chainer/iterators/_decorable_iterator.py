@@ -43,7 +43,9 @@ def check_positive_int(value, name, allow_none=False):
 def _check_bool(value, name, allow_none=False):
     if value is None and allow_none:
         return None
-    if not isinstance(value, (bool, numpy.bool_)):
+    # 0 and 1 as well, which Chainer's iterators and the original researchutils took.
+    if not (isinstance(value, (bool, numpy.bool_))
+            or (isinstance(value, numbers.Integral) and value in (0, 1))):
         raise TypeError('{} must be {}, not {!r}'.format(
             name, 'True, False or None' if allow_none else 'True or False', value))
     return bool(value)
@@ -147,7 +149,7 @@ class DecorableIterator(iterator.Iterator):
         self.dataset = view
         self.decor_fun = decor_fun
         self.end_index = end_index
-        if order_sampler is None and shuffle is not False:
+        if order_sampler is None and self._shuffle is not False:
             order_sampler = ShuffleOrderSampler() if seed is None else _SeededShuffle(seed)
         self.order_sampler = order_sampler
         self._source = ExampleSource(view, self.seed)
@@ -231,7 +233,14 @@ class DecorableIterator(iterator.Iterator):
                 order = serializer('order', order)
             except KeyError:  # written by Chainer's MultithreadIterator
                 order = serializer('_order', order)
-        previous_epoch_detail = serializer('previous_epoch_detail', self._previous_epoch_detail)
+        try:
+            previous_epoch_detail = serializer('previous_epoch_detail',
+                                               self._previous_epoch_detail)
+        except KeyError:  # snapshots of Chainer before v4 do not have it: estimate it
+            previous_epoch_detail = None
+            if self._epoch_size and (epoch or current_position):
+                previous_epoch_detail = max(
+                    0., epoch + (current_position - self.batch_size) / self._epoch_size)
         if not loading:
             return
         if order is not None:

@@ -47,10 +47,15 @@ class _ThreadLocalDispatch(object):
         return self._original.__doc__
 
     def __reduce__(self):
-        return getattr, (numpy.random, self._name)
+        # By name, so a pickled function is whatever numpy.random holds where it is loaded.
+        return _numpy_random_function, (self._name,)
 
     def __repr__(self):
         return '<thread-dispatching numpy.random.{}>'.format(self._name)
+
+
+def _numpy_random_function(name):
+    return getattr(numpy.random, name)
 
 
 def _install():

@@ -40,6 +40,7 @@ import traceback
 
 import numpy
 
+from researchutils._errors import add_note as _add_note
 from researchutils.chainer.iterators._decorable_iterator import chunk_bounds
 
 # Seconds an idle worker waits for a task before it checks that its parent lives;
@@ -72,9 +73,12 @@ def _exception_payload(exc):
     try:
         data = pickle.dumps(exc)
         pickle.loads(data)
-    except Exception:  # the exception itself cannot travel; its text can
-        data = pickle.dumps(RuntimeError('{}: {} (the original exception could not be '
-                                         'pickled)'.format(type(exc).__qualname__, exc)))
+    except Exception:  # the exception itself cannot travel; its text and notes can
+        stand_in = RuntimeError('{}: {} (the original exception could not be pickled)'.format(
+            type(exc).__qualname__, exc))
+        for note in getattr(exc, '__notes__', ()):
+            _add_note(stand_in, note)
+        data = pickle.dumps(stand_in)
     return pickle.dumps((data, text, os.getpid()))
 
 
@@ -254,10 +258,11 @@ def _describe_exit(exitcode):
 class ProcessPool(object):
     """``n_processes`` worker processes making the chunks of submitted batches."""
 
-    def __init__(self, source, payload, context, n_processes, maxtasksperchild):
+    def __init__(self, source, pickle_source, context, n_processes, maxtasksperchild):
         self._source = source
-        # Pickled source for start methods other than fork, else None.
-        self._payload = payload
+        # For start methods other than fork: makes the pickled source for a new worker.
+        # Made per start rather than kept, so an in-memory dataset is not held twice.
+        self._pickle_source = pickle_source
         self._context = context
         self._maxtasksperchild = maxtasksperchild
         self._tasks = context.Queue()
@@ -270,11 +275,11 @@ class ProcessPool(object):
             self._start_worker(slot)
 
     def _start_worker(self, slot):
-        pickled = self._payload is not None
+        pickled = self._pickle_source is not None
         reader, writer = self._context.Pipe(duplex=False)
         process = self._context.Process(
             target=_worker_main,
-            args=(self._payload if pickled else self._source, pickled, self._tasks,
+            args=(self._pickle_source() if pickled else self._source, pickled, self._tasks,
                   writer, self._maxtasksperchild, os.getpid()),
             name='DecorableMultiprocessIterator-{}'.format(slot), daemon=True)
         try:

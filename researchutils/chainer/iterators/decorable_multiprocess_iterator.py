@@ -1,4 +1,5 @@
 """DecorableMultiprocessIterator: MultiprocessIterator with ``decor_fun`` and ``end_index``."""
+import functools
 import multiprocessing
 import numbers
 import os
@@ -32,10 +33,22 @@ def _check_timeout(value):
     return float(value)
 
 
-def _pickle_for_workers(source, start_method):
-    """Pickles what the workers need, or says which argument cannot be pickled."""
+class _Discard(object):
+    """A file that forgets what is written to it: measures picklability, keeps nothing."""
+
+    def write(self, data):
+        # Large buffers (NumPy arrays under protocol 5) arrive as PickleBuffer objects.
+        return memoryview(data).nbytes
+
+
+def _pickle_for_workers(source, start_method, sink=None):
+    """Pickles what the workers need (into ``sink`` if given), or says which argument
+    cannot be pickled."""
     try:
-        return pickle.dumps(source, protocol=pickle.HIGHEST_PROTOCOL)
+        if sink is None:
+            return pickle.dumps(source, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.Pickler(sink, protocol=pickle.HIGHEST_PROTOCOL).dump(source)
+        return None
     except Exception as exc:
         error = exc
     for name, value in (('decor_fun', source.view.decor_fun), ('dataset', source.view.items)):
@@ -156,14 +169,23 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
         self._ahead = self.n_prefetch
         super(DecorableMultiprocessIterator, self).__init__(
             dataset, batch_size, repeat, shuffle, decor_fun, end_index, order_sampler, seed)
-        self._context = multiprocessing.get_context()
-        start_method = self._context.get_start_method()
-        self._payload = (None if start_method == 'fork'
-                         else _pickle_for_workers(self._source, start_method))
+        # The start method in force now, without fixing the process-wide default the way
+        # multiprocessing.get_context() would (set_start_method must stay possible).
+        start_method = (multiprocessing.get_start_method(allow_none=True)
+                        or multiprocessing.get_all_start_methods()[0])
+        self._context = multiprocessing.get_context(start_method)
+        if start_method != 'fork':
+            # Fail now if the workers could not be sent what they need; the bytes are
+            # not kept (an in-memory dataset would be held twice), but made again
+            # whenever a worker starts.
+            _pickle_for_workers(self._source, start_method, _Discard())
 
     def _submit(self, indices, epochs):
         if self._pool is None:
-            self._pool = ProcessPool(self._source, self._payload, self._context,
+            start_method = self._context.get_start_method()
+            pickle_source = (None if start_method == 'fork' else functools.partial(
+                _pickle_for_workers, self._source, start_method))
+            self._pool = ProcessPool(self._source, pickle_source, self._context,
                                      self.n_processes, self.maxtasksperchild)
         # Twice as many chunks as workers balances the load at little cost.
         return self._pool, self._pool.submit(indices, epochs, 2 * self.n_processes)

@@ -82,8 +82,15 @@ class UnmodifiableDecorableList(collections.abc.Sequence):
             raise TypeError('decor_fun must be callable or None, not {!r}'.format(decor_fun))
         self.items = items
         self.decor_fun = decor_fun
-        self.end_index = end_index
         self._length = _check_end_index(end_index, size)
+
+    @property
+    def end_index(self):
+        """int: How many items the list shows (the dataset's length when none was given).
+
+        Read-only: a list over another range is a new list.
+        """
+        return self._length
 
     def __len__(self):
         return self._length

@@ -401,6 +401,7 @@ BAD_ARGUMENTS = [
     ({'batch_size': 2.5}, TypeError, 'batch_size'),
     ({'batch_size': True}, TypeError, 'batch_size'),
     ({'repeat': 'yes'}, TypeError, 'repeat'),
+    ({'repeat': 2}, TypeError, 'repeat'),
     ({'shuffle': 'no'}, TypeError, 'shuffle'),
     ({'end_index': 0}, ValueError, 'end_index'),
     ({'end_index': -1}, ValueError, 'end_index'),
@@ -472,3 +473,29 @@ def test_public_names_are_chainer_iterators():
     for name in ('DecorableSerialIterator', 'DecorableMultithreadIterator',
                  'DecorableMultiprocessIterator'):
         assert issubclass(getattr(iterators, name), chainer.dataset.Iterator)
+
+
+@pytest.mark.parametrize('flag', [0, 1])
+def test_repeat_and_shuffle_take_0_and_1_as_chainer_does(kind, flag):
+    dataset = list(range(5))
+    reference = SerialIterator(dataset, 2, repeat=bool(flag), shuffle=False)
+    expected = [reference.next() for _ in range(3)]
+    with make_iterator(kind, dataset, 2, repeat=flag, shuffle=0) as it:
+        assert it.repeat is bool(flag)
+        got = [it.next() for _ in range(3)]
+    assert got == expected
+
+
+def test_snapshot_without_previous_epoch_detail_is_loaded_with_an_estimate(kind):
+    dataset = list(range(10))
+    reference = SerialIterator(dataset, 3, shuffle=False)
+    for _ in range(4):
+        reference.next()
+    state = {}
+    reference.serialize(serializers.DictionarySerializer(state))
+    del state['previous_epoch_detail']   # as written by Chainer before v4
+    with make_iterator(kind, dataset, 3, shuffle=False) as it:
+        it.serialize(serializers.NpzDeserializer(state))
+        assert it.epoch_detail == reference.epoch_detail
+        assert it.previous_epoch_detail == pytest.approx(reference.previous_epoch_detail)
+        assert it.next() == reference.next()

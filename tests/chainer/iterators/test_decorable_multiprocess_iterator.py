@@ -22,6 +22,7 @@ from tests.support.iterators import (
     kill_self_at_four,
     pid_after_sleep,
     plus_uniform,
+    raise_two_argument_error,
     random_integers,
     slow_item,
     square,
@@ -153,6 +154,42 @@ def test_worker_error_keeps_type_message_index_and_worker_traceback(start_method
     assert any('dataset index 5' in note for note in info.value.__notes__)
     assert 'Traceback in worker process' in str(info.value.__cause__)
     assert 'fail_at_five' in str(info.value.__cause__)
+
+
+def test_exception_that_cannot_travel_keeps_its_text_and_the_failing_index(start_method):
+    with DecorableMultiprocessIterator(list(range(4)), 2, shuffle=False, n_processes=1,
+                                       decor_fun=raise_two_argument_error) as it:
+        with pytest.raises(RuntimeError, match='TwoArgumentError: 0-x') as info:
+            it.next()
+    assert any('dataset index 0' in note for note in info.value.__notes__)
+
+
+def test_constructing_an_iterator_leaves_the_start_method_unset():
+    code = textwrap.dedent('''
+        import multiprocessing
+        from researchutils.chainer.iterators import DecorableMultiprocessIterator
+        it = DecorableMultiprocessIterator(list(range(4)), 2, n_processes=1)
+        it.finalize()
+        multiprocessing.set_start_method('spawn')
+        print(multiprocessing.get_start_method())
+    ''')
+    result = subprocess.run([sys.executable, '-c', code], cwd=REPO, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == 'spawn'
+
+
+def _large_bytes(obj):
+    return [value for value in vars(obj).values()
+            if isinstance(value, (bytes, bytearray)) and len(value) > 1 << 20]
+
+
+def test_spawn_keeps_no_pickled_copy_of_the_dataset(spawn):
+    dataset = numpy.zeros((8, 1 << 18), numpy.float32)   # 8 MiB
+    with DecorableMultiprocessIterator(dataset, 2, shuffle=False, n_processes=1) as it:
+        assert _large_bytes(it) == []
+        it.next()
+        assert _large_bytes(it) == [] and _large_bytes(it._pool) == []
 
 
 def test_unpicklable_example_error_names_index():

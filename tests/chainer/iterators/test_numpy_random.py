@@ -58,3 +58,17 @@ def test_chainer_shuffle_order_sampler_still_finds_the_global_state():
     numpy.random.seed(3)
     assert sampler(numpy.arange(6), 0).tolist() == numpy.random.RandomState(3).permutation(
         6).tolist()
+
+
+def test_numpy_random_functions_still_pickle_and_copy_after_the_dispatch_is_installed():
+    import copy
+    import pickle
+    with seeded_numpy_random([0]):
+        pass
+    for function in (numpy.random.rand, numpy.random.uniform, numpy.random.seed):
+        assert pickle.loads(pickle.dumps(function)) is function
+        assert copy.deepcopy(function) is function
+    holder = pickle.loads(pickle.dumps({'noise': numpy.random.normal}))
+    numpy.random.seed(2)
+    numpy.testing.assert_array_equal(holder['noise'](size=3),
+                                     numpy.random.RandomState(2).normal(size=3))

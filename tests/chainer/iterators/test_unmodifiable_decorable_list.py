@@ -159,3 +159,12 @@ def test_non_callable_decor_fun_is_type_error():
 def test_items_without_length_is_type_error():
     with pytest.raises(TypeError, match='items'):
         UnmodifiableDecorableList(iter(ITEMS))
+
+
+def test_end_index_defaults_to_the_length_and_is_read_only():
+    lst = UnmodifiableDecorableList(ITEMS)
+    assert lst.end_index == len(ITEMS)
+    assert UnmodifiableDecorableList(ITEMS, end_index=3).end_index == 3
+    with pytest.raises(AttributeError):
+        lst.end_index = 2
+    assert len(lst) == len(ITEMS)
