@@ -614,9 +614,10 @@ class SlackReport(extension.Extension):
             return 'on {}'.format(host)
         return 'on {} (rank {} of {})'.format(host, self._comm.rank, self._comm.size)
 
-    def _enqueue(self, title, lines, root=False, repeated_lines=0, bounded=True):
-        texts = _split_message(title, lines, self._max_message_chars, repeated_lines)
-        return self._poster.outbox.offer(_Text(texts, root), bounded=bounded)
+    def _enqueue(self, title, lines, root=False):
+        # Start, error and end messages: never refused for a full queue (rows are).
+        texts = _split_message(title, lines, self._max_message_chars)
+        self._poster.outbox.offer(_Text(texts, root), bounded=False)
 
     def initialize(self, trainer):
         """Queues the run's start message (rank 0).
@@ -654,7 +655,7 @@ class SlackReport(extension.Extension):
                  'pid:     {}'.format(os.getpid()),
                  'command: {}'.format(' '.join([sys.executable] + sys.argv)),
                  'out:     {}'.format(os.path.abspath(trainer.out))]
-        self._enqueue(title, lines, root=True, bounded=False)
+        self._enqueue(title, lines, root=True)
 
     def __call__(self, trainer):
         """Formats the LogReport rows added since the last call and enqueues them."""
@@ -706,7 +707,7 @@ class SlackReport(extension.Extension):
             title = ':x: Training failed at iteration {} {}: {}: {}'.format(
                 trainer.updater.iteration, self._where(), type(exc).__name__, exc)
             lines = ''.join(traceback.format_exception(type(exc), exc, tb)).rstrip().split('\n')
-            self._enqueue(title, lines, bounded=False)
+            self._enqueue(title, lines)
         except Exception:
             logger.exception('SlackReport: the error message could not be formatted')
         self._poster.start()
@@ -729,7 +730,7 @@ class SlackReport(extension.Extension):
                         type(interrupt).__name__, where)
                 else:
                     title = ':white_check_mark: Training finished {}'.format(where)
-                self._enqueue(title, [os.path.abspath(trainer.out)], bounded=False)
+                self._enqueue(title, [os.path.abspath(trainer.out)])
         except Exception:
             logger.exception('SlackReport: the final message could not be formatted')
         undelivered = self._poster.close(self._flush_timeout)
