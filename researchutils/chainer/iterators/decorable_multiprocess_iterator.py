@@ -104,11 +104,12 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
     ``(seed, epoch, index)``, so the batches are those of the serial iterator
     whatever ``n_processes``.
 
-    The dataset and ``decor_fun`` are copied into the workers: under ``fork``
-    as they are at the first ``next()``, under ``spawn`` by pickling them at
-    construction, where something that cannot be pickled raises a
-    :class:`TypeError` that says so. Changes made to the dataset afterwards are
-    not seen by the workers. Examples return to the main process pickled.
+    The dataset and ``decor_fun`` are copied into the workers as they are when
+    the workers start (the first ``next()``): under ``fork`` by forking, under
+    ``spawn`` by pickling. Under ``spawn`` construction already checks that they
+    can be pickled, and raises a :class:`TypeError` that says so if not; the
+    pickled bytes are not kept. Changes made to the dataset once the workers run
+    are not seen by them. Examples return to the main process pickled.
 
     Args:
         dataset: Dataset to iterate.
