@@ -7,7 +7,6 @@ that does not match the file into an error that names the file.
 import errno
 import os
 import pickle
-import tempfile
 import warnings
 import zipfile
 import zlib
@@ -15,6 +14,8 @@ import zlib
 import numpy
 from chainer.serializers import npz as chainer_npz
 from chainer.training import Trainer
+
+from researchutils import _files
 
 __all__ = ['save_model', 'load_model', 'load_snapshot', 'load_model_from_snapshot']
 
@@ -33,12 +34,6 @@ def _check_serializable(value, name):
     if not callable(getattr(value, 'serialize', None)):
         raise TypeError('{} must be a Chainer Link (an object with a serialize method), '
                         'got {!r}'.format(name, value))
-
-
-def _open_temporary(folder, name):
-    """Opens a new temporary file beside ``name`` in ``folder``; returns (file, path)."""
-    fd, temporary_path = tempfile.mkstemp(dir=folder, prefix='.' + name + '.', suffix='.tmp')
-    return os.fdopen(fd, 'wb'), temporary_path
 
 
 def save_model(path, model, compression=True):
@@ -78,29 +73,21 @@ def save_model(path, model, compression=True):
     if os.path.lexists(path):
         raise ValueError('path {!r} already exists; save_model never overwrites a file'
                          .format(path))
-    folder, name = os.path.split(os.path.abspath(path))
+    folder = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)
-        file, temporary_path = _open_temporary(folder, name)
     except OSError as error:
         raise _folder_error(path, folder, error) from error
     try:
-        with file:
-            chainer_npz.save_npz(file, model, compression=compression)
-            file.flush()
-            os.fsync(file.fileno())
-        _publish_without_overwrite(temporary_path, path)
+        _files.write_atomically(
+            path, lambda file: chainer_npz.save_npz(file, model, compression=compression),
+            overwrite=False)
     except FileExistsError:
-        _remove_quietly(temporary_path)
         raise ValueError('path {!r} was created by someone else while the model was being '
                          'saved; save_model never overwrites a file'.format(path)) from None
     except OSError as error:
-        _remove_quietly(temporary_path)
         raise OSError(error.errno, 'could not save the model to {!r}: {}'.format(
             path, error.strerror or error)) from error
-    except BaseException:
-        _remove_quietly(temporary_path)
-        raise
 
 
 def _folder_error(path, folder, error):
@@ -113,32 +100,7 @@ def _folder_error(path, folder, error):
         return NotADirectoryError(errno.ENOTDIR, 'could not save the model to {!r}: {!r} is a '
                                   'file, not a folder'.format(path, blocking))
     return OSError(error.errno, 'could not save the model to {!r}: its folder {!r} cannot be '
-                   'created or written: {}'.format(path, folder, error.strerror or error))
-
-
-def _publish_without_overwrite(temporary_path, path):
-    """Moves the finished temporary file to ``path``, failing if ``path`` exists.
-
-    A hard link is created atomically only when the name is free, so no check-then-replace
-    window exists; file systems without hard links fall back to a check and ``os.replace``.
-    """
-    try:
-        os.link(temporary_path, path)
-    except FileExistsError:
-        raise
-    except OSError:
-        if os.path.lexists(path):
-            raise FileExistsError(path) from None
-        os.replace(temporary_path, path)
-        return
-    os.remove(temporary_path)
-
-
-def _remove_quietly(path):
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
+                   'created: {}'.format(path, folder, error.strerror or error))
 
 
 class _RecordingMapping(object):

@@ -9,9 +9,11 @@ import warnings
 
 import chainer
 import numpy
+from chainer.serializers import npz as chainer_npz
 from chainer.training import extensions as chainer_extensions
 from chainer.training import triggers
 
+from researchutils import _files
 from researchutils.chainer import serializers
 from researchutils.chainer.data_loading import DataManager, RandomSampler, SequentialSampler
 from researchutils.chainer.models.multi_node import setup_multi_node_optimizer
@@ -108,12 +110,9 @@ def _read_json(path):
 
 
 def _replace_model(path, model):
-    # save_model never overwrites: write a fresh file beside, then replace atomically.
-    temporary = path + '.tmp.npz'
-    if os.path.exists(temporary):
-        os.remove(temporary)  # left by a run killed between the two steps
-    serializers.save_model(temporary, model)
-    os.replace(temporary, path)
+    # The same npz file as save_model's, through the same atomic writer; but the best and
+    # final models are meant to be replaced, which save_model never does.
+    _files.write_atomically(path, lambda file: chainer_npz.save_npz(file, model))
 
 
 class _ClosureUpdater(chainer.training.updaters.StandardUpdater):

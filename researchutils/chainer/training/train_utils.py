@@ -3,10 +3,11 @@ import importlib
 import json
 import os
 import sys
-import tempfile
 
 import chainer
 import numpy
+
+from researchutils import _files
 
 
 def create_optims_default_chainer(model, optim_cls, **optim_params):
@@ -67,19 +68,9 @@ def atomic_write_text(path, text):
         >>> open(path).read()
         '{}'
     """
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', dir=folder)
-    try:
-        with os.fdopen(handle, 'w', encoding='utf-8') as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    data = text.encode('utf-8')
+    _files.write_atomically(path, lambda file: file.write(data))
 
 
 def object_reference(value, where):

@@ -11,6 +11,7 @@ import numpy
 import pytest
 from chainer.training import extensions
 
+from researchutils import _files
 from researchutils.chainer import serializers
 from researchutils.chainer.serializers import npz
 from tests.support.tiny_training import make_model, make_trainer
@@ -120,7 +121,7 @@ class _DiskFullAfter(object):
 # numpy.savez leaves its ZipFile to the garbage collector after a failed write.
 @pytest.mark.filterwarnings('ignore::pytest.PytestUnraisableExceptionWarning')
 def test_full_disk_mid_write_leaves_no_partial_or_temporary_file(tmp_path, monkeypatch):
-    open_temporary = npz._open_temporary
+    open_temporary = _files.open_temporary
     written = []
 
     def open_small_disk(folder, name):
@@ -128,7 +129,7 @@ def test_full_disk_mid_write_leaves_no_partial_or_temporary_file(tmp_path, monke
         written.append(temporary_path)
         return _DiskFullAfter(file, capacity=200), temporary_path
 
-    monkeypatch.setattr(npz, '_open_temporary', open_small_disk)
+    monkeypatch.setattr(_files, 'open_temporary', open_small_disk)
     path = tmp_path / 'model.npz'
     with pytest.raises(OSError, match='model.npz') as info:
         serializers.save_model(str(path), L.Linear(50, 50))
