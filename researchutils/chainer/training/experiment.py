@@ -109,6 +109,11 @@ def _read_json(path):
         return json.load(stream)
 
 
+def _improves(mode, new, old):
+    """Whether ``new`` beats ``old`` for a val_score_mode ("lowest" or "highest")."""
+    return new < old if mode == 'lowest' else new > old
+
+
 def _replace_model(path, model):
     # The same npz file as save_model's, through the same atomic writer; but the best and
     # final models are meant to be replaced, which save_model never does.
@@ -177,15 +182,14 @@ class _BestModelSaver(chainer.training.Extension):
     def __init__(self, model, monitor, mode, path):
         self._model = model
         self._monitor = monitor
-        self._better = (lambda new, old: new < old) if mode == 'lowest' else (
-            lambda new, old: new > old)
+        self._mode = mode
         self._path = path
         self.best_value = float('nan')
         self.best_epoch = 0
 
     def __call__(self, trainer):
         value = float(trainer.observation[self._monitor])
-        if not math.isnan(self.best_value) and not self._better(value, self.best_value):
+        if not math.isnan(self.best_value) and not _improves(self._mode, value, self.best_value):
             return
         _replace_model(self._path, self._model)
         self.best_value = value
@@ -673,9 +677,7 @@ class ChainerExperiment(object):
             score = run.test(model, val, {self.val_score_key: metrics[self.val_score_key]},
                              combination.training.get('val_metric_keys'))[self.val_score_key]
             results.append((combination.choice, score))
-            better = (best is None or (score < best[1] if self.val_score_mode == 'lowest'
-                                       else score > best[1]))
-            if better:
+            if best is None or _improves(self.val_score_mode, score, best[1]):
                 best = (combination, score)
         if self._is_writer:
             train_utils.atomic_write_text(
