@@ -1,23 +1,7 @@
 """AbstractSampler: the order in which a DataManager visits a dataset, per epoch."""
 import abc
-import numbers
 
 import numpy
-
-
-def _check_seed(seed):
-    """Returns ``seed`` as an int, or None; the one seed check of data_loading.
-
-    A bool is refused although it is an ``int``: ``seed=True`` is a mistake,
-    not the seed 1.
-    """
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError('seed must be None or an integer in [0, 2**32), got {!r}'.format(seed))
-    if not 0 <= seed < 2 ** 32:
-        raise ValueError('seed must be None or an integer in [0, 2**32), got {!r}'.format(seed))
-    return int(seed)
 
 
 class AbstractSampler(abc.ABC):

@@ -4,9 +4,10 @@ import numbers
 import chainer
 import numpy
 
+from researchutils._checks import check_seed
 from researchutils._errors import add_note as _add_note
 from researchutils.chainer.data_loading.abstract_dataset import AbstractDataset
-from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler, _check_seed
+from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
 from researchutils.chainer.data_loading.sequential_sampler import SequentialSampler
 from researchutils.chainer.iterators import DecorableMultiprocessIterator
 from researchutils.chainer.iterators._numpy_random import seeded_numpy_random
@@ -274,7 +275,7 @@ class DataManager(object):
         self.n_process_augmentation = int(n_process_augmentation)
         self.drop_last = bool(drop_last)
         self.sampler_kwargs = dict(sampler_kwargs or {})
-        self.seed = _check_seed(seed)
+        self.seed = check_seed(seed)
         # Fail now, not at the first epoch, on sampler arguments it does not take.
         sampler_cls.from_dataset(dataset, **self.sampler_kwargs)
 

@@ -1,7 +1,8 @@
 """RandomSampler: a fresh permutation of the dataset's indices every epoch."""
 import numpy
 
-from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler, _check_seed
+from researchutils._checks import check_seed
+from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
 
 
 class RandomSampler(AbstractSampler):
@@ -28,7 +29,7 @@ class RandomSampler(AbstractSampler):
 
     def __init__(self, indices, seed=None):
         super().__init__(indices)
-        seed = _check_seed(seed)
+        seed = check_seed(seed)
         if seed is None:
             seed = int(numpy.random.randint(0, 2 ** 31 - 1))
         self.seed = seed

@@ -19,11 +19,10 @@ from chainer.dataset import iterator
 from chainer.iterators import _statemachine
 from chainer.iterators.order_samplers import ShuffleOrderSampler
 
+from researchutils._checks import check_seed
 from researchutils._errors import add_note as _add_note
 from researchutils.chainer.iterators._numpy_random import seeded_numpy_random
 from researchutils.chainer.iterators.unmodifiable_decorable_list import UnmodifiableDecorableList
-
-_MAX_SEED = 2 ** 32 - 1
 
 _Planned = collections.namedtuple('_Planned', ('state', 'indices', 'handle'))
 
@@ -49,17 +48,6 @@ def _check_bool(value, name, allow_none=False):
         raise TypeError('{} must be {}, not {!r}'.format(
             name, 'True, False or None' if allow_none else 'True or False', value))
     return bool(value)
-
-
-def _check_seed(seed):
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError('seed must be None or an integer, not {!r}'.format(seed))
-    if not 0 <= seed <= _MAX_SEED:
-        raise ValueError('seed must be None or an integer in 0..{}, not {!r}'.format(
-            _MAX_SEED, seed))
-    return int(seed)
 
 
 def chunk_bounds(size, parts):
@@ -140,7 +128,7 @@ class DecorableIterator(iterator.Iterator):
         if shuffle is not None and order_sampler is not None:
             raise ValueError('shuffle={!r} and an order_sampler were both given; set '
                              'shuffle=None to use the order_sampler'.format(shuffle))
-        self.seed = _check_seed(seed)
+        self.seed = check_seed(seed)
         view = UnmodifiableDecorableList(dataset, decor_fun, end_index)
         if len(view) == 0:
             raise ValueError('dataset is empty: an iterator needs at least one example')
