@@ -1,4 +1,14 @@
-"""Connection links."""
-from researchutils.chainer.links.connection.grad_clip_lstm import GradClipLSTM  # noqa: F401
+"""Connection links, one module each (as in ``chainer.links.connection``).
 
-__all__ = ['GradClipLSTM']
+The names here are modules, e.g. ``grad_clip_lstm`` is the module
+:mod:`researchutils.chainer.links.connection.grad_clip_lstm`. The link classes live one
+level up, in :mod:`researchutils.chainer.links`.
+
+Example:
+    >>> from researchutils.chainer.links.connection import grad_clip_lstm
+    >>> grad_clip_lstm.GradClipLSTM.__name__
+    'GradClipLSTM'
+"""
+from researchutils.chainer.links.connection import grad_clip_lstm
+
+__all__ = ['grad_clip_lstm']
