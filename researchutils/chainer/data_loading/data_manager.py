@@ -3,7 +3,12 @@
 import chainer
 import numpy
 
-from researchutils._checks import check_non_negative_int, check_positive_int, check_seed
+from researchutils._checks import (
+    check_bool,
+    check_non_negative_int,
+    check_positive_int,
+    check_seed,
+)
 from researchutils._errors import add_note as _add_note
 from researchutils.chainer.data_loading.abstract_dataset import AbstractDataset
 from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
@@ -259,6 +264,7 @@ class DataManager(object):
                             'SequentialSampler or RandomSampler, got {!r}'.format(sampler_cls))
         n_process_augmentation = check_non_negative_int(n_process_augmentation,
                                                         'n_process_augmentation')
+        drop_last = check_bool(drop_last, 'drop_last')
         if drop_last and len(dataset) < batch_size:
             raise ValueError('drop_last=True with batch_size {} and a dataset of {} examples '
                              'gives no batch at all; lower batch_size or set drop_last=False'

@@ -22,6 +22,7 @@ from chainer.training import extension
 from chainer.training.extensions import log_report as log_report_module
 
 from researchutils._checks import (
+    check_bool,
     check_int,
     check_non_negative_int,
     check_positive_float,
@@ -579,6 +580,7 @@ class SlackReport(extension.Extension):
                             'got {!r}'.format(comm))
         if isinstance(upload, str) or not all(isinstance(f, str) for f in upload):
             raise TypeError('upload must be a list of file names, got {!r}'.format(upload))
+        thread = check_bool(thread, 'thread')
         queue_size = check_positive_int(queue_size, 'queue_size')
         flush_timeout = check_timeout(flush_timeout, 'flush_timeout')
         max_retries = check_non_negative_int(max_retries, 'max_retries')

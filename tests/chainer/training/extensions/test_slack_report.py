@@ -109,6 +109,7 @@ def test_client_without_slack_interface_is_rejected():
     (dict(max_retry_backoff=float('inf')), ValueError, 'max_retry_backoff'),
     (dict(max_retry_backoff=float('nan')), ValueError, 'max_retry_backoff'),
     (dict(max_retries=True), TypeError, 'max_retries'),
+    (dict(thread='no'), TypeError, 'thread'),
     (dict(max_retries=1.5), TypeError, 'max_retries'),
     (dict(max_message_chars=50), ValueError, 'max_message_chars'),
     (dict(max_message_chars=50000), ValueError, 'max_message_chars'),
