@@ -1,8 +1,208 @@
-"""Argument checks shared across packages (standard library only)."""
+"""Argument checks shared across packages (standard library only).
+
+One rule for each kind of argument, so that every module accepts and refuses
+the same values with the same words. All of them:
+
+- refuse a bool where a number is meant (``True`` is a mistake, not 1),
+  numbers.Integral and numbers.Real otherwise (NumPy scalars pass);
+- refuse NaN always, and infinity where a finite number is meant;
+- name the argument and show the value (``repr``) in the message;
+- raise TypeError for a value of the wrong kind and ValueError for one out of
+  range. ``type_error=ValueError`` keeps the ValueError of a module whose
+  callers already rely on it.
+
+Each returns the value converted (``int``, ``float``, ``bool``, ``list``).
+"""
+import math
 import numbers
 
 
-def check_seed(seed):
+def _none_or(allow_none, kind):
+    return kind + ' or None' if allow_none else kind
+
+
+def check_int(value, name, *, minimum=None, maximum=None, allow_none=False,
+              type_error=TypeError):
+    """Returns ``value`` as an int in ``[minimum, maximum]`` (either bound optional).
+
+    Raises:
+        TypeError (or ``type_error``): ``value`` is a bool or not an integer.
+        ValueError: ``value`` is out of range.
+
+    Example:
+        >>> check_int(3, 'num_splits', minimum=2)
+        3
+        >>> check_int(True, 'num_splits', minimum=2)
+        Traceback (most recent call last):
+        ...
+        TypeError: num_splits must be an integer >= 2, got True
+    """
+    if value is None and allow_none:
+        return None
+    if minimum is not None and maximum is not None:
+        kind = 'an integer in [{}, {}]'.format(minimum, maximum)
+    elif minimum == 1:
+        kind = 'a positive integer'
+    elif minimum is not None:
+        kind = 'an integer >= {}'.format(minimum)
+    elif maximum is not None:
+        kind = 'an integer <= {}'.format(maximum)
+    else:
+        kind = 'an integer'
+    message = '{} must be {}, got {!r}'.format(name, _none_or(allow_none, kind), value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise type_error(message)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ValueError(message)
+    return int(value)
+
+
+def check_positive_int(value, name, *, allow_none=False, type_error=TypeError):
+    """Returns ``value`` as an int >= 1; see :func:`check_int`.
+
+    Example:
+        >>> check_positive_int(0, 'batch_size')
+        Traceback (most recent call last):
+        ...
+        ValueError: batch_size must be a positive integer, got 0
+    """
+    return check_int(value, name, minimum=1, allow_none=allow_none, type_error=type_error)
+
+
+def check_non_negative_int(value, name, *, allow_none=False, type_error=TypeError):
+    """Returns ``value`` as an int >= 0; see :func:`check_int`.
+
+    Example:
+        >>> check_non_negative_int(0, 'max_retries')
+        0
+    """
+    return check_int(value, name, minimum=0, allow_none=allow_none, type_error=type_error)
+
+
+def check_float(value, name, *, minimum=None, maximum=None, above=None, below=None,
+                finite=True, allow_none=False, type_error=TypeError):
+    """Returns ``value`` as a float, never NaN, finite unless ``finite=False``.
+
+    ``minimum`` / ``maximum`` are inclusive bounds, ``above`` / ``below``
+    exclusive ones.
+
+    Raises:
+        TypeError (or ``type_error``): ``value`` is a bool or not a real number.
+        ValueError: ``value`` is NaN, infinite (with ``finite=True``) or out of range.
+
+    Example:
+        >>> check_float(0.2, 'val_split', above=0, below=1)
+        0.2
+        >>> check_float(float('nan'), 'clip_min', finite=False)
+        Traceback (most recent call last):
+        ...
+        ValueError: clip_min must be a number (not NaN), got nan
+    """
+    if value is None and allow_none:
+        return None
+    bounds = []
+    if minimum is not None:
+        bounds.append('>= {}'.format(minimum))
+    if above is not None:
+        bounds.append('> {}'.format(above))
+    if maximum is not None:
+        bounds.append('<= {}'.format(maximum))
+    if below is not None:
+        bounds.append('< {}'.format(below))
+    kind = 'a finite number' if finite else 'a number (not NaN)'
+    if bounds:
+        kind += ' ' + ' and '.join(bounds)
+    message = '{} must be {}, got {!r}'.format(name, _none_or(allow_none, kind), value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise type_error(message)
+    value = float(value)
+    if math.isnan(value) or (finite and math.isinf(value)):
+        raise ValueError(message)
+    if ((minimum is not None and value < minimum) or (maximum is not None and value > maximum)
+            or (above is not None and not value > above)
+            or (below is not None and not value < below)):
+        raise ValueError(message)
+    return value
+
+
+def check_positive_float(value, name, *, allow_none=False):
+    """Returns ``value`` as a finite float > 0; see :func:`check_float`.
+
+    Example:
+        >>> check_positive_float(float('inf'), 'retry_backoff')
+        Traceback (most recent call last):
+        ...
+        ValueError: retry_backoff must be a finite number > 0, got inf
+    """
+    return check_float(value, name, above=0, allow_none=allow_none)
+
+
+def check_non_negative_float(value, name, *, allow_none=False):
+    """Returns ``value`` as a finite float >= 0; see :func:`check_float`.
+
+    Example:
+        >>> check_non_negative_float(0, 'delay')
+        0.0
+    """
+    return check_float(value, name, minimum=0, allow_none=allow_none)
+
+
+def check_timeout(value, name, *, allow_none=False):
+    """Returns a timeout in seconds: a finite float > 0 (None too, with ``allow_none``).
+
+    Zero would give up at once and infinity would never give up, so both are
+    refused; a caller that means "no bound" says so with None where it allows it.
+
+    Example:
+        >>> check_timeout(10, 'flush_timeout')
+        10.0
+        >>> check_timeout(float('nan'), 'flush_timeout')
+        Traceback (most recent call last):
+        ...
+        ValueError: flush_timeout must be a finite number > 0, got nan
+    """
+    return check_float(value, name, above=0, allow_none=allow_none)
+
+
+def check_probability(value, name, *, allow_zero=True, allow_one=True, allow_none=False):
+    """Returns a fraction in ``[0, 1]`` as a float; either end may be excluded.
+
+    Example:
+        >>> check_probability(1.0, 'val_split', allow_zero=False, allow_one=False)
+        Traceback (most recent call last):
+        ...
+        ValueError: val_split must be a finite number > 0 and < 1, got 1.0
+    """
+    return check_float(value, name, minimum=0 if allow_zero else None,
+                       above=None if allow_zero else 0, maximum=1 if allow_one else None,
+                       below=None if allow_one else 1, allow_none=allow_none)
+
+
+def check_bool(value, name, *, allow_none=False):
+    """Returns ``value`` as a bool: True, False, NumPy's bools, or the integers 0 and 1.
+
+    0 and 1 pass because Chainer's iterators and the original researchutils took them.
+
+    Example:
+        >>> check_bool(1, 'repeat')
+        True
+        >>> check_bool('no', 'shuffle')
+        Traceback (most recent call last):
+        ...
+        TypeError: shuffle must be True or False, got 'no'
+    """
+    if value is None and allow_none:
+        return None
+    # numpy.bool_ by name: this module imports the standard library only.
+    if isinstance(value, bool) or type(value).__name__ == 'bool_':
+        return bool(value)
+    if isinstance(value, numbers.Integral) and value in (0, 1):
+        return bool(value)
+    raise TypeError('{} must be {}, got {!r}'.format(
+        name, 'True, False or None' if allow_none else 'True or False', value))
+
+
+def check_seed(seed, name='seed'):
     """Returns ``seed`` as an int, or None: a seed NumPy's ``RandomState`` takes.
 
     A bool is refused although it is an ``int``: ``seed=True`` is a mistake, not the seed 1.
@@ -10,11 +210,63 @@ def check_seed(seed):
     Raises:
         TypeError: ``seed`` is not None or an integer.
         ValueError: ``seed`` is outside ``[0, 2**32)``.
+
+    Example:
+        >>> check_seed(-1)
+        Traceback (most recent call last):
+        ...
+        ValueError: seed must be None or an integer in [0, 2**32), got -1
     """
     if seed is None:
         return None
+    message = '{} must be None or an integer in [0, 2**32), got {!r}'.format(name, seed)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError('seed must be None or an integer in [0, 2**32), got {!r}'.format(seed))
+        raise TypeError(message)
     if not 0 <= seed < 2 ** 32:
-        raise ValueError('seed must be None or an integer in [0, 2**32), got {!r}'.format(seed))
+        raise ValueError(message)
     return int(seed)
+
+
+def check_devices(devices, name):
+    """Returns a device list: None is ``[]``, one device alone is a list of it.
+
+    A device is a GPU number (an integer >= 0, never a bool) or anything else
+    the caller resolves (a name such as ``'@numpy'``, a Chainer device); this
+    only refuses what cannot be one, so that ``gpu_ids=1`` means GPU 1 and
+    ``gpu_ids=True`` is an error rather than GPU 1.
+
+    Raises:
+        TypeError: an entry is a bool, a float or a container.
+        ValueError: a GPU number is negative.
+
+    Example:
+        >>> check_devices(0, 'gpu_ids'), check_devices(None, 'gpu_ids')
+        ([0], [])
+        >>> check_devices(['@numpy', 1], 'gpu_ids')
+        ['@numpy', 1]
+    """
+    if devices is None:
+        return []
+    if isinstance(devices, (numbers.Integral, str)) and not isinstance(devices, bool):
+        devices = [devices]
+    elif isinstance(devices, (bool, numbers.Number, bytes, dict)) or not hasattr(
+            devices, '__iter__'):
+        raise TypeError('{} must be a device (a GPU number or a device name), a list of them or '
+                        'None, got {!r}'.format(name, devices))
+    result = []
+    for device in devices:
+        if isinstance(device, bool) or (isinstance(device, numbers.Number)
+                                        and not isinstance(device, numbers.Integral)):
+            raise TypeError('{} entries must be GPU numbers (integers >= 0) or device names, '
+                            'got {!r} in {!r}'.format(name, device, devices))
+        if isinstance(device, (list, tuple, dict, set, bytes)):
+            raise TypeError('{} entries must be GPU numbers (integers >= 0) or device names, '
+                            'got {!r} in {!r}'.format(name, device, devices))
+        if isinstance(device, numbers.Integral):
+            if device < 0:
+                raise ValueError('{} entries must be GPU numbers (integers >= 0) or device '
+                                 'names, got {!r} in {!r}; use [] or None for the CPU'.format(
+                                     name, device, devices))
+            device = int(device)
+        result.append(device)
+    return result

@@ -8,8 +8,9 @@ it records every request and what was posted, and can be told to misbehave:
 
 * :meth:`SlackServer.slow` - answer after a delay;
 * :meth:`SlackServer.fail` - answer HTTP 500, HTTP 429 with ``Retry-After``,
-  or drop the connection without an answer, for the next ``times`` requests
-  (or until :meth:`SlackServer.recover`);
+  HTTP 200 with a page that is not the API's JSON (a proxy's), or drop the
+  connection without an answer, for the next ``times`` requests (or until
+  :meth:`SlackServer.recover`), optionally with a body of the test's choosing;
 * :meth:`SlackServer.reject_token` - answer ``invalid_auth`` to every call;
 * :meth:`SlackServer.refuse` - answer a given Slack error to one method.
 
@@ -116,19 +117,23 @@ class SlackServer(object):
             self._delay = float(seconds)
             self._slow_remaining = times
 
-    def fail(self, kind, times=None, retry_after=1, method=None):
+    def fail(self, kind, times=None, retry_after=1, method=None, body=None):
         """Makes the next ``times`` requests (None: all, until :meth:`recover`) fail.
 
         Args:
             kind: ``'500'`` (HTTP 500), ``'429'`` (HTTP 429 with ``Retry-After:
-                retry_after``) or ``'drop'`` (close the connection unanswered).
+                retry_after``), ``'200'`` (HTTP 200 with an HTML page instead
+                of the API's JSON, as a captive portal or proxy answers) or
+                ``'drop'`` (close the connection unanswered).
             method: Only requests to this API method (``'chat.postMessage'``,
                 ``'upload'`` for the upload URL) fail; None: any.
+            body (str or None): The answer's body instead of the kind's usual
+                one (``''``, broken JSON, a proxy's page); not for ``'drop'``.
         """
-        if kind not in ('500', '429', 'drop'):
-            raise ValueError('kind must be "500", "429" or "drop", got {!r}'.format(kind))
+        if kind not in ('500', '429', '200', 'drop'):
+            raise ValueError('kind must be "500", "429", "200" or "drop", got {!r}'.format(kind))
         with self._lock:
-            self._faults.append([kind, times, retry_after, method])
+            self._faults.append([kind, times, retry_after, method, body])
 
     def recover(self):
         """Ends every fault and slowness and accepts the token again."""
@@ -189,15 +194,15 @@ class SlackServer(object):
     def _take_fault(self, method):
         with self._lock:
             for fault in self._faults:
-                kind, remaining, retry_after, only = fault
+                kind, remaining, retry_after, only, body = fault
                 if only is not None and only != method:
                     continue
                 if remaining is not None:
                     if remaining <= 0:
                         continue
                     fault[1] -= 1
-                return kind, retry_after
-        return None, None
+                return kind, retry_after, body
+        return None, None, None
 
     def _record(self, entry):
         with self._lock:
@@ -333,7 +338,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         delay = slack._take_delay()
         if delay:
             slack._release.wait(delay)
-        kind, retry_after = slack._take_fault(method)
+        kind, retry_after, fault_body = slack._take_fault(method)
         if kind == 'drop':
             entry['status'] = 'dropped'
             slack._record(entry)
@@ -344,6 +349,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         elif kind == '429':
             status, headers = 429, {'Retry-After': str(retry_after)}
             payload = json.dumps({'ok': False, 'error': 'ratelimited'}).encode()
+        elif kind == '200':
+            status, headers = 200, {}
+            payload = b'<html><body>Sign in to continue</body></html>'
         elif method == 'upload':
             status, text = slack._upload(url.path.rsplit('/', 1)[-1], body)
             headers, payload = {}, text.encode()
@@ -352,11 +360,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                                                  self.headers.get('Authorization'))
             payload = json.dumps(result).encode()
             entry['response'] = result
+        if kind is not None and fault_body is not None:
+            payload = fault_body.encode('utf-8')
         entry['status'] = status
         slack._record(entry)
         self.send_response(status)
-        content_type = 'application/json; charset=utf-8' if payload[:1] == b'{' \
-            else 'text/plain; charset=utf-8'
+        content_type = {b'{': 'application/json; charset=utf-8',
+                        b'<': 'text/html; charset=utf-8'}.get(payload[:1],
+                                                              'text/plain; charset=utf-8')
         self.send_header('Content-Type', content_type)
         self.send_header('Content-Length', str(len(payload)))
         for key, value in headers.items():

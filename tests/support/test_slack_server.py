@@ -117,6 +117,27 @@ def test_fail_429_carries_retry_after(server):
     assert server.messages == []
 
 
+@pytest.mark.parametrize('body', ['', '<html>Too Many Requests</html>'])
+def test_fail_429_with_a_proxys_body_answers_that_body(server, body):
+    server.fail('429', times=1, retry_after=3, body=body)
+    with pytest.raises(SlackApiError) as info:
+        server.client().chat_postMessage(channel='general', text='x')
+    assert info.value.response.status_code == 429
+    assert info.value.response.headers['Retry-After'] == '3'
+    assert server.messages == []
+
+
+@pytest.mark.parametrize('body', [None, '{"ok": tr'])
+def test_fail_200_answers_a_page_that_is_not_the_apis_json(server, body):
+    server.fail('200', times=1, body=body)
+    client = server.client()
+    with pytest.raises(SlackApiError, match='non-JSON') as info:
+        client.chat_postMessage(channel='general', text='x')
+    assert info.value.response.status_code == 200
+    assert server.messages == []
+    assert client.chat_postMessage(channel='general', text='y')['ok']
+
+
 def test_drop_closes_the_connection_unanswered(server):
     server.fail('drop', times=1)
     with pytest.raises(Exception) as info:

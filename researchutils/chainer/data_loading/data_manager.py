@@ -1,10 +1,14 @@
 """DataManager: dict batches from an AbstractDataset, augmented in worker processes."""
-import numbers
 
 import chainer
 import numpy
 
-from researchutils._checks import check_seed
+from researchutils._checks import (
+    check_bool,
+    check_non_negative_int,
+    check_positive_int,
+    check_seed,
+)
 from researchutils._errors import add_note as _add_note
 from researchutils.chainer.data_loading.abstract_dataset import AbstractDataset
 from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
@@ -251,19 +255,16 @@ class DataManager(object):
                             'got {}'.format(type(dataset).__name__))
         if len(dataset) == 0:
             raise ValueError('dataset is empty: a DataManager needs at least one example')
-        if (not isinstance(batch_size, numbers.Integral) or isinstance(batch_size, bool)
-                or batch_size < 1):
-            raise ValueError('batch_size must be a positive integer, got {!r}'.format(batch_size))
+        batch_size = check_positive_int(batch_size, 'batch_size')
         if transforms is not None and not callable(transforms):
             raise TypeError('transforms must be a callable on a batch dict or None, got {!r}'
                             .format(transforms))
         if not (isinstance(sampler_cls, type) and issubclass(sampler_cls, AbstractSampler)):
             raise TypeError('sampler_cls must be an AbstractSampler subclass such as '
                             'SequentialSampler or RandomSampler, got {!r}'.format(sampler_cls))
-        if (not isinstance(n_process_augmentation, numbers.Integral)
-                or isinstance(n_process_augmentation, bool) or n_process_augmentation < 0):
-            raise ValueError('n_process_augmentation must be an integer >= 0, got {!r}'
-                             .format(n_process_augmentation))
+        n_process_augmentation = check_non_negative_int(n_process_augmentation,
+                                                        'n_process_augmentation')
+        drop_last = check_bool(drop_last, 'drop_last')
         if drop_last and len(dataset) < batch_size:
             raise ValueError('drop_last=True with batch_size {} and a dataset of {} examples '
                              'gives no batch at all; lower batch_size or set drop_last=False'

@@ -11,7 +11,6 @@ workers.
 """
 import collections
 import itertools
-import numbers
 
 import numpy
 from chainer import serializer as serializer_module
@@ -19,35 +18,12 @@ from chainer.dataset import iterator
 from chainer.iterators import _statemachine
 from chainer.iterators.order_samplers import ShuffleOrderSampler
 
-from researchutils._checks import check_seed
+from researchutils._checks import check_bool, check_positive_int, check_seed
 from researchutils._errors import add_note as _add_note
 from researchutils.chainer.iterators._numpy_random import seeded_numpy_random
 from researchutils.chainer.iterators.unmodifiable_decorable_list import UnmodifiableDecorableList
 
 _Planned = collections.namedtuple('_Planned', ('state', 'indices', 'handle'))
-
-
-def check_positive_int(value, name, allow_none=False):
-    """Returns ``value`` as an int, or raises TypeError / ValueError naming ``name``."""
-    if value is None and allow_none:
-        return None
-    kind = 'a positive integer' + (' or None' if allow_none else '')
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError('{} must be {}, not {!r}'.format(name, kind, value))
-    if value < 1:
-        raise ValueError('{} must be {}, not {!r}'.format(name, kind, value))
-    return int(value)
-
-
-def _check_bool(value, name, allow_none=False):
-    if value is None and allow_none:
-        return None
-    # 0 and 1 as well, which Chainer's iterators and the original researchutils took.
-    if not (isinstance(value, (bool, numpy.bool_))
-            or (isinstance(value, numbers.Integral) and value in (0, 1))):
-        raise TypeError('{} must be {}, not {!r}'.format(
-            name, 'True, False or None' if allow_none else 'True or False', value))
-    return bool(value)
 
 
 def chunk_bounds(size, parts):
@@ -120,8 +96,8 @@ class DecorableIterator(iterator.Iterator):
     def __init__(self, dataset, batch_size, repeat, shuffle, decor_fun, end_index,
                  order_sampler, seed):
         self.batch_size = check_positive_int(batch_size, 'batch_size')
-        self._repeat = _check_bool(repeat, 'repeat')
-        self._shuffle = _check_bool(shuffle, 'shuffle', allow_none=True)
+        self._repeat = check_bool(repeat, 'repeat')
+        self._shuffle = check_bool(shuffle, 'shuffle', allow_none=True)
         if order_sampler is not None and not callable(order_sampler):
             raise TypeError('order_sampler must be callable or None, not {!r}'.format(
                 order_sampler))

@@ -1,17 +1,14 @@
 """DecorableMultiprocessIterator: MultiprocessIterator with ``decor_fun`` and ``end_index``."""
 import functools
 import multiprocessing
-import numbers
 import os
 import pickle
 import warnings
 
 from chainer.iterators import MultiprocessIterator
 
-from researchutils.chainer.iterators._decorable_iterator import (
-    PrefetchingIterator,
-    check_positive_int,
-)
+from researchutils._checks import check_positive_int, check_timeout
+from researchutils.chainer.iterators._decorable_iterator import PrefetchingIterator
 from researchutils.chainer.iterators._process_pool import ProcessPool, WorkerDiedError
 
 
@@ -19,18 +16,6 @@ def _default_n_processes():
     if hasattr(os, 'sched_getaffinity'):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
-
-
-def _check_timeout(value):
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError('dataset_timeout must be a positive number or None, not {!r}'.format(
-            value))
-    if not value > 0:
-        raise ValueError('dataset_timeout must be a positive number or None, not {!r}'.format(
-            value))
-    return float(value)
 
 
 class _Discard(object):
@@ -163,7 +148,7 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
         if shared_mem is not None:
             check_positive_int(shared_mem, 'shared_mem', allow_none=True)
         self.shared_mem = shared_mem
-        self.dataset_timeout = _check_timeout(dataset_timeout)
+        self.dataset_timeout = check_timeout(dataset_timeout, 'dataset_timeout', allow_none=True)
         self.maxtasksperchild = check_positive_int(
             maxtasksperchild, 'maxtasksperchild', allow_none=True)
         self._pool = None

@@ -4,11 +4,8 @@ import queue
 import threading
 import warnings
 
-from researchutils.chainer.iterators._decorable_iterator import (
-    PrefetchingIterator,
-    check_positive_int,
-    chunk_bounds,
-)
+from researchutils._checks import check_positive_int
+from researchutils.chainer.iterators._decorable_iterator import PrefetchingIterator, chunk_bounds
 
 # How long next() waits for decor_fun before it warns that it is still waiting.
 _WARN_AFTER_S = 30.0

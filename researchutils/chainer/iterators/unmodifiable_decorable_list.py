@@ -1,7 +1,8 @@
 """A read-only, lazily decorated view of the first ``end_index`` items of a dataset."""
 import collections.abc
-import numbers
 import operator
+
+from researchutils._checks import check_int
 
 
 def _check_end_index(end_index, size):
@@ -12,11 +13,9 @@ def _check_end_index(end_index, size):
     """
     if end_index is None:
         return size
-    if (isinstance(end_index, numbers.Integral) and not isinstance(end_index, bool)
-            and 1 <= end_index <= size):
-        return int(end_index)
-    raise ValueError('end_index must be None or an integer in 1..{} (the length of the dataset), '
-                     'not {!r}'.format(size, end_index))
+    # ValueError for every bad end_index, as before _checks existed.
+    return check_int(end_index, 'end_index (up to the length of the dataset)', minimum=1,
+                     maximum=size, type_error=ValueError)
 
 
 def _unmodifiable(name):

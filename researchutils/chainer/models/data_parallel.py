@@ -13,6 +13,7 @@ import chainer
 import chainer.functions as F
 from chainer import backend
 
+from researchutils._checks import check_devices, check_non_negative_int
 from researchutils.chainer.models.abstract_network import AbstractChainerNetwork
 
 
@@ -132,9 +133,8 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
         if isinstance(devices, (str, bytes)) or not hasattr(devices, '__len__') or not devices:
             raise ValueError('devices must be a non-empty list of devices, got {!r}'.format(
                 devices))
-        if isinstance(batch_dim, bool) or not isinstance(batch_dim, int) or batch_dim < 0:
-            raise ValueError('batch_dim must be a non-negative int, got {!r}'.format(batch_dim))
-        resolved = _to_devices(devices, 'devices')
+        batch_dim = check_non_negative_int(batch_dim, 'batch_dim', type_error=ValueError)
+        resolved = _to_devices(check_devices(devices, 'devices'), 'devices')
         output = resolved[0] if output_device is None else _to_devices(
             [output_device], 'output_device')[0]
         super().__init__()

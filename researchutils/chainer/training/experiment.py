@@ -14,6 +14,14 @@ from chainer.training import extensions as chainer_extensions
 from chainer.training import triggers
 
 from researchutils import _files
+from researchutils._checks import (
+    check_bool,
+    check_devices,
+    check_int,
+    check_positive_int,
+    check_probability,
+    check_seed,
+)
 from researchutils.chainer import serializers
 from researchutils.chainer.data_loading import DataManager, RandomSampler, SequentialSampler
 from researchutils.chainer.models.multi_node import setup_multi_node_optimizer
@@ -59,10 +67,7 @@ def _check_training(training, optim_builder):
         if key not in training:
             raise KeyError('the "training" parameters need {!r} ({}): add it to '
                            'fixed_params["training"]'.format(key, _TRAINING_KEYS[key]))
-    epochs = training['num_epochs']
-    if not isinstance(epochs, numbers.Integral) or isinstance(epochs, bool) or epochs < 1:
-        raise ValueError('training parameter num_epochs must be a positive integer, got '
-                         '{!r}'.format(epochs))
+    check_positive_int(training['num_epochs'], 'training parameter num_epochs')
     if (optim_builder is train_utils.create_optims_default_chainer
             and not (isinstance(training['optimizer_cls'], type)
                      and issubclass(training['optimizer_cls'], chainer.Optimizer))):
@@ -80,10 +85,8 @@ def _check_training(training, optim_builder):
     if scheduler is not None and not callable(scheduler):
         raise TypeError('training parameter lr_sched_cls must be an extension class or None, '
                         'got {!r}'.format(scheduler))
-    patience = training.get('early_stopping_patience')
-    if patience is not None and (not isinstance(patience, numbers.Integral) or patience < 1):
-        raise ValueError('training parameter early_stopping_patience must be a positive integer '
-                         'or None, got {!r}'.format(patience))
+    check_positive_int(training.get('early_stopping_patience'),
+                       'training parameter early_stopping_patience', allow_none=True)
 
 
 def _resolve_device(gpu_id):
@@ -229,6 +232,39 @@ class _ResumableEarlyStopping(triggers.EarlyStoppingTrigger):
         self._max_trigger.serialize(serializer['max_trigger'])
 
 
+class _Diverged(RuntimeError):
+    """Training stopped by _StopOnNonNumber (a RuntimeError, as Chainer's FailOnNonNumber)."""
+
+
+class _StopOnNonNumber(chainer_extensions.FailOnNonNumber):
+    """Chainer's FailOnNonNumber, saying where the run diverged and how to train on anyway.
+
+    It runs first at every iteration (before validation, the best-model saver and
+    the snapshot), so no file is written from diverged weights. It checks the
+    weights, as Chainer's does, not the loss: all ChainerMN ranks hold the same
+    weights and so stop together, and an infinite loss that loss scaling skips
+    does not stop the run.
+    """
+
+    priority = chainer.training.PRIORITY_WRITER + 1
+
+    def __call__(self, trainer):
+        try:
+            super().__call__(trainer)
+        except RuntimeError as error:
+            updater = trainer.updater
+            # The iteration just done belongs to the epoch it ended, or to the next one.
+            epoch = updater.epoch if updater.is_new_epoch else updater.epoch + 1
+            losses = ', '.join('{}={}'.format(key, value)
+                               for key, value in sorted(trainer.observation.items())
+                               if key.startswith('main/'))
+            raise _Diverged(
+                'training diverged: a weight is NaN or infinite after iteration {} (epoch {}); '
+                'this iteration reported {}. The snapshots and best model of earlier epochs '
+                'are kept. Pass stop_on_non_number=False to ChainerExperiment to train on. '
+                '({})'.format(updater.iteration, epoch, losses or 'nothing', error)) from error
+
+
 class ChainerExperiment(object):
     """Trains a model described by :class:`Parameters` with a Chainer Trainer.
 
@@ -243,7 +279,11 @@ class ChainerExperiment(object):
     LogReport, PlotReport (``loss.png``, ``metrics.png``; needs matplotlib),
     a ProgressBar when stdout is a terminal, the learning-rate scheduler
     ``lr_sched_cls(**lr_sched_params)``, and ``extensions``. Early stopping
-    (``early_stopping_patience``) is the Trainer's stop trigger.
+    (``early_stopping_patience``) is the Trainer's stop trigger. A weight
+    that turns NaN or infinite (a NaN or infinite loss) stops the run with a
+    RuntimeError naming the iteration and epoch (Chainer's
+    ``FailOnNonNumber``), before any file is written from those weights:
+    the earlier snapshots and the best model are kept.
 
     Everything lives in ``<save_path>/<name>``. Running again in a folder
     with snapshots resumes from the last one (no epoch repeated or lost);
@@ -265,9 +305,10 @@ class ChainerExperiment(object):
         key_mapping (dict or None): Model argument to batch key for
             prediction; None maps the first argument of ``forward`` to
             ``"data"``.
-        gpu_ids (list or None): ``None`` or ``[]``: CPU; ``[0]``: that GPU;
-            several: a DataParallelChainerNetwork over them. Entries may also
-            be device names (``'@numpy'``).
+        gpu_ids (list, int or None): ``None`` or ``[]``: CPU; ``[0]`` or
+            ``0``: that GPU (an int is one device); several: a
+            DataParallelChainerNetwork over them. Entries may also be device
+            names (``'@numpy'``). A bool, float or negative number is refused.
         checkpoint_freq (int): Epochs between snapshots.
         val_score_key (str or None): The validation metric choosing the best
             model and driving early stopping.
@@ -277,7 +318,10 @@ class ChainerExperiment(object):
             ranks, and only rank 0 writes files and runs ``extensions``.
         extensions (sequence): Extra Chainer extensions, each an extension or
             an ``(extension, trigger)`` pair.
-        seed (int or None): Seeds the model's initial weights.
+        seed (int or None): Seeds the model's initial weights; an integer
+            in ``[0, 2**32)``.
+        stop_on_non_number (bool): Stop training when a weight becomes NaN
+            or infinite (default). False trains on whatever the weights become.
 
     Attributes:
         trainer (chainer.training.Trainer): The Trainer of the last
@@ -292,7 +336,7 @@ class ChainerExperiment(object):
     def __init__(self, params, model_cls, name, save_path,
                  optim_builder=train_utils.create_optims_default_chainer, key_mapping=None,
                  gpu_ids=None, checkpoint_freq=1, val_score_key=None, val_score_mode='lowest',
-                 comm=None, extensions=(), seed=None):
+                 comm=None, extensions=(), seed=None, stop_on_non_number=True):
         if not isinstance(params, Parameters):
             raise TypeError('params must be a Parameters object, got {!r}'.format(
                 type(params).__name__))
@@ -307,10 +351,7 @@ class ChainerExperiment(object):
         if key_mapping is not None and (not isinstance(key_mapping, dict) or not key_mapping):
             raise ValueError('key_mapping must be None or a non-empty dict, got {!r}'.format(
                 key_mapping))
-        if (not isinstance(checkpoint_freq, numbers.Integral) or isinstance(checkpoint_freq, bool)
-                or checkpoint_freq < 1):
-            raise ValueError('checkpoint_freq must be a positive integer, got {!r}'.format(
-                checkpoint_freq))
+        checkpoint_freq = check_positive_int(checkpoint_freq, 'checkpoint_freq')
         if val_score_mode not in ('lowest', 'highest'):
             raise ValueError('val_score_mode must be "lowest" or "highest", got {!r}'.format(
                 val_score_mode))
@@ -320,13 +361,14 @@ class ChainerExperiment(object):
         self.save_path = os.fspath(save_path)
         self.optim_builder = optim_builder
         self.key_mapping = None if key_mapping is None else dict(key_mapping)
-        self.gpu_ids = list(gpu_ids or [])
+        self.gpu_ids = check_devices(gpu_ids, 'gpu_ids')
         self.checkpoint_freq = int(checkpoint_freq)
         self.val_score_key = val_score_key
         self.val_score_mode = val_score_mode
         self.comm = comm
         self.extensions = list(extensions)
-        self.seed = seed
+        self.seed = check_seed(seed)
+        self.stop_on_non_number = check_bool(stop_on_non_number, 'stop_on_non_number')
         self.trainer = None
         for extension in self.extensions:
             target = extension[0] if isinstance(extension, tuple) else extension
@@ -364,7 +406,8 @@ class ChainerExperiment(object):
                         key_mapping=self.key_mapping, gpu_ids=self.gpu_ids,
                         checkpoint_freq=self.checkpoint_freq, val_score_key=self.val_score_key,
                         val_score_mode=self.val_score_mode, comm=self.comm,
-                        extensions=self.extensions, seed=self.seed)
+                        extensions=self.extensions, seed=self.seed,
+                        stop_on_non_number=self.stop_on_non_number)
         settings.update(changes)
         return ChainerExperiment(**settings)
 
@@ -518,6 +561,8 @@ class ChainerExperiment(object):
             mode='min' if self.val_score_mode == 'lowest' else 'max', max_trigger=epochs)
 
     def _extend(self, trainer, model, predictor, training, val):
+        if self.stop_on_non_number:
+            trainer.extend(_StopOnNonNumber())
         val_metrics = training.get('val_metrics', {})
         if val is not None and val_metrics:
             trainer.extend(_Validation(predictor, val, val_metrics,
@@ -611,11 +656,10 @@ class ChainerExperiment(object):
         batch_size = training.get('batch_size')
         if batch_size is None:
             raise KeyError('kfold needs the training parameter "batch_size"')
-        if not isinstance(num_splits, numbers.Integral) or not 2 <= num_splits <= len(dataset):
-            raise ValueError('num_splits must be an integer from 2 to len(dataset) = {}, got '
-                             '{!r}'.format(len(dataset), num_splits))
-        if val_split is not None and not 0 < val_split < 1:
-            raise ValueError('val_split must be None or in (0, 1), got {!r}'.format(val_split))
+        check_int(num_splits, 'num_splits (up to len(dataset))', minimum=2, maximum=len(dataset))
+        check_probability(val_split, 'val_split', allow_zero=False, allow_one=False,
+                          allow_none=True)
+        check_seed(random_seed, 'random_seed')
         metrics = training.get('val_metrics', {}) if metrics is None else metrics
         if not metrics:
             raise ValueError('kfold needs test metrics: pass metrics or set val_metrics')
@@ -649,15 +693,20 @@ class ChainerExperiment(object):
 
         Combination ``k`` runs in ``<name>/grid_<k>``; each is scored by
         ``val_score_key`` on ``val``. The summary goes to
-        ``<name>/grid_search.json``.
+        ``<name>/grid_search.json``, strict JSON: a NaN score is written
+        ``null``. A NaN score never wins; a combination whose training
+        diverged (stopped by ``stop_on_non_number``) is scored NaN, with a
+        RuntimeWarning, and the search goes on. When no score is a number,
+        ``best_params`` is None (``best_choice`` null in the file).
 
         Args:
             train (DataManager): The training batches.
             val (DataManager): The validation batches.
 
         Returns:
-            dict: ``best_params`` (Parameters), ``best_score`` (float) and
-            ``results``: ``(choice, score)`` for every combination.
+            dict: ``best_params`` (Parameters or None), ``best_score``
+            (float, NaN without a best) and ``results``: ``(choice, score)``
+            for every combination.
 
         Example:
             >>> summary = experiment.grid_search(manager_train, manager_val)  # doctest: +SKIP
@@ -672,22 +721,34 @@ class ChainerExperiment(object):
         for k, combination in enumerate(self.params.grid()):
             run = self._replace(params=combination,
                                 name=os.path.join(self.name, 'grid_{}'.format(k)))
-            model = run.run(train, val)
-            metrics = combination.training['val_metrics']
-            score = run.test(model, val, {self.val_score_key: metrics[self.val_score_key]},
-                             combination.training.get('val_metric_keys'))[self.val_score_key]
+            try:
+                model = run.run(train, val)
+            except _Diverged as error:
+                warnings.warn('grid_search: combination {} ({}) diverged and is scored NaN: {}'
+                              .format(k, run.output_dir, error), RuntimeWarning)
+                score = float('nan')
+            else:
+                metrics = combination.training['val_metrics']
+                score = run.test(model, val, {self.val_score_key: metrics[self.val_score_key]},
+                                 combination.training.get('val_metric_keys'))[self.val_score_key]
             results.append((combination.choice, score))
-            if best is None or _improves(self.val_score_mode, score, best[1]):
+            if not math.isnan(score) and (
+                    best is None or _improves(self.val_score_mode, score, best[1])):
                 best = (combination, score)
+        best_params, best_score = best if best is not None else (None, float('nan'))
         if self._is_writer:
+            def number(score):
+                return None if math.isnan(score) else score
+
             train_utils.atomic_write_text(
                 os.path.join(self.output_dir, 'grid_search.json'), train_utils.dumps_json({
                     'val_score_key': self.val_score_key,
                     'results': [{'choice': train_utils.to_json_value(choice, 'choice'),
-                                 'score': score} for choice, score in results],
-                    'best_choice': train_utils.to_json_value(best[0].choice, 'choice'),
-                    'best_score': best[1]}))
-        return {'best_params': best[0], 'best_score': best[1], 'results': results}
+                                 'score': number(score)} for choice, score in results],
+                    'best_choice': None if best_params is None else train_utils.to_json_value(
+                        best_params.choice, 'choice'),
+                    'best_score': number(best_score)}))
+        return {'best_params': best_params, 'best_score': best_score, 'results': results}
 
     def save(self):
         """Writes ``<name>/experiment.json``: the parameters, settings and model class.
@@ -719,6 +780,7 @@ class ChainerExperiment(object):
             'val_score_key': self.val_score_key,
             'val_score_mode': self.val_score_mode,
             'seed': self.seed,
+            'stop_on_non_number': self.stop_on_non_number,
             'params': self.params.to_json(),
         }
         path = os.path.join(self.output_dir, _SETTINGS_FILE)
@@ -758,4 +820,4 @@ class ChainerExperiment(object):
                    key_mapping=data['key_mapping'], gpu_ids=data['gpu_ids'],
                    checkpoint_freq=data['checkpoint_freq'], val_score_key=data['val_score_key'],
                    val_score_mode=data['val_score_mode'], comm=comm, extensions=extensions,
-                   seed=data['seed'])
+                   seed=data['seed'], stop_on_non_number=data.get('stop_on_non_number', True))

@@ -99,6 +99,12 @@ def test_end_index_with_repeat_false_stops_after_end_index_examples(kind):
         assert list(it) == [[0, 1, 2], [3, 4, 5], [6]]
 
 
+def test_end_index_equal_to_the_dataset_length_iterates_the_whole_dataset(kind):
+    with make_iterator(kind, list(range(10)), 4, repeat=False, shuffle=False,
+                       end_index=10) as it:
+        assert list(it) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+
+
 def test_shuffle_permutes_only_the_first_end_index_examples(kind):
     with make_iterator(kind, list(range(100)), 7, end_index=7) as it:
         epochs = take(it, 6)

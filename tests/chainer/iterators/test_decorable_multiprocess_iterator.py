@@ -1,3 +1,4 @@
+import collections
 import multiprocessing
 import os
 import signal
@@ -364,6 +365,15 @@ def test_maxtasksperchild_replaces_workers_and_keeps_batches():
         batches = take(it, 6)
     assert [item for batch in batches for item, _ in batch] == dataset * 2
     assert len({pid for batch in batches for _, pid in batch}) >= 6
+
+
+def test_maxtasksperchild_bounds_the_examples_each_worker_makes():
+    with DecorableMultiprocessIterator(list(range(12)), 4, shuffle=False, n_processes=2,
+                                       decor_fun=index_and_pid, maxtasksperchild=3) as it:
+        batches = take(it, 6)
+    made = collections.Counter(pid for batch in batches for _, pid in batch)
+    assert max(made.values()) <= 3
+    assert sum(made.values()) == 24
 
 
 def test_ctrl_c_in_main_process_does_not_reach_workers():

@@ -29,6 +29,11 @@ def test_len_without_end_index_is_len_of_items():
     assert len(UnmodifiableDecorableList(ITEMS)) == 10
 
 
+def test_end_index_equal_to_the_length_of_items_sees_every_item():
+    view = UnmodifiableDecorableList(ITEMS, pair_with_next, end_index=len(ITEMS))
+    assert list(view) == reference(ITEMS, pair_with_next, len(ITEMS))
+
+
 def test_item_is_decor_fun_of_items_and_index(lst):
     assert [lst[i] for i in range(6)] == reference(ITEMS, pair_with_next, 6)
 

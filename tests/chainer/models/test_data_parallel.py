@@ -476,6 +476,12 @@ def test_rejects_devices_that_are_not_a_non_empty_list(devices):
         DataParallelChainerNetwork(MLP(), devices)
 
 
+@pytest.mark.parametrize('device', [True, 0.0])
+def test_rejects_a_bool_or_float_device_naming_it(device):
+    with pytest.raises(TypeError, match='devices.*{!r}'.format(device)):
+        DataParallelChainerNetwork(MLP(), [CPU, device])
+
+
 def test_rejects_an_unknown_device():
     with pytest.raises(ValueError, match='@nowhere'):
         DataParallelChainerNetwork(MLP(), [CPU, '@nowhere'])

@@ -5,13 +5,13 @@ gradient with respect to the gate pre-activations ``x`` elementwise to ``[clip_m
 clip_max]`` (Graves 2013, "Generating Sequences With Recurrent Neural Networks", section 2.1).
 Tests: ``tests/chainer/functions/activation/test_grad_clip_lstm.py``.
 """
-import numbers
-
 import chainer
 import numpy
 from chainer import backend, function_node
 from chainer.backends import cuda
 from chainer.utils import type_check
+
+from researchutils._checks import check_float
 
 
 def _gate_view(array):
@@ -20,13 +20,8 @@ def _gate_view(array):
 
 
 def _validate_bound(name, value):
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError('{} must be a real number or None, not {!r}'.format(name, value))
-    if value != value:
-        raise ValueError('{} must not be NaN'.format(name))
-    return float(value)
+    # An infinite bound is no bound: only NaN is refused.
+    return check_float(value, name, finite=False, allow_none=True)
 
 
 def _validate_bounds(clip_min, clip_max):

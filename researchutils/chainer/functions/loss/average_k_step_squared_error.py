@@ -3,20 +3,17 @@ using Deep Networks in Atari Games", arXiv:1507.08750).
 
 Tests: ``tests/chainer/functions/loss/test_average_k_step_squared_error.py``.
 """
-import numbers
 
 import chainer
 import numpy
 from chainer import backend, function_node
 from chainer.utils import type_check
 
+from researchutils._checks import check_positive_int
+
 
 def _validate_k_step(k_step):
-    if isinstance(k_step, (bool, numpy.bool_)) or not isinstance(k_step, numbers.Integral):
-        raise ValueError('k_step must be a positive integer, not {!r}'.format(k_step))
-    if k_step < 1:
-        raise ValueError('k_step must be a positive integer, not {!r}'.format(k_step))
-    return int(k_step)
+    return check_positive_int(k_step, 'k_step', type_error=ValueError)
 
 
 class AverageKStepSquaredError(function_node.FunctionNode):

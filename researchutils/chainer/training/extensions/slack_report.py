@@ -21,11 +21,23 @@ import chainer
 from chainer.training import extension
 from chainer.training.extensions import log_report as log_report_module
 
+from researchutils._checks import (
+    check_bool,
+    check_int,
+    check_non_negative_int,
+    check_positive_float,
+    check_positive_int,
+    check_timeout,
+)
+
 __all__ = ['SlackReport']
 
 logger = logging.getLogger(__name__)
 
 _CHANNEL_ID = re.compile(r'^[CGD][A-Z0-9]{8,}$')
+# Slack's error codes look like this; anything else in "error" is slack_sdk describing an
+# answer that was not Slack's JSON (a proxy's or a captive portal's page).
+_SLACK_ERROR_CODE = re.compile(r'^[a-z0-9_]+$')
 # Slack errors after which this run cannot post anything: stop trying.
 _FATAL_ERRORS = frozenset([
     'invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired',
@@ -113,7 +125,11 @@ def _split_message(title, lines, limit, repeated_lines=0):
 
 
 def _describe_error(error):
-    """Returns (HTTP status or None, Slack error code or None, Retry-After or None)."""
+    """Returns (HTTP status or None, Slack error code or None, Retry-After or None).
+
+    The code is None when the answer was not Slack's JSON (an HTTP 5xx page, a
+    proxy's HTML, an empty or cut body), whatever its status.
+    """
     response = getattr(error, 'response', None)
     if response is None:
         return None, None, None
@@ -123,6 +139,8 @@ def _describe_error(error):
         code = response.get('error')
     except Exception:  # the body was not JSON (an HTTP 5xx page)
         pass
+    if not (isinstance(code, str) and _SLACK_ERROR_CODE.match(code)):
+        code = None
     retry_after = None
     for key, value in (getattr(response, 'headers', None) or {}).items():
         if key.lower() == 'retry-after':
@@ -244,6 +262,7 @@ class _Poster(object):
         self._post_channel = None
         self._disabled = None
         self._failing = False
+        self._dropped_in_outage = 0
         self._thread = None
         self._thread_lock = threading.Lock()
         self._idle_exit = idle_exit
@@ -342,7 +361,8 @@ class _Poster(object):
                 attempt += 1
                 continue
             if self._failing:
-                logger.warning('SlackReport: Slack answers again; posting resumed')
+                logger.warning('SlackReport: Slack answers again; posting resumed (%d '
+                               'message(s) dropped meanwhile)', self._dropped_in_outage)
                 self._failing = False
             return True
 
@@ -358,20 +378,27 @@ class _Poster(object):
             logger.warning('SlackReport: Slack refused with %r (channel %r); nothing more will '
                            'be posted by this run', code, self.channel)
             return None
-        transient = (status is not None and status >= 500) or (
+        # An answer that is not Slack's JSON, whatever its status, comes from something in
+        # between (a proxy, a captive portal): an outage, as a 5xx or a lost connection is.
+        transient = (status is not None and (status >= 500 or code is None)) or (
             status is None and isinstance(error, (OSError, http.client.HTTPException)))
         if not transient:
             logger.warning('SlackReport: a message could not be posted and is dropped: %s: %s',
                            type(error).__name__, error)
             return None
-        if attempt >= self.max_retries:
-            logger.warning('SlackReport: a message is dropped after %d attempts: %s: %s',
-                           attempt + 1, type(error).__name__, error)
-            return None
         if not self._failing:
-            logger.warning('SlackReport: Slack is unreachable (%s: %s); retrying in the '
-                           'background', type(error).__name__, error)
+            # One warning per outage; what it drops is counted by the RuntimeWarning at
+            # finalize and by the message when Slack answers again.
+            logger.warning('SlackReport: Slack is unreachable or answers what is not its API '
+                           '(%s: %s); retrying in the background, dropping a message after '
+                           '%d retries', type(error).__name__, error, self.max_retries)
             self._failing = True
+            self._dropped_in_outage = 0
+        if attempt >= self.max_retries:
+            self._dropped_in_outage += 1
+            logger.debug('SlackReport: a message is dropped after %d attempts: %s: %s',
+                         attempt + 1, type(error).__name__, error)
+            return None
         return min(self.retry_backoff * 2 ** attempt, self.max_retry_backoff)
 
     def _resolve_channel(self):
@@ -451,16 +478,6 @@ def _make_client(token_or_client, request_timeout):
     return token_or_client
 
 
-def _check_number(name, value, minimum, integer=False):
-    kinds = (int,) if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds):
-        raise TypeError('{} must be a{} number, got {!r}'.format(
-            name, 'n integer' if integer else '', value))
-    if value < minimum:
-        raise ValueError('{} must be at least {}, got {!r}'.format(name, minimum, value))
-    return value
-
-
 class SlackReport(extension.Extension):
     """Trainer extension posting a run's progress to a Slack thread, in the background.
 
@@ -481,9 +498,11 @@ class SlackReport(extension.Extension):
     ``initialize``, goes out then), so a run that fails while its extensions
     are initialized leaves no thread behind; it ends at ``finalize``, or
     after a minute with nothing to post. Connection errors,
-    timeouts and HTTP 5xx are retried with exponential backoff, HTTP 429
-    waits ``Retry-After``; a rejected token or an unknown channel is logged
-    once and stops posting. No Slack failure ever raises into training. At
+    timeouts, HTTP 5xx and answers that are not Slack's JSON (a proxy's or
+    captive portal's page, even with HTTP 200) are retried with exponential
+    backoff, and an outage logs one warning however many messages it costs;
+    HTTP 429 waits ``Retry-After``, whatever its body; a rejected token or an
+    unknown channel is logged once and stops posting. No Slack failure ever raises into training. At
     ``finalize`` the queue gets ``flush_timeout`` seconds to empty; whatever
     could not be posted is then counted in one :class:`RuntimeWarning`.
 
@@ -518,12 +537,12 @@ class SlackReport(extension.Extension):
         queue_size (int): Reports the queue holds. When it is full, the rows
             stay pending and go with the next report that fits.
         flush_timeout (float): Seconds ``finalize`` waits for the queue to
-            empty.
+            empty (finite, > 0, as every time below).
         max_retries (int): Retries of one message after a connection error,
             a timeout or HTTP 5xx before it is dropped (HTTP 429 is retried
             until ``finalize``).
         retry_backoff (float): Seconds before the first retry; doubled at
-            each next one.
+            each next one (> 0).
         max_retry_backoff (float): Upper bound of the wait between retries.
         request_timeout (float): HTTP timeout of the client made from a
             token (a given client keeps its own).
@@ -561,16 +580,16 @@ class SlackReport(extension.Extension):
                             'got {!r}'.format(comm))
         if isinstance(upload, str) or not all(isinstance(f, str) for f in upload):
             raise TypeError('upload must be a list of file names, got {!r}'.format(upload))
-        _check_number('queue_size', queue_size, 1, integer=True)
-        _check_number('flush_timeout', flush_timeout, 0)
-        _check_number('max_retries', max_retries, 0, integer=True)
-        _check_number('retry_backoff', retry_backoff, 0)
-        _check_number('max_retry_backoff', max_retry_backoff, 0)
-        _check_number('request_timeout', request_timeout, 0.001)
-        _check_number('max_message_chars', max_message_chars, 200, integer=True)
-        if max_message_chars > 40000:
-            raise ValueError('max_message_chars must be at most 40000 (Slack truncates longer '
-                             'texts), got {!r}'.format(max_message_chars))
+        thread = check_bool(thread, 'thread')
+        queue_size = check_positive_int(queue_size, 'queue_size')
+        flush_timeout = check_timeout(flush_timeout, 'flush_timeout')
+        max_retries = check_non_negative_int(max_retries, 'max_retries')
+        retry_backoff = check_positive_float(retry_backoff, 'retry_backoff')
+        max_retry_backoff = check_positive_float(max_retry_backoff, 'max_retry_backoff')
+        request_timeout = check_timeout(request_timeout, 'request_timeout')
+        # Slack truncates texts over 40000 characters.
+        max_message_chars = check_int(max_message_chars, 'max_message_chars', minimum=200,
+                                      maximum=40000)
         self.client = _make_client(token_or_client, request_timeout)
         self._entries = entries
         self._log_report = log_report

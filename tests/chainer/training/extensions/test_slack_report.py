@@ -98,6 +98,18 @@ def test_client_without_slack_interface_is_rejected():
     (dict(upload='loss.png'), TypeError, 'upload'),
     (dict(queue_size=0), ValueError, 'queue_size'),
     (dict(flush_timeout=-1), ValueError, 'flush_timeout'),
+    (dict(flush_timeout=float('nan')), ValueError, 'flush_timeout'),
+    (dict(flush_timeout=float('inf')), ValueError, 'flush_timeout'),
+    (dict(flush_timeout=0), ValueError, 'flush_timeout'),
+    (dict(request_timeout=float('inf')), ValueError, 'request_timeout'),
+    (dict(request_timeout=float('nan')), ValueError, 'request_timeout'),
+    (dict(request_timeout=True), TypeError, 'request_timeout'),
+    (dict(retry_backoff=float('nan')), ValueError, 'retry_backoff'),
+    (dict(retry_backoff=0), ValueError, 'retry_backoff'),
+    (dict(max_retry_backoff=float('inf')), ValueError, 'max_retry_backoff'),
+    (dict(max_retry_backoff=float('nan')), ValueError, 'max_retry_backoff'),
+    (dict(max_retries=True), TypeError, 'max_retries'),
+    (dict(thread='no'), TypeError, 'thread'),
     (dict(max_retries=1.5), TypeError, 'max_retries'),
     (dict(max_message_chars=50), ValueError, 'max_message_chars'),
     (dict(max_message_chars=50000), ValueError, 'max_message_chars'),
@@ -547,6 +559,49 @@ def test_rate_limit_waits_retry_after_then_posts(server, tmp_path):
     assert limited['status'] == 429 and retried['status'] == 200
     assert retried['time'] - limited['time'] >= 0.95
     assert 'started' in server.texts()[0] and 'finished' in server.texts()[-1]
+
+
+@pytest.mark.parametrize('body', ['', '<html><body>429 Too Many Requests</body></html>'])
+def test_a_429_without_slacks_json_waits_retry_after_then_posts(server, tmp_path, body):
+    # Proxies in front of Slack answer 429 with an empty or HTML body.
+    server.fail('429', times=1, retry_after=1, method='chat.postMessage', body=body)
+    trainer = _trainer(tmp_path, _report(server))
+    trainer.run()
+    limited, retried = [r for r in server.requests if r['method'] == 'chat.postMessage'][:2]
+    assert limited['status'] == 429 and retried['status'] == 200
+    assert retried['time'] - limited['time'] >= 0.95
+    assert 'started' in server.texts()[0] and 'finished' in server.texts()[-1]
+
+
+def _slack_warnings(caplog):
+    return [r.message for r in caplog.records
+            if r.name == LOGGER and r.levelno >= logging.WARNING]
+
+
+@pytest.mark.parametrize('body', [None, '{"ok": tr'])
+def test_a_page_that_is_not_slacks_json_costs_one_warning_per_outage(server, tmp_path, caplog,
+                                                                      body):
+    server.fail('200', method='chat.postMessage', body=body)  # the whole run
+    trainer = _trainer(tmp_path, _report(server, max_retries=1), log_every=1, report_every=1)
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        with pytest.warns(RuntimeWarning, match='could not be posted'):
+            trainer.run()
+    assert trainer.updater.iteration == 8
+    # Several messages (start, reports, end), each tried twice.
+    assert len(server.calls('chat.postMessage')) >= 4
+    warned = _slack_warnings(caplog)
+    assert len(warned) == 1, warned
+
+
+def test_slack_answering_again_after_an_outage_posts_the_rest(server, tmp_path, caplog):
+    server.fail('200', times=4, method='chat.postMessage')
+    trainer = _trainer(tmp_path, _report(server))
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        trainer.run()
+    assert _column(server, 'iteration') == ['2', '4', '6', '8']
+    assert 'started' in server.texts()[0] and 'finished' in server.texts()[-1]
+    outage = [m for m in _slack_warnings(caplog) if 'resumed' not in m]
+    assert len(outage) == 1, outage
 
 
 def test_message_failing_past_max_retries_is_dropped_and_the_next_posted(server, tmp_path):
