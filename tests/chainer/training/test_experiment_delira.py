@@ -231,3 +231,16 @@ def test_save_and_load_keep_n_epochs(tmp_path):
                                    str(tmp_path))
     loaded = ChainerExperiment.load(experiment.save())
     assert (loaded.n_epochs, loaded.name, loaded.save_path) == (2, 'saved', str(tmp_path))
+
+
+class IntegerLabels(tasks.LinearTask):
+    def __getitem__(self, index):
+        example = super().__getitem__(index)
+        return dict(example, label=np.rint(example['label']).astype(np.int64))
+
+
+def test_integer_labels_with_an_l1_loss_fail_saying_to_make_them_float(tmp_path):
+    params = tasks.make_params(num_epochs=1, losses={'L1': F.mean_absolute_error})
+    experiment = ChainerExperiment(params, tasks.Regressor, save_path=str(tmp_path))
+    with pytest.raises(TypeError, match=r"loss 'L1'.*'label'.*int64.*numpy.float32"):
+        experiment.run(BaseDataManager(IntegerLabels(32), 8, 0, None))
