@@ -340,9 +340,10 @@ class ChainerExperiment(object):
     are keyword-only.
 
     The "training" parameters: ``num_epochs`` (unless ``n_epochs`` is given),
-    ``optimizer_cls``, ``losses`` (required); ``optimizer_params``, ``train_metrics``, ``val_metrics``,
-    ``val_metric_keys``, ``lr_sched_cls``, ``lr_sched_params``,
-    ``lr_sched_trigger``, ``early_stopping_patience``, ``batch_size``.
+    ``optimizer_cls``, ``losses`` (required); ``optimizer_params``,
+    ``train_metrics``, ``val_metrics``, ``val_metric_keys``, ``lr_sched_cls``,
+    ``lr_sched_params``, ``lr_sched_trigger``, ``early_stopping_patience``,
+    ``batch_size``.
 
     Args:
         params (Parameters): The hyper-parameters.
