@@ -149,7 +149,8 @@ def run_ours(folder, train, val, epochs, batch_size):
         'val_metrics': {'loss': mean_squared_error}}})
     train_manager = DataManager(ArrayDataset(*train), batch_size, sampler_cls=RandomSampler)
     val_manager = DataManager(ArrayDataset(*val), batch_size, sampler_cls=SequentialSampler)
-    ChainerExperiment(params, SimpleNet, 'bench', folder).run(train_manager, val_manager)
+    ChainerExperiment(params, SimpleNet, name='bench', save_path=folder).run(train_manager,
+                                                                            val_manager)
 
 
 def epoch_times(log_path):

@@ -1,4 +1,5 @@
 """DataManager: dict batches from an AbstractDataset, augmented in worker processes."""
+import os
 
 import chainer
 import numpy
@@ -215,27 +216,35 @@ class DataManager(object):
     ``serialize``, ``finalize``) for a Chainer Trainer; unlike Chainer's own
     iterators its batches never span two epochs.
 
+    The positional order is Delira 0.4.1's ``BaseDataManager(data, batch_size,
+    n_process_augmentation, transforms, sampler_cls, sampler_kwargs)``
+    (:class:`BaseDataManager` is this class under Delira's name); ``drop_last``
+    and ``seed`` are keyword-only.
+
     Args:
-        dataset: An :class:`AbstractDataset` (or any sequence of dicts of
-            arrays with ``len``).
+        data: An :class:`AbstractDataset` (or any sequence of dicts of arrays
+            with ``len``); the keyword ``dataset=`` names it too. Delira's
+            loading of a folder given as a path (``load_fn``,
+            ``dataset_cls``) is not offered: build the dataset first.
         batch_size (int): Examples per batch.
+        n_process_augmentation (int): Worker processes for loading and
+            ``transforms``; 0 works in this process.
         transforms (callable or None): ``transforms(batch) -> batch``. With
             worker processes it must be picklable under the ``spawn`` start
             method; without ``seed``, random draws use each worker's own random
             state.
         sampler_cls (type): An :class:`AbstractSampler` subclass, built with
             ``sampler_cls.from_dataset(dataset, **sampler_kwargs)``.
-        n_process_augmentation (int): Worker processes for loading and
-            ``transforms``; 0 works in this process.
-        drop_last (bool): Drop the last batch of an epoch when it is short.
         sampler_kwargs (dict or None): Extra arguments of the sampler, for
             instance ``{"seed": 0}`` for :class:`RandomSampler`.
+        drop_last (bool): Drop the last batch of an epoch when it is short.
         seed (int or None): With an integer in ``[0, 2**32)``, the ``numpy.random``
             draws made by the dataset and ``transforms`` while building batch ``b``
             of epoch ``e`` come from ``numpy.random.RandomState([seed, e, b])``: the
             same batches whatever ``n_process_augmentation``, in every run and after
             a resume. The order of the epochs is the sampler's (seed it through
             ``sampler_kwargs``).
+        dataset: Another name of ``data`` (keyword only).
 
     Example:
         >>> import numpy as np
@@ -246,12 +255,24 @@ class DataManager(object):
         [(2, 3), (2, 3), (1, 3)]
         >>> len(DataManager(data, batch_size=2, drop_last=True))
         2
+        >>> len(DataManager(data, 2, 0, None, SequentialSampler))  # Delira's order
+        3
     """
 
-    def __init__(self, dataset, batch_size, transforms=None, sampler_cls=SequentialSampler,
-                 n_process_augmentation=0, drop_last=False, sampler_kwargs=None, seed=None):
+    def __init__(self, data=None, batch_size=None, n_process_augmentation=0, transforms=None,
+                 sampler_cls=SequentialSampler, sampler_kwargs=None, *, drop_last=False,
+                 seed=None, dataset=None):
+        if data is not None and dataset is not None:
+            raise TypeError('data and dataset name the same argument: give one of them')
+        dataset = data if dataset is None else dataset
+        if dataset is None:
+            raise TypeError('DataManager needs data, the dataset (an AbstractDataset)')
+        if isinstance(dataset, (str, bytes, os.PathLike)):
+            raise TypeError('data must be a dataset (an AbstractDataset), got the path {!r}: '
+                            'Delira\'s loading of a folder is not offered, build the dataset '
+                            'first'.format(dataset))
         if not (hasattr(dataset, '__len__') and hasattr(dataset, '__getitem__')):
-            raise TypeError('dataset must support len() and indexing (an AbstractDataset), '
+            raise TypeError('data must support len() and indexing (an AbstractDataset), '
                             'got {}'.format(type(dataset).__name__))
         if len(dataset) == 0:
             raise ValueError('dataset is empty: a DataManager needs at least one example')
@@ -350,8 +371,8 @@ class DataManager(object):
         """Returns a manager with the same settings except ``changes``.
 
         Args:
-            **changes: Constructor arguments to change, e.g. ``dataset`` or
-                ``batch_size``.
+            **changes: Constructor arguments to change, e.g. ``data`` (or
+                ``dataset``) or ``batch_size``.
 
         Returns:
             DataManager: The new manager.
@@ -361,6 +382,9 @@ class DataManager(object):
             >>> len(manager.replace(batch_size=4))
             1
         """
+        if 'data' in changes:
+            changes = dict(changes)
+            changes['dataset'] = changes.pop('data')
         settings = dict(dataset=self.dataset, batch_size=self.batch_size,
                         transforms=self.transforms, sampler_cls=self.sampler_cls,
                         n_process_augmentation=self.n_process_augmentation,
@@ -389,3 +413,7 @@ class DataManager(object):
             return self.replace(dataset=self.dataset.get_subset(indices))
         # A plain sequence gets the same lazy view as an AbstractDataset.
         return self.replace(dataset=AbstractDataset.get_subset(self.dataset, indices))
+
+
+#: Delira 0.4.1's name of :class:`DataManager` (the same class).
+BaseDataManager = DataManager

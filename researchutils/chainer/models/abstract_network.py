@@ -11,6 +11,7 @@ import abc
 import chainer
 import numpy as np
 from chainer import backend
+from chainer.utils import type_check
 
 from researchutils._errors import add_note as _add_note
 
@@ -58,12 +59,38 @@ def _as_device(device, argument):
         raise ValueError('{} is not a device: {!r} ({})'.format(argument, device, error)) from error
 
 
+def _integer_targets(pred, targets):
+    """The ``(key, dtype)`` of integer targets when ``pred`` is floating, else ``[]``."""
+    pred_dtype = getattr(pred, 'dtype', None)
+    if pred_dtype is None or pred_dtype.kind != 'f':
+        return []
+    return [(key, value.dtype) for key, value in targets.items()
+            if getattr(value, 'dtype', None) is not None and value.dtype.kind in 'biu']
+
+
 def _call_all(functions, kind, pred, targets):
-    """Call each function with ``pred`` and ``targets``; a failure notes which function."""
+    """Call each function with ``pred`` and the ``targets`` dict's values; a failure notes
+    which function."""
     results = {}
     for name, function in functions.items():
         try:
-            results[name] = function(pred, *targets)
+            results[name] = function(pred, *targets.values())
+        except type_check.InvalidType as error:
+            integer = _integer_targets(pred, targets)
+            if not integer:
+                _add_note(error, 'raised by {} {!r}'.format(kind, name))
+                raise
+            # Delira cast every entry to float32; here integer labels stay integer (for
+            # softmax_cross_entropy), so say what to change rather than Chainer's dtype check.
+            raise TypeError(
+                '{} {!r} refused the batch: the prediction is {} but {}. A {} that compares '
+                'values (mean_absolute_error, mean_squared_error...) needs labels of the '
+                "prediction's dtype: return them as numpy.float32 from the dataset, or cast "
+                "them in transforms (batch[key].astype(numpy.float32)). Integer labels stay "
+                'integer for softmax_cross_entropy and accuracy.'.format(
+                    kind, name, pred.dtype,
+                    ' and '.join('batch[{!r}] is {}'.format(key, dtype)
+                                 for key, dtype in integer), kind)) from error
         except Exception as error:
             _add_note(error, 'raised by {} {!r}'.format(kind, name))
             raise
@@ -178,7 +205,7 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
                 else sorted(data_dict)))
         losses = {} if losses is None else losses
         metrics = {} if metrics is None else metrics
-        targets = [value for key, value in data_dict.items() if key != 'data']
+        targets = {key: value for key, value in data_dict.items() if key != 'data'}
         if optimizers:
             if 'default' not in optimizers:
                 raise ValueError('optimizers needs a "default" entry, got keys {!r}'.format(
@@ -215,7 +242,9 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
 
         ``batch["data"]`` goes to ``input_device``, every other entry to ``output_device``.
         Floating arrays become float32; integer and boolean arrays keep their dtype, so integer
-        labels work with ``softmax_cross_entropy``.
+        labels work with ``softmax_cross_entropy``. (Delira cast every entry to float32; a loss
+        that compares values, such as ``mean_absolute_error``, given integer labels makes
+        :meth:`closure` raise a ``TypeError`` that says to return float labels.)
 
         Args:
             batch (dict): Name to array (NumPy or CuPy, or anything ``numpy.asarray``

@@ -23,10 +23,10 @@ from researchutils._checks import (
     check_seed,
 )
 from researchutils.chainer import serializers
-from researchutils.chainer.data_loading import DataManager, RandomSampler, SequentialSampler
+from researchutils.chainer.data_loading import DataManager
 from researchutils.chainer.models.multi_node import setup_multi_node_optimizer
 from researchutils.chainer.training import train_utils
-from researchutils.chainer.training.parameters import Parameters
+from researchutils.chainer.training.parameters import Parameters, _merge
 from researchutils.chainer.training.predictor import Predictor
 
 _TRAINING_KEYS = {
@@ -41,13 +41,14 @@ _TRAINING_KEYS = {
     'lr_sched_params': 'keyword arguments of lr_sched_cls',
     'lr_sched_trigger': 'when the scheduler runs, default (1, "epoch")',
     'early_stopping_patience': 'epochs without improvement of val_score_key',
-    'batch_size': 'batch size used by kfold',
+    'batch_size': 'kept for Delira scripts that read it; the managers set the batch size',
 }
 _SNAPSHOT = re.compile(r'^snapshot_epoch_(\d+)$')
 _STATE_FILE = 'run_state.json'
 _BEST_MODEL = 'best_model.npz'
 _FINAL_MODEL = 'final_model.npz'
 _SETTINGS_FILE = 'experiment.json'
+_DEFAULT_NAME = 'UnnamedExperiment'  # Delira 0.4.1's
 
 
 def _check_functions(training, key):
@@ -121,6 +122,87 @@ def _replace_model(path, model):
     # The same npz file as save_model's, through the same atomic writer; but the best and
     # final models are meant to be replaced, which save_model never does.
     _files.write_atomically(path, lambda file: chainer_npz.save_npz(file, model))
+
+
+# kfold's splits -------------------------------------------------------------
+
+_MANAGER_SETTINGS = ('batch_size', 'n_process_augmentation', 'transforms', 'sampler_cls',
+                     'sampler_kwargs', 'drop_last', 'seed')
+_DELIRA_MANAGER_SETTINGS = {'sampler': 'sampler_cls', 'sampling_kwargs': 'sampler_kwargs'}
+
+
+def _manager_changes(kwargs, argument):
+    """kfold's ``train_kwargs`` / ``test_kwargs`` as DataManager.replace arguments."""
+    if kwargs is None:
+        return {}
+    if not isinstance(kwargs, dict):
+        raise TypeError('{} must be None or a dict of DataManager settings, got {!r}'.format(
+            argument, kwargs))
+    changes = {_DELIRA_MANAGER_SETTINGS.get(key, key): value for key, value in kwargs.items()}
+    unknown = sorted(set(changes) - set(_MANAGER_SETTINGS))
+    if unknown:
+        raise TypeError('{} has the keys {}, which are no DataManager settings; the settings '
+                        'are {}'.format(argument, unknown, list(_MANAGER_SETTINGS)))
+    return changes
+
+
+def _labels(dataset, label_key):
+    """Every example's ``label_key`` value (each loaded once), as one array."""
+    labels = []
+    for index in range(len(dataset)):
+        example = dataset[index]
+        if label_key not in example:
+            raise KeyError('split_type="stratified" stratifies on label_key {!r}, but '
+                           'dataset[{}] has the keys {}'.format(label_key, index,
+                                                                sorted(example)))
+        label = numpy.asarray(example[label_key])
+        if label.size != 1:
+            raise ValueError('split_type="stratified" needs one label per example, but '
+                             'dataset[{}][{!r}] has the shape {}'.format(index, label_key,
+                                                                        label.shape))
+        labels.append(label.reshape(()).item())
+    return numpy.asarray(labels)
+
+
+def _label_grouped(order, labels):
+    """``order`` sorted by label, keeping its own order within each label."""
+    return order[numpy.argsort(labels[order], kind='stable')]
+
+
+def _kfold_splits(size, num_splits, shuffle, seed, labels):
+    """Yields ``(train_indices, test_indices)``, each sorted, for every fold."""
+    order = numpy.arange(size)
+    if shuffle:
+        order = numpy.random.RandomState(seed).permutation(size)
+    if labels is None:
+        parts = numpy.array_split(order, num_splits)
+    else:
+        # Dealt round-robin from the label-grouped order: each label's count in a part
+        # is the floor or the ceiling of its share.
+        grouped = _label_grouped(order, labels)
+        parts = [grouped[i::num_splits] for i in range(num_splits)]
+    for i, part in enumerate(parts):
+        rest = numpy.concatenate([p for j, p in enumerate(parts) if j != i])
+        yield numpy.sort(rest), numpy.sort(part)
+
+
+def _validation_positions(train_indices, val_split, seed, labels):
+    """Positions in ``train_indices`` of the validation part (``ceil(val_split * n)``)."""
+    size = len(train_indices)
+    n_val = int(math.ceil(val_split * size))
+    if not 1 <= n_val < size:
+        raise ValueError('val_split={} of a training part of {} examples leaves {} to train '
+                         'on: lower val_split or num_splits'.format(val_split, size,
+                                                                    size - n_val))
+    order = numpy.random.RandomState(seed).permutation(size)
+    if labels is None:
+        return numpy.sort(order[:n_val])
+    # Evenly spaced picks through the label-grouped order: position j is picked when
+    # the running quota j * n_val / size passes an integer, n_val picks in all.
+    grouped = _label_grouped(order, labels)
+    steps = numpy.arange(size)
+    picked = (steps + 1) * n_val // size > steps * n_val // size
+    return numpy.sort(grouped[picked])
 
 
 class _ClosureUpdater(chainer.training.updaters.StandardUpdater):
@@ -288,30 +370,42 @@ class ChainerExperiment(object):
     Everything lives in ``<save_path>/<name>``. Running again in a folder
     with snapshots resumes from the last one (no epoch repeated or lost);
     running a finished experiment again returns its model without training.
+    (Delira 0.4.1 wrote each run into a new timestamped folder below
+    ``<save_path>/<name>``; the fixed folder is what makes resuming work.)
 
-    The "training" parameters: ``num_epochs``, ``optimizer_cls``, ``losses``
-    (required); ``optimizer_params``, ``train_metrics``, ``val_metrics``,
-    ``val_metric_keys``, ``lr_sched_cls``, ``lr_sched_params``,
-    ``lr_sched_trigger``, ``early_stopping_patience``, ``batch_size``.
+    The positional order of the arguments is Delira 0.4.1's
+    ``BaseExperiment(params, model_cls, n_epochs, name, save_path,
+    key_mapping, val_score_key, optim_builder, checkpoint_freq)``; the others
+    are keyword-only.
+
+    The "training" parameters: ``num_epochs`` (unless ``n_epochs`` is given),
+    ``optimizer_cls``, ``losses`` (required); ``optimizer_params``,
+    ``train_metrics``, ``val_metrics``, ``val_metric_keys``, ``lr_sched_cls``,
+    ``lr_sched_params``, ``lr_sched_trigger``, ``early_stopping_patience``,
+    ``batch_size``.
 
     Args:
         params (Parameters): The hyper-parameters.
         model_cls (type): An
             :class:`~researchutils.chainer.models.AbstractChainerNetwork`
             subclass (anything with ``closure`` and ``prepare_batch``).
-        name (str): The experiment's folder name.
-        save_path (str): The folder holding experiments.
-        optim_builder (callable): Builds ``{"default": optimizer, ...}``.
+        n_epochs (int or None): Epochs to train, instead of the training
+            parameter ``num_epochs`` (which may then be left out).
+        name (str or None): The experiment's folder name; None:
+            ``"UnnamedExperiment"``.
+        save_path (str or None): The folder holding experiments; None: the
+            working directory (when the experiment is made).
         key_mapping (dict or None): Model argument to batch key for
             prediction; None maps the first argument of ``forward`` to
             ``"data"``.
+        val_score_key (str or None): The validation metric choosing the best
+            model and driving early stopping.
+        optim_builder (callable): Builds ``{"default": optimizer, ...}``.
+        checkpoint_freq (int): Epochs between snapshots.
         gpu_ids (list, int or None): ``None`` or ``[]``: CPU; ``[0]`` or
             ``0``: that GPU (an int is one device); several: a
             DataParallelChainerNetwork over them. Entries may also be device
             names (``'@numpy'``). A bool, float or negative number is refused.
-        checkpoint_freq (int): Epochs between snapshots.
-        val_score_key (str or None): The validation metric choosing the best
-            model and driving early stopping.
         val_score_mode (str): ``"lowest"`` or ``"highest"`` is best.
         comm: A ChainerMN communicator: each rank trains on its shard with a
             multi-node optimizer, validation metrics are aggregated over
@@ -333,10 +427,11 @@ class ChainerExperiment(object):
         >>> model = experiment.run(manager_train, manager_val)  # doctest: +SKIP
     """
 
-    def __init__(self, params, model_cls, name, save_path,
-                 optim_builder=train_utils.create_optims_default_chainer, key_mapping=None,
-                 gpu_ids=None, checkpoint_freq=1, val_score_key=None, val_score_mode='lowest',
-                 comm=None, extensions=(), seed=None, stop_on_non_number=True):
+    def __init__(self, params, model_cls, n_epochs=None, name=None, save_path=None,
+                 key_mapping=None, val_score_key=None,
+                 optim_builder=train_utils.create_optims_default_chainer, checkpoint_freq=1, *,
+                 gpu_ids=None, val_score_mode='lowest', comm=None, extensions=(), seed=None,
+                 stop_on_non_number=True):
         if not isinstance(params, Parameters):
             raise TypeError('params must be a Parameters object, got {!r}'.format(
                 type(params).__name__))
@@ -344,6 +439,15 @@ class ChainerExperiment(object):
                 and callable(getattr(model_cls, 'closure', None))):
             raise TypeError('model_cls must be an AbstractChainerNetwork subclass (a Chain with '
                             'closure and prepare_batch), got {!r}'.format(model_cls))
+        if n_epochs is not None and (not isinstance(n_epochs, numbers.Integral)
+                                     or isinstance(n_epochs, bool)):
+            raise TypeError('n_epochs must be a positive integer or None, got {!r}: as in Delira '
+                            '0.4.1 the third argument is n_epochs, so give name and save_path '
+                            'by keyword'.format(n_epochs))
+        if n_epochs is not None and n_epochs < 1:
+            raise ValueError('n_epochs must be a positive integer or None, got {!r}'.format(
+                n_epochs))
+        name = _DEFAULT_NAME if name is None else name
         if not isinstance(name, str) or not name:
             raise ValueError('name must be a non-empty string, got {!r}'.format(name))
         if not callable(optim_builder):
@@ -357,8 +461,9 @@ class ChainerExperiment(object):
                 val_score_mode))
         self.params = params
         self.model_cls = model_cls
+        self.n_epochs = None if n_epochs is None else int(n_epochs)
         self.name = name
-        self.save_path = os.fspath(save_path)
+        self.save_path = os.path.abspath('.') if save_path is None else os.fspath(save_path)
         self.optim_builder = optim_builder
         self.key_mapping = None if key_mapping is None else dict(key_mapping)
         self.gpu_ids = check_devices(gpu_ids, 'gpu_ids')
@@ -380,8 +485,14 @@ class ChainerExperiment(object):
         for combination in params.grid():
             self._check_training(combination.training)
 
+    def _with_epochs(self, training):
+        """The training parameters with ``n_epochs``, when given, as ``num_epochs``."""
+        if self.n_epochs is None:
+            return training
+        return dict(training, num_epochs=self.n_epochs)
+
     def _check_training(self, training):
-        _check_training(training, self.optim_builder)
+        _check_training(self._with_epochs(training), self.optim_builder)
         if self.val_score_key is not None and self.val_score_key not in training.get(
                 'val_metrics', {}):
             raise ValueError('val_score_key {!r} is not one of the val_metrics {}: name one of '
@@ -401,7 +512,8 @@ class ChainerExperiment(object):
         return self.comm is None or self.comm.rank == 0
 
     def _replace(self, **changes):
-        settings = dict(params=self.params, model_cls=self.model_cls, name=self.name,
+        settings = dict(params=self.params, model_cls=self.model_cls, n_epochs=self.n_epochs,
+                        name=self.name,
                         save_path=self.save_path, optim_builder=self.optim_builder,
                         key_mapping=self.key_mapping, gpu_ids=self.gpu_ids,
                         checkpoint_freq=self.checkpoint_freq, val_score_key=self.val_score_key,
@@ -552,7 +664,7 @@ class ChainerExperiment(object):
         return serializers.load_model(os.path.join(self.output_dir, _FINAL_MODEL), model)
 
     def _stop_trigger(self, training):
-        epochs = (training['num_epochs'], 'epoch')
+        epochs = (self._with_epochs(training)['num_epochs'], 'epoch')
         patience = training.get('early_stopping_patience')
         if patience is None:
             return epochs
@@ -607,86 +719,142 @@ class ChainerExperiment(object):
             trainer.extend(chainer_extensions.PlotReport(metrics, 'epoch',
                                                          file_name='metrics.png'))
 
-    def test(self, model, manager, metrics, metric_keys=None):
-        """Returns dataset-level metrics of ``model`` over ``manager``.
+    def _evaluate(self, model, manager, metrics, metric_keys=None):
+        """Dataset-level metrics of ``model`` over ``manager``, keeping no prediction."""
+        return Predictor(model, self._resolved_key_mapping()).evaluate(manager, metrics,
+                                                                       metric_keys)
+
+    def test(self, network, test_data, metrics, metric_keys=None, verbose=False):
+        """Predicts over ``test_data`` and returns the predictions and metrics.
 
         Args:
-            model (chainer.Link): A trained model (from :meth:`run`).
-            manager (DataManager): The test batches.
+            network (chainer.Link): A trained model (from :meth:`run`).
+            test_data (DataManager): The test batches.
             metrics (dict): Name to NumPy metric function.
             metric_keys (dict or None): Name to argument keys (default
                 ``("pred", "label")``).
+            verbose (bool): Show the progress (batches done) on stderr.
 
         Returns:
-            dict: Metric name to float (batch-size weighted mean).
+            tuple: ``(predictions, metrics)``: each output of the model as one
+            NumPy array over ``test_data`` in its order, and each metric as a
+            float, averaged over batches weighted by their size (Delira gave
+            one value per batch).
 
         Example:
-            >>> experiment.test(model, manager_test, {"MSE": mse})  # doctest: +SKIP
-            {'MSE': 0.01}
+            >>> preds, metrics = experiment.test(model, manager_test,
+            ...                                  {"MSE": mse})  # doctest: +SKIP
+            >>> preds["pred"].shape, metrics  # doctest: +SKIP
+            ((500, 10), {'MSE': 0.01})
         """
-        predictor = Predictor(model, self._resolved_key_mapping())
-        return predictor.evaluate(manager, metrics, metric_keys)
+        predictor = Predictor(network, self._resolved_key_mapping())
+        return predictor.predict_all(test_data, metrics, metric_keys, verbose=verbose)
 
-    def kfold(self, dataset, num_splits, metrics=None, shuffle=True, random_seed=0,
-              val_split=None, sampler_cls=RandomSampler, n_process_augmentation=0):
-        """Trains once per fold and returns each fold's test metrics.
+    def kfold(self, data, metrics, num_epochs=None, num_splits=None, shuffle=False,
+              random_seed=None, split_type='random', val_split=0.2, label_key='label',
+              train_kwargs=None, metric_keys=None, test_kwargs=None, params=None,
+              verbose=False):
+        """Trains once per fold and tests each fold's model on its held-out part.
 
-        Fold ``i`` tests on the i-th of ``num_splits`` parts and trains on the
-        others, in ``<name>/fold_<i>``; with ``val_split`` a fraction of the
-        training part validates (best model, early stopping).
+        Fold ``i`` tests on the i-th of ``num_splits`` parts of ``data`` and
+        trains on the others, in ``<name>/fold_<i>``. With ``val_split`` that
+        fraction of the training part validates (best model by
+        ``val_score_key``, early stopping). ``split_type="random"`` cuts the
+        (shuffled, with ``shuffle``) indices into contiguous parts;
+        ``"stratified"`` reads every example's ``label_key`` once and gives
+        each part, and the validation part, the labels in the proportions of
+        the whole (within one example per label). Every split depends only on
+        ``random_seed``.
 
         Args:
-            dataset (AbstractDataset): All examples.
-            num_splits (int): Number of folds, at least 2.
-            metrics (dict or None): Test metrics; default the val_metrics.
-            shuffle (bool): Shuffle before splitting.
-            random_seed (int): Seed of that shuffle.
+            data (DataManager): All examples, with the settings of every fold's
+                managers.
+            metrics (dict): Test metrics, name to NumPy function.
+            num_epochs (int or None): Epochs per fold, instead of the
+                experiment's.
+            num_splits (int or None): Number of folds, from 2 to
+                ``len(data.dataset)``; None: 10.
+            shuffle (bool): Shuffle the indices before cutting the folds.
+            random_seed (int or None): Seed of the shuffles, of the
+                validation split and, when the experiment has no ``seed``, of
+                the models' initial weights.
+            split_type (str): ``"random"`` or ``"stratified"``.
             val_split (float or None): Fraction of each training part used for
-                validation.
-            sampler_cls (type): Sampler of the training batches.
-            n_process_augmentation (int): Workers of the data managers.
+                validation; None: no validation.
+            label_key (str): The example key stratified on.
+            train_kwargs (dict or None): DataManager settings of the training
+                managers (``batch_size``, ``n_process_augmentation``,
+                ``transforms``, ``sampler_cls`` or Delira's ``sampler``,
+                ``sampler_kwargs`` or Delira's ``sampling_kwargs``,
+                ``drop_last``, ``seed``).
+            metric_keys (dict or None): Name to argument keys of ``metrics``.
+            test_kwargs (dict or None): The same for the test and validation
+                managers.
+            params (Parameters or None): Merged over the experiment's
+                parameters for the folds.
+            verbose (bool): Show the test progress on stderr.
 
         Returns:
-            list of dict: The test metrics of each fold.
+            tuple: ``(predictions, metrics)``, dicts keyed by the fold number
+            as a str (``"0"``, ``"1"``...) holding what :meth:`test` returns
+            for that fold.
+
+        Raises:
+            ValueError: An unknown ``split_type`` (or another bad argument),
+                before any training.
 
         Example:
-            >>> scores = experiment.kfold(dataset, num_splits=5)  # doctest: +SKIP
+            >>> preds, scores = experiment.kfold(manager, {"MSE": mse}, num_splits=5,
+            ...                                  split_type="stratified")  # doctest: +SKIP
+            >>> scores["0"]  # doctest: +SKIP
+            {'MSE': 0.01}
         """
-        training = self.params.training
-        batch_size = training.get('batch_size')
-        if batch_size is None:
-            raise KeyError('kfold needs the training parameter "batch_size"')
-        check_int(num_splits, 'num_splits (up to len(dataset))', minimum=2, maximum=len(dataset))
-        check_probability(val_split, 'val_split', allow_zero=False, allow_one=False,
-                          allow_none=True)
-        check_seed(random_seed, 'random_seed')
-        metrics = training.get('val_metrics', {}) if metrics is None else metrics
-        if not metrics:
-            raise ValueError('kfold needs test metrics: pass metrics or set val_metrics')
-        indices = numpy.arange(len(dataset))
-        if shuffle:
-            indices = numpy.random.RandomState(random_seed).permutation(indices)
-        folds = numpy.array_split(indices, num_splits)
-        results = []
-        for i, test_indices in enumerate(folds):
-            train_indices = numpy.concatenate([f for j, f in enumerate(folds) if j != i])
+        if not isinstance(data, DataManager):
+            raise TypeError('kfold takes the examples as a DataManager (data), got {}'.format(
+                type(data).__name__))
+        if split_type not in ('random', 'stratified'):
+            raise ValueError('split_type must be "random" or "stratified", got {!r}'.format(
+                split_type))
+        num_splits = 10 if num_splits is None else num_splits
+        size = len(data.dataset)
+        num_splits = check_int(num_splits, 'num_splits (up to len(data.dataset))', minimum=2,
+                               maximum=size)
+        val_split = check_probability(val_split, 'val_split', allow_zero=False, allow_one=False,
+                                      allow_none=True)
+        random_seed = check_seed(random_seed, 'random_seed')
+        train_changes = _manager_changes(train_kwargs, 'train_kwargs')
+        test_changes = _manager_changes(test_kwargs, 'test_kwargs')
+        if params is not None:
+            if not isinstance(params, Parameters):
+                raise TypeError('params must be None or Parameters, got {!r}'.format(
+                    type(params).__name__))
+            params = Parameters(_merge(self.params.fixed_params, params.fixed_params),
+                                _merge(self.params.variable_params, params.variable_params))
+        labels = None
+        if split_type == 'stratified':
+            labels = _labels(data.dataset, label_key)
+        predictions, results = {}, {}
+        for i, (train_indices, test_indices) in enumerate(
+                _kfold_splits(size, num_splits, shuffle, random_seed, labels)):
             val = None
             if val_split is not None:
-                n_val = max(1, int(round(len(train_indices) * val_split)))
-                val = DataManager(dataset.get_subset(train_indices[:n_val]), batch_size,
-                                  n_process_augmentation=n_process_augmentation)
-                train_indices = train_indices[n_val:]
-            train = DataManager(dataset.get_subset(train_indices), batch_size,
-                                sampler_cls=sampler_cls,
-                                n_process_augmentation=n_process_augmentation)
-            test = DataManager(dataset.get_subset(test_indices), batch_size,
-                               sampler_cls=SequentialSampler,
-                               n_process_augmentation=n_process_augmentation)
-            fold = self._replace(name=os.path.join(self.name, 'fold_{}'.format(i)),
-                                 val_score_key=self.val_score_key if val else None)
+                picked = _validation_positions(
+                    train_indices, val_split, random_seed,
+                    None if labels is None else labels[train_indices])
+                val = data.get_subset(train_indices[picked]).replace(**test_changes)
+                train_indices = numpy.delete(train_indices, picked)
+            train = data.get_subset(train_indices).replace(**train_changes)
+            test = data.get_subset(test_indices).replace(**test_changes)
+            fold = self._replace(
+                params=self.params if params is None else params,
+                name=os.path.join(self.name, 'fold_{}'.format(i)),
+                n_epochs=self.n_epochs if num_epochs is None else num_epochs,
+                val_score_key=self.val_score_key if val else None,
+                seed=self.seed if self.seed is not None else random_seed)
             model = fold.run(train, val)
-            results.append(fold.test(model, test, metrics))
-        return results
+            predictions[str(i)], results[str(i)] = fold.test(model, test, metrics, metric_keys,
+                                                             verbose)
+        return predictions, results
 
     def grid_search(self, train, val):
         """Trains one experiment per combination of the variable parameters.
@@ -729,8 +897,9 @@ class ChainerExperiment(object):
                 score = float('nan')
             else:
                 metrics = combination.training['val_metrics']
-                score = run.test(model, val, {self.val_score_key: metrics[self.val_score_key]},
-                                 combination.training.get('val_metric_keys'))[self.val_score_key]
+                score = run._evaluate(model, val, {self.val_score_key: metrics[self.val_score_key]},
+                                      combination.training.get('val_metric_keys'))[
+                    self.val_score_key]
             results.append((combination.choice, score))
             if not math.isnan(score) and (
                     best is None or _improves(self.val_score_mode, score, best[1])):
@@ -770,6 +939,7 @@ class ChainerExperiment(object):
         where = 'ChainerExperiment'
         settings = {
             'format': 'researchutils.ChainerExperiment/1',
+            'n_epochs': self.n_epochs,
             'name': self.name,
             'save_path': self.save_path,
             'model_cls': train_utils.object_reference(self.model_cls, 'model_cls'),
@@ -814,7 +984,7 @@ class ChainerExperiment(object):
         where = os.path.basename(path)
         return cls(Parameters.from_json(data['params']),
                    train_utils.resolve_reference(data['model_cls'], where + ' model_cls'),
-                   data['name'], data['save_path'],
+                   n_epochs=data.get('n_epochs'), name=data['name'], save_path=data['save_path'],
                    optim_builder=train_utils.resolve_reference(data['optim_builder'],
                                                                where + ' optim_builder'),
                    key_mapping=data['key_mapping'], gpu_ids=data['gpu_ids'],

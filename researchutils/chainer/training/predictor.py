@@ -1,4 +1,6 @@
 """Predictor: a model's predictions and NumPy metrics, batch by batch, in test mode."""
+import sys
+
 import chainer
 import numpy
 from chainer import backend
@@ -37,6 +39,20 @@ def _batch_length(batch):
     for value in batch.values():
         return len(value)
     raise ValueError('a batch must hold at least one array')
+
+
+def _concatenate(outputs):
+    """Joins a list of per-batch output dicts (nested dicts allowed) along axis 0."""
+    joined = {}
+    for key, first in outputs[0].items():
+        parts = [output[key] for output in outputs]
+        if isinstance(first, dict):
+            joined[key] = _concatenate(parts)
+        else:
+            # A scalar output (one value per batch) becomes one row per batch.
+            joined[key] = numpy.concatenate([numpy.reshape(part, (-1,) + numpy.shape(part)[1:])
+                                             for part in parts])
+    return joined
 
 
 class Predictor(object):
@@ -239,16 +255,32 @@ class Predictor(object):
             ...     DataManager(data, 2), {"one": one})
             ({'one': 3.0}, 3)
         """
+        sums, count, _ = self._reduce(manager, metrics, metric_keys, batchsize)
+        return sums, count
+
+    def _reduce(self, manager, metrics, metric_keys, batchsize, keep_preds=False,
+                verbose=False):
         sums = {name: 0. for name in metrics}
         count = 0
-        for batch, _, metric_vals in self._predict_batches(manager, batchsize, metrics,
-                                                           metric_keys):
+        kept = []
+        if verbose:
+            n_batches = len(manager if batchsize is None
+                            else manager.replace(batch_size=batchsize))
+        for index, (batch, preds, metric_vals) in enumerate(
+                self._predict_batches(manager, batchsize, metrics, metric_keys)):
             # The input batch, not an output: a model may also return scalars.
             size = _batch_length(batch)
             count += size
             for name, value in metric_vals.items():
                 sums[name] += value * size
-        return sums, count
+            if keep_preds:
+                kept.append(preds)
+            if verbose:
+                print('\rpredicting: {}/{} batches'.format(index + 1, n_batches), end='',
+                      file=sys.stderr, flush=True)
+        if verbose:
+            print(file=sys.stderr)
+        return sums, count, kept
 
     def evaluate(self, manager, metrics, metric_keys=None, batchsize=None):
         """Returns dataset-level metrics, reducing the stream without keeping predictions.
@@ -277,3 +309,36 @@ class Predictor(object):
         """
         sums, count = self.metric_sums(manager, metrics, metric_keys, batchsize)
         return {name: total / count for name, total in sums.items()}
+
+    def predict_all(self, manager, metrics={}, metric_keys=None, batchsize=None,  # noqa: B006
+                    verbose=False):
+        """Returns every prediction over ``manager`` and the dataset-level metrics.
+
+        The predictions of all batches are kept and joined, so memory grows
+        with the dataset; :meth:`evaluate` keeps none.
+
+        Args:
+            manager (DataManager): The batches.
+            metrics (dict): Name to metric function on NumPy arrays.
+            metric_keys (dict or None): As in :meth:`predict_data_mgr`.
+            batchsize (int or None): Overrides the manager's batch size.
+            verbose (bool): Show the progress (batches done) on stderr.
+
+        Returns:
+            tuple: ``(preds, metric_vals)``: each output of the model as one
+            NumPy array over the whole dataset, in the manager's order, and
+            each metric averaged as in :meth:`evaluate`.
+
+        Example:
+            >>> import chainer.links as L
+            >>> from researchutils.chainer.data_loading import DataManager
+            >>> data = [{"data": numpy.ones(2), "label": numpy.zeros(1)}] * 3
+            >>> model = L.Linear(2, 1, initialW=0, initial_bias=0)
+            >>> preds, metric_vals = Predictor(model, {"x": "data"}).predict_all(
+            ...     DataManager(data, 2), {"MAE": lambda p, y: numpy.abs(p - y).mean()})
+            >>> preds["pred"].shape, metric_vals
+            ((3, 1), {'MAE': 0.0})
+        """
+        sums, count, kept = self._reduce(manager, metrics, metric_keys, batchsize,
+                                         keep_preds=True, verbose=verbose)
+        return _concatenate(kept), {name: total / count for name, total in sums.items()}

@@ -277,3 +277,43 @@ def test_bad_arguments_are_refused_at_construction(kwargs, error, message):
 def test_empty_dataset_is_refused():
     with pytest.raises(ValueError, match='empty'):
         DataManager([], 2)
+
+
+def test_delira_positional_order_data_batch_size_workers_transforms_sampler():
+    # BaseDataManager(data, batch_size, n_process_augmentation, transforms, sampler_cls,
+    # sampler_kwargs), as Delira 0.4.1 orders them.
+    manager = DataManager(Numbers(7), 3, 0, add_one, RandomSampler, {'seed': 5})
+    assert (manager.batch_size, manager.n_process_augmentation) == (3, 0)
+    assert (manager.transforms, manager.sampler_cls) == (add_one, RandomSampler)
+    assert manager.sampler_kwargs == {'seed': 5}
+    seen = sorted(int(x) for batch in manager for x in batch['data'][:, 0])
+    assert seen == list(range(1, 8))  # every example once, through add_one
+
+
+def test_delira_call_with_workers_and_no_transforms_positionally():
+    manager = DataManager(Numbers(6), 4, 2, None)
+    assert manager.n_process_augmentation == 2
+    assert firsts(manager) == [[0, 1, 2, 3], [4, 5]]
+
+
+def test_base_data_manager_is_data_manager():
+    from researchutils.chainer.data_loading import BaseDataManager
+    assert BaseDataManager is DataManager
+
+
+def test_data_and_dataset_keywords_both_name_the_examples():
+    assert firsts(DataManager(data=Numbers(3), batch_size=2)) == [[0, 1], [2]]
+    assert firsts(DataManager(dataset=Numbers(3), batch_size=2)) == [[0, 1], [2]]
+    with pytest.raises(TypeError, match='data'):
+        DataManager(Numbers(3), 2, data=Numbers(3))
+
+
+def test_a_path_as_data_is_refused_with_what_to_pass():
+    # Delira loaded a folder given as a str with load_fn; here data is a dataset.
+    with pytest.raises(TypeError, match='AbstractDataset'):
+        DataManager('/data/train', 2)
+
+
+def test_missing_batch_size_is_refused():
+    with pytest.raises(TypeError, match='batch_size'):
+        DataManager(Numbers(3))

@@ -191,6 +191,26 @@ def test_closure_softmax_cross_entropy_works_with_prepared_integer_labels():
     assert np.isfinite(loss_vals['ce']) and 0.0 <= metric_vals['acc'] <= 1.0
 
 
+def test_a_float_loss_on_integer_labels_says_to_make_them_float():
+    # Delira's habit: a regression loss on integer labels (Delira cast every entry to float32).
+    batch = AbstractChainerNetwork.prepare_batch(
+        {'data': np.ones((4, 3)), 'label': np.array([[1, 0], [0, 1], [1, 1], [0, 0]])},
+        '@numpy', '@numpy')
+    optimizer = chainer.optimizers.SGD().setup(LinearNet())
+    with pytest.raises(TypeError, match=r"loss 'L1'.*float32.*'label'.*int64.*astype") as info:
+        AbstractChainerNetwork.closure(optimizer.target, batch, {'default': optimizer},
+                                       losses={'L1': F.mean_absolute_error})
+    assert isinstance(info.value.__cause__, chainer.utils.type_check.InvalidType)
+
+
+def test_a_float_metric_on_integer_labels_says_to_make_them_float():
+    batch = AbstractChainerNetwork.prepare_batch(
+        {'data': np.ones((4, 3)), 'label': np.zeros((4, 2), np.int32)}, '@numpy', '@numpy')
+    with pytest.raises(TypeError, match=r"metric 'MAE'.*'label'.*int32"):
+        AbstractChainerNetwork.closure(LinearNet(), batch, None,
+                                       metrics={'MAE': F.mean_absolute_error})
+
+
 def test_closure_training_without_losses_raises_value_error():
     net = LinearNet()
     optimizer = chainer.optimizers.SGD().setup(net)

@@ -92,8 +92,9 @@ class SlowEpochs(chainer.training.Extension):
 
 
 def make_experiment(save_path, num_epochs, extensions=()):
-    return ChainerExperiment(make_params(num_epochs=num_epochs), Regressor, 'resumable',
-                             save_path, val_score_key='MSE', seed=0, extensions=extensions)
+    return ChainerExperiment(make_params(num_epochs=num_epochs), Regressor, name='resumable',
+                             save_path=save_path, val_score_key='MSE', seed=0,
+                             extensions=extensions)
 
 
 if __name__ == '__main__':

@@ -20,8 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
 
 def experiment(tmp_path, params=None, **kwargs):
     kwargs.setdefault('seed', 0)
-    return ChainerExperiment(params or tasks.make_params(), tasks.Regressor, 'exp',
-                             str(tmp_path), **kwargs)
+    return ChainerExperiment(params or tasks.make_params(), tasks.Regressor, name='exp',
+                             save_path=str(tmp_path), **kwargs)
 
 
 def read_log(exp):
@@ -30,7 +30,7 @@ def read_log(exp):
 
 
 def val_mse(exp, model, val):
-    return exp.test(model, val, {'MSE': tasks.mean_squared_error})['MSE']
+    return exp.test(model, val, {'MSE': tasks.mean_squared_error})[1]['MSE']
 
 
 def weights(model):
@@ -221,7 +221,7 @@ def test_test_returns_dataset_level_metrics(tmp_path):
     exp = experiment(tmp_path)
     model = exp.build_model()
     dataset = tasks.LinearTask(37)
-    result = exp.test(model, DataManager(dataset, 8), {'MSE': tasks.mean_squared_error})
+    _, result = exp.test(model, DataManager(dataset, 8), {'MSE': tasks.mean_squared_error})
     with chainer.using_config('train', False):
         preds = model.forward(dataset.data)['pred'].array
     assert result['MSE'] == pytest.approx(np.mean((preds - dataset.labels) ** 2), rel=1e-5)
@@ -231,15 +231,18 @@ def test_kfold_trains_one_model_per_fold(tmp_path):
     exp = experiment(tmp_path, tasks.make_params(num_epochs=6))
     dataset = tasks.LinearTask(192)
     untrained = val_mse(exp, exp.build_model(), DataManager(dataset, 64))
-    results = exp.kfold(dataset, num_splits=3)
+    _, results = exp.kfold(DataManager(dataset, 32), {'MSE': tasks.mean_squared_error},
+                           num_splits=3, val_split=None)
     assert len(results) == 3
-    assert all(result['MSE'] < untrained / 5 for result in results), (untrained, results)
+    assert all(result['MSE'] < untrained / 5 for result in results.values()), (untrained,
+                                                                               results)
     assert sorted(os.listdir(exp.output_dir)) == ['fold_0', 'fold_1', 'fold_2']
 
 
 def test_kfold_with_val_split_selects_the_best_model_per_fold(tmp_path):
     exp = experiment(tmp_path, tasks.make_params(num_epochs=2), val_score_key='MSE')
-    results = exp.kfold(tasks.LinearTask(90), num_splits=2, val_split=0.25)
+    _, results = exp.kfold(DataManager(tasks.LinearTask(90), 32),
+                           {'MSE': tasks.mean_squared_error}, num_splits=2, val_split=0.25)
     assert len(results) == 2
     assert os.path.exists(os.path.join(exp.output_dir, 'fold_1', 'best_model.npz'))
 
@@ -332,7 +335,7 @@ def test_training_batches_need_a_data_entry(tmp_path):
 
 def test_a_model_class_without_closure_is_refused(tmp_path):
     with pytest.raises(TypeError, match='AbstractChainerNetwork'):
-        ChainerExperiment(tasks.make_params(), chainer.links.Linear, 'exp', str(tmp_path))
+        ChainerExperiment(tasks.make_params(), chainer.links.Linear, save_path=str(tmp_path))
 
 
 def test_variable_parameters_need_grid_search_to_run(tmp_path):
@@ -393,7 +396,8 @@ def test_kfold_with_one_slack_report_posts_each_folds_start_and_finished(tmp_pat
         report = SlackReport(server.client(), flush_timeout=5)
         exp = experiment(tmp_path, tasks.make_params(num_epochs=1),
                          extensions=[(report, (1, 'epoch'))])
-        exp.kfold(tasks.LinearTask(96), num_splits=3)
+        exp.kfold(DataManager(tasks.LinearTask(96), 32), {'MSE': tasks.mean_squared_error},
+                  num_splits=3, val_split=None)
         messages = list(server.messages)
     for fold in range(3):
         out = os.path.join(exp.output_dir, 'fold_{}'.format(fold))

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from researchutils.chainer import serializers
+from researchutils.chainer.data_loading import DataManager
 from researchutils.chainer.training import ChainerExperiment
 from tests.chainer.training import tasks
 
@@ -19,8 +20,8 @@ ITERATIONS_PER_EPOCH = 256 // 32  # tasks.make_managers()
 
 def experiment(tmp_path, params=None, **kwargs):
     kwargs.setdefault('seed', 0)
-    return ChainerExperiment(params or tasks.make_params(), tasks.Regressor, 'exp',
-                             str(tmp_path), **kwargs)
+    return ChainerExperiment(params or tasks.make_params(), tasks.Regressor, name='exp',
+                             save_path=str(tmp_path), **kwargs)
 
 
 class MeanSquaredErrorThenNaN(object):
@@ -104,7 +105,8 @@ def test_a_bad_checkpoint_freq_is_refused(tmp_path, checkpoint_freq):
 def test_bad_kfold_arguments_are_refused_before_training(tmp_path, options, word):
     exp = experiment(tmp_path)
     with pytest.raises((TypeError, ValueError), match=word):
-        exp.kfold(tasks.LinearTask(16), **options)
+        exp.kfold(DataManager(tasks.LinearTask(16), 4), {'MSE': tasks.mean_squared_error},
+                  **options)
     assert not os.path.exists(exp.output_dir)
 
 

@@ -27,11 +27,12 @@ def shared_path(comm, tmp_path):
 
 def make(comm, path, **kwargs):
     return ChainerExperiment(tasks.make_params(num_epochs=kwargs.pop('num_epochs', 6)),
-                             tasks.Regressor, 'mpi', path, comm=comm, seed=comm.rank, **kwargs)
+                             tasks.Regressor, name='mpi', save_path=path, comm=comm,
+                             seed=comm.rank, **kwargs)
 
 
 def val_mse(exp, model, val):
-    return exp.test(model, val, {'MSE': tasks.mean_squared_error})['MSE']
+    return exp.test(model, val, {'MSE': tasks.mean_squared_error})[1]['MSE']
 
 
 def test_training_over_ranks_learns(comm, shared_path):
@@ -47,8 +48,9 @@ def test_a_fresh_run_equals_one_process_training_on_the_union_of_the_ranks_batch
     dataset = tasks.LinearTask(64, seed=1)
     params = tasks.make_params(num_epochs=3, optimizer_cls=chainer.optimizers.SGD,
                                optimizer_params={'lr': 0.1})
-    exp = ChainerExperiment(params, tasks.Regressor, 'union', shared_path, comm=comm,
-                            seed=comm.rank)  # ranks start apart; rank 0's weights must win
+    # The ranks start apart (seed=comm.rank): rank 0's weights must win.
+    exp = ChainerExperiment(params, tasks.Regressor, name='union', save_path=shared_path,
+                            comm=comm, seed=comm.rank)
     model = exp.run(DataManager(dataset, 32, sampler_cls=SequentialSampler))
     updates = comm.mpi_comm.allgather(exp.trainer.updater.get_optimizer('main').t)
     every_rank_params = comm.mpi_comm.allgather(

@@ -157,3 +157,25 @@ def test_a_failing_metric_keeps_its_error_and_is_named_with_its_batch():
         list(stream)
     assert str(info.value) == 'no examples of class 3'
     assert "raised by metric 'recall' on batch 1 (4 examples)" in info.value.__notes__
+
+
+def test_predict_all_joins_every_prediction_in_the_managers_order():
+    link = L.Linear(4, 2)
+    dataset = tasks.LinearTask(11)
+    preds, metrics = Predictor(link, {'x': 'data'}).predict_all(
+        DataManager(dataset, 4), {'MSE': tasks.mean_squared_error})
+    reference = linear_reference(link, dataset.data)
+    np.testing.assert_allclose(preds['pred'], reference, rtol=1e-6)
+    assert metrics['MSE'] == pytest.approx(np.mean((reference - dataset.labels) ** 2), rel=1e-5)
+
+
+class ScalarAndNested(chainer.Chain):
+    def forward(self, x):
+        return {'pred': x, 'extra': {'total': x.sum()}}
+
+
+def test_predict_all_joins_nested_outputs_and_gives_a_scalar_output_one_row_per_batch():
+    data = [{'data': np.full(2, i, np.float32), 'label': np.float32(0)} for i in range(5)]
+    preds, _ = Predictor(ScalarAndNested(), {'x': 'data'}).predict_all(DataManager(data, 2))
+    assert preds['pred'].shape == (5, 2)
+    np.testing.assert_allclose(preds['extra']['total'], [2.0, 10.0, 8.0])

@@ -494,8 +494,9 @@ class SlackReport(extension.Extension):
     is laid out on the posting thread, and reports that waited in the queue
     together (Slack slower than the reports) go out as one table, so a slow
     Slack sees fewer, longer messages rather than a growing backlog. The thread starts with the
-    first report, error or end of the run (the start message, queued by
-    ``initialize``, goes out then), so a run that fails while its extensions
+    first report, error or end of the run (the start message goes out
+    then, saying "resumed" when a snapshot was loaded before the run or by
+    ``snapshot(autoload=True)``), so a run that fails while its extensions
     are initialized leaves no thread behind; it ends at ``finalize``, or
     after a minute with nothing to post. Connection errors,
     timeouts, HTTP 5xx and answers that are not Slack's JSON (a proxy's or
@@ -612,6 +613,8 @@ class SlackReport(extension.Extension):
         self._uploaded = {}
         self._crashed = False
         self._finalized = False
+        self._start_pending = False
+        self._start_iteration = 0
 
     @property
     def thread_ts(self):
@@ -639,7 +642,12 @@ class SlackReport(extension.Extension):
         self._poster.outbox.offer(_Text(texts, root), bounded=False)
 
     def initialize(self, trainer):
-        """Queues the run's start message (rank 0).
+        """Notes the run's start; its message is queued with the first report (rank 0).
+
+        The message says whether the run started or resumed, decided at the
+        first report, error or end: Chainer's ``snapshot(autoload=True)``
+        loads the snapshot in its own ``initialize``, after this one, and
+        the iteration it restores is what makes the run a resumed one.
 
         No thread starts here: Chainer calls ``initialize`` outside the
         try/finally of its loop, so when a later extension's ``initialize``
@@ -662,12 +670,17 @@ class SlackReport(extension.Extension):
                 raise ValueError('log_report {!r} names no extension of the trainer; extend the '
                                  'trainer with a LogReport first'.format(self._log_report)
                                  ) from None
-        if not self._rank_zero:
+        self._start_iteration = trainer.updater.iteration
+        self._start_pending = self._rank_zero
+
+    def _enqueue_start(self, trainer):
+        """Queues the start message, once per run, ahead of everything else of the run."""
+        if not self._start_pending:
             return
-        iteration = trainer.updater.iteration
-        if iteration:
+        self._start_pending = False
+        if self._start_iteration:
             title = ':arrows_counterclockwise: Training resumed at iteration {} {}'.format(
-                iteration, self._where())
+                self._start_iteration, self._where())
         else:
             title = ':rocket: Training started {}'.format(self._where())
         lines = ['host:    {}'.format(socket.gethostname()),
@@ -681,6 +694,7 @@ class SlackReport(extension.Extension):
         if not self._rank_zero:
             return
         try:
+            self._enqueue_start(trainer)
             self._report_rows(trainer, bounded=True)
             self._report_files(trainer)
             self._poster.start()
@@ -723,6 +737,7 @@ class SlackReport(extension.Extension):
         """Posts the exception's type, message and traceback (from any rank)."""
         self._crashed = True
         try:
+            self._enqueue_start(trainer)
             title = ':x: Training failed at iteration {} {}: {}: {}'.format(
                 trainer.updater.iteration, self._where(), type(exc).__name__, exc)
             lines = ''.join(traceback.format_exception(type(exc), exc, tb)).rstrip().split('\n')
@@ -739,6 +754,7 @@ class SlackReport(extension.Extension):
         trainer = self._trainer
         interrupt = sys.exc_info()[1]
         try:
+            self._enqueue_start(trainer)
             if self._rank_zero and not self._crashed and trainer is not None:
                 self._report_rows(trainer, bounded=False)
                 self._report_files(trainer)
@@ -766,5 +782,10 @@ class SlackReport(extension.Extension):
         self._posted_rows = int(serializer('_posted_rows', self._posted_rows))
         thread_ts = serializer('_thread_ts', self._poster.thread_ts or '')
         self._poster.thread_ts = str(thread_ts) or None
+        if isinstance(serializer, chainer.Deserializer) and self._start_pending:
+            # Loaded between initialize and the first report (snapshot autoload):
+            # Trainer.serialize restores the updater before the extensions, so this is the
+            # iteration the run resumes at.
+            self._start_iteration = self._trainer.updater.iteration
         if isinstance(self._log_report, log_report_module.LogReport):
             self._log_report.serialize(serializer['_log_report'])

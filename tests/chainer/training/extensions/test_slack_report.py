@@ -365,6 +365,38 @@ def test_resumed_run_continues_the_thread_without_repeating_rows(server, tmp_pat
     assert _column(server, 'iteration') == ['2', '4', '6', '8']
 
 
+def _autoloading_run(server, tmp_path, stop_iteration):
+    """A run in tmp_path/run whose snapshot extension autoloads. Its priority (-100) is below
+    SlackReport's, so Chainer initializes the report first, then loads the snapshot."""
+    report = _report(server)
+    trainer = make_trainer(tmp_path / 'run', stop_iteration=stop_iteration)
+    trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    trainer.extend(report, trigger=(2, 'iteration'))
+    trainer.extend(extensions.snapshot(autoload=True), trigger=(4, 'iteration'))
+    trainer.extend(lambda trainer: _wait_for_thread(report), trigger=(3, 'iteration'))
+    trainer.run()
+    return report
+
+
+def test_a_run_resumed_by_snapshot_autoload_says_resumed_in_the_snapshots_thread(
+        server, tmp_path):
+    _autoloading_run(server, tmp_path, stop_iteration=4)
+    root = server.messages[0]['ts']
+    posted_by_first = len(server.messages)
+    _autoloading_run(server, tmp_path, stop_iteration=8)
+    resumed = server.messages[posted_by_first:]
+    assert 'resumed at iteration 4' in resumed[0]['text']
+    assert not any('started' in m['text'] for m in resumed)
+    assert [m['thread_ts'] for m in resumed] == [root] * len(resumed)
+    assert _column(server, 'iteration') == ['2', '4', '6', '8']
+
+
+def test_a_fresh_run_with_snapshot_autoload_and_no_snapshot_says_started(server, tmp_path):
+    _autoloading_run(server, tmp_path, stop_iteration=4)
+    assert 'Training started' in server.messages[0]['text']
+    assert server.messages[0]['thread_ts'] is None
+
+
 # Off the training thread -----------------------------------------------------------
 
 def test_a_finalized_report_given_to_a_new_trainer_starts_a_new_thread_with_all_rows(
