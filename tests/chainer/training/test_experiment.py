@@ -33,6 +33,16 @@ def val_mse(exp, model, val):
     return exp.test(model, val, {'MSE': tasks.mean_squared_error})['MSE']
 
 
+class MakesMarkerWhenUnpickled(object):
+    """An object whose unpickling creates the folder ``path`` (stands for any code)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (os.mkdir, (self.path,))
+
+
 def weights(model):
     return {name: param.array.copy() for name, param in model.namedparams()}
 
@@ -215,6 +225,53 @@ def test_resume_after_a_killed_run_repeats_and_loses_no_epoch(tmp_path):
     for name, param in reference.namedparams():
         np.testing.assert_allclose(dict(resumed.namedparams())[name].array, param.array,
                                    rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+class CountUpdates(chainer.training.Extension):
+    """Counts iterations and remembers the epoch training resumed from."""
+
+    trigger = (1, 'iteration')
+
+    def __init__(self):
+        self.updates = 0
+        self.first_epoch = None
+
+    def initialize(self, trainer):
+        self.first_epoch = trainer.updater.epoch
+
+    def __call__(self, trainer):
+        self.updates += 1
+
+
+def test_resume_loads_the_newest_snapshot_and_trains_only_the_missing_epochs(tmp_path):
+    train, val = tasks.make_managers(n_train=64, batch_size=32)  # 2 iterations per epoch
+    first = experiment(tmp_path, tasks.make_params(num_epochs=4))
+    first.run(train, val)
+    snapshots = sorted(n for n in os.listdir(first.output_dir) if n.startswith('snapshot'))
+    assert snapshots == ['snapshot_epoch_3', 'snapshot_epoch_4']  # two kept
+    os.remove(os.path.join(first.output_dir, 'run_state.json'))  # let it train further
+    counter = CountUpdates()
+    experiment(tmp_path, tasks.make_params(num_epochs=6), extensions=[counter]).run(train, val)
+    assert counter.first_epoch == 4
+    assert counter.updates == 2 * 2
+
+
+def test_resume_never_unpickles_a_planted_snapshot(tmp_path):
+    exp = experiment(tmp_path, tasks.make_params(num_epochs=1))
+    exp.run(*tasks.make_managers(n_train=64))
+    os.remove(os.path.join(exp.output_dir, 'run_state.json'))
+    snapshot = os.path.join(exp.output_dir, 'snapshot_epoch_1')
+    with np.load(snapshot) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    marker = str(tmp_path / 'code_ran')
+    arrays['extensions/planted'] = np.array([MakesMarkerWhenUnpickled(marker)], dtype=object)
+    planted = os.path.join(exp.output_dir, 'snapshot_epoch_2')
+    with open(planted, 'wb') as stream:
+        np.savez(stream, **arrays)
+    resumed = experiment(tmp_path, tasks.make_params(num_epochs=3))
+    with pytest.raises(ValueError, match=r"snapshot_epoch_2.*object array.*'extensions/planted'"):
+        resumed.run(*tasks.make_managers(n_train=64))
+    assert not os.path.exists(marker)
 
 
 def test_test_returns_dataset_level_metrics(tmp_path):
