@@ -2,6 +2,7 @@
 import errno
 import gc
 import os
+import stat
 import subprocess
 import sys
 import tracemalloc
@@ -158,6 +159,18 @@ def test_file_size_limit_of_the_os_mid_write_leaves_nothing_behind(tmp_path):
                          check=True, capture_output=True, text=True, timeout=60).stdout
     assert out.split() == ['OSError', str(errno.EFBIG)]
     assert _folder_entries(tmp_path) == []
+
+
+@pytest.mark.parametrize('umask', [0o022, 0o077])
+def test_saved_model_follows_the_umask_like_chainers_save_npz(tmp_path, umask):
+    previous = os.umask(umask)
+    try:
+        serializers.save_model(str(tmp_path / 'ours.npz'), make_model())
+        chainer_npz.save_npz(str(tmp_path / 'chainers.npz'), make_model())
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(os.stat(str(tmp_path / 'ours.npz')).st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE(os.stat(str(tmp_path / 'chainers.npz')).st_mode) == 0o666 & ~umask
 
 
 def test_save_model_rejects_a_non_link(tmp_path):

@@ -1,5 +1,6 @@
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -333,6 +334,23 @@ def test_loaded_experiment_returns_the_trained_model(tmp_path):
     train, val = tasks.make_managers()
     trained = weights(exp.run(train, val))
     assert_same_weights(weights(ChainerExperiment.load(exp.output_dir).run(train, val)), trained)
+
+
+@pytest.mark.parametrize('umask', [0o022, 0o077])
+def test_every_file_the_experiment_writes_follows_the_umask(tmp_path, umask):
+    params = tasks.make_params(num_epochs=1, variable={'model': {'num_hidden': [4]}})
+    exp = experiment(tmp_path, params, val_score_key='MSE')
+    previous = os.umask(umask)
+    try:
+        exp.save()
+        exp.grid_search(*tasks.make_managers(n_train=64))
+    finally:
+        os.umask(previous)
+    names = ['experiment.json', 'grid_search.json', 'grid_0/run_state.json',
+             'grid_0/best_model.npz', 'grid_0/final_model.npz', 'grid_0/snapshot_epoch_1']
+    modes = {name: stat.S_IMODE(os.stat(os.path.join(exp.output_dir, name)).st_mode)
+             for name in names}
+    assert modes == {name: 0o666 & ~umask for name in names}
 
 
 def test_save_of_a_lambda_metric_names_it(tmp_path):

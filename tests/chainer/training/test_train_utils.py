@@ -1,5 +1,6 @@
 import json
 import os
+import stat
 
 import chainer
 import chainer.links as L
@@ -33,6 +34,25 @@ def test_atomic_write_leaves_only_the_target_file(tmp_path):
     train_utils.atomic_write_text(str(path), '{"a": 2}')
     assert json.loads(path.read_text()) == {'a': 2}
     assert os.listdir(str(tmp_path / 'sub')) == ['settings.json']
+
+
+@pytest.mark.parametrize('umask', [0o022, 0o077])
+def test_atomic_write_follows_the_umask(tmp_path, umask):
+    previous = os.umask(umask)
+    try:
+        train_utils.atomic_write_text(str(tmp_path / 'settings.json'), '{}')
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(os.stat(str(tmp_path / 'settings.json')).st_mode) == 0o666 & ~umask
+
+
+def test_atomic_write_over_a_file_keeps_its_mode(tmp_path):
+    # As chainer.serializers.save_npz, which rewrites an existing file in place.
+    path = str(tmp_path / 'settings.json')
+    train_utils.atomic_write_text(path, '{}')
+    os.chmod(path, 0o640)
+    train_utils.atomic_write_text(path, '{"a": 1}')
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
 
 
 def test_json_values_round_trip():
