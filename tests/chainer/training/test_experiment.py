@@ -4,6 +4,7 @@ import stat
 import subprocess
 import sys
 import time
+import uuid
 
 import chainer
 import numpy as np
@@ -351,6 +352,51 @@ def test_every_file_the_experiment_writes_follows_the_umask(tmp_path, umask):
     modes = {name: stat.S_IMODE(os.stat(os.path.join(exp.output_dir, name)).st_mode)
              for name in names}
     assert modes == {name: 0o666 & ~umask for name in names}
+
+
+def _edit_saved_experiment(exp, edit):
+    path = exp.save()
+    with open(path) as stream:
+        saved = json.load(stream)
+    edit(saved)
+    with open(path, 'w') as stream:
+        json.dump(saved, stream)
+
+
+def test_experiment_json_naming_os_system_is_refused_and_runs_nothing(tmp_path):
+    marker = str(tmp_path / 'code_ran')
+
+    def plant(saved):
+        training = saved['params']['fixed_params']['training']
+        training['lr_sched_cls'] = {'__object__': 'os:system'}
+        training['lr_sched_params'] = {'command': 'mkdir ' + marker}
+
+    exp = experiment(tmp_path / 'runs', tasks.make_params(num_epochs=1))
+    _edit_saved_experiment(exp, plant)
+    with pytest.raises(ValueError, match=r"training/lr_sched_cls.*'os:system'"):
+        ChainerExperiment.load(exp.output_dir).run(*tasks.make_managers(n_train=64))
+    assert not os.path.exists(marker)
+
+
+def test_experiment_json_naming_an_unimported_model_module_never_imports_it(tmp_path,
+                                                                            monkeypatch):
+    name = 'planted_{}'.format(uuid.uuid4().hex)
+    marker = tmp_path / 'imported'
+    (tmp_path / (name + '.py')).write_text('import os\nos.mkdir({!r})\n'.format(str(marker)))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    exp = experiment(tmp_path / 'runs')
+    _edit_saved_experiment(exp, lambda saved: saved.update(model_cls=name + ':Model'))
+    with pytest.raises(ValueError, match=r"model_cls.*'{}:Model'.*allowed_modules".format(name)):
+        ChainerExperiment.load(exp.output_dir)
+    assert not marker.exists() and name not in sys.modules
+
+
+def test_experiment_json_may_name_functions_of_the_model_package(tmp_path):
+    # tasks.Regressor lives in the tests package, so tests.* functions are allowed.
+    exp = experiment(tmp_path, tasks.make_params(val_metrics={'MSE': tasks.mean_squared_error}))
+    exp.save()
+    loaded = ChainerExperiment.load(exp.output_dir)
+    assert loaded.params.training['val_metrics']['MSE'] is tasks.mean_squared_error
 
 
 def test_save_of_a_lambda_metric_names_it(tmp_path):
