@@ -75,7 +75,7 @@ def atomic_write_text(path, text):
 
 
 # Modules whose references a file may name without the caller allowing them.
-TRUSTED_MODULES = ('chainer', 'numpy', 'researchutils')
+_TRUSTED_MODULES = ('chainer', 'numpy', 'researchutils')
 # The kind of object a key of the parameters expects; any other key a callable.
 _KEY_BASES = {'optimizer_cls': chainer.Optimizer, 'lr_sched_cls': chainer.training.Extension}
 _NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$')
@@ -123,7 +123,7 @@ def _check_allowed_modules(allowed_modules):
             isinstance(name, str) and _NAME.match(name) for name in allowed_modules):
         raise TypeError('allowed_modules must be a list of module names such as ["mypackage"], '
                         'got {!r}'.format(allowed_modules))
-    return TRUSTED_MODULES + tuple(allowed_modules)
+    return _TRUSTED_MODULES + tuple(allowed_modules)
 
 
 def _in_modules(module_name, modules):
@@ -139,10 +139,10 @@ def resolve_reference(reference, where, base=None, allowed_modules=()):
     """Finds the class or function a ``"module:qualname"`` reference names, safely.
 
     References come from files (``experiment.json``), so resolving one never
-    runs code it chooses: a module is imported only if it is one of
-    :data:`TRUSTED_MODULES` (Chainer, NumPy, researchutils) or in
-    ``allowed_modules``, and this is checked before anything is imported. The
-    object found must be of the expected kind, defined in such a module.
+    runs code it chooses: a module is imported only if it is in Chainer,
+    NumPy or researchutils or in ``allowed_modules``, checked before anything
+    is imported. The object found must be of the expected kind, defined in
+    such a module.
     The one exception: a Link class (``base`` a Link) may come from a module
     that is already imported, since importing it again runs nothing.
 
