@@ -272,9 +272,9 @@ class _ReadAheadArrays(object):
     It remembers the last key looked up, for error messages.
     """
 
-    def __init__(self, archive, arrays, what):
+    def __init__(self, archive, what):
         self.archive = archive
-        self.arrays = arrays
+        self.arrays = {}
         self.what = what
         self.last_key = None
 
@@ -357,7 +357,7 @@ def _deserialize(path, target, prefix, what):
                            'are under {}'.format(path, prefix, what,
                                                  _model_prefixes(archive.shapes)
                                                  or 'no "model:" key'))
-        mapping = _ReadAheadArrays(archive, {}, what)
+        mapping = _ReadAheadArrays(archive, what)
         if isinstance(target, chainer.Link):
             _read_ahead(mapping, target, prefix)
         deserializer = _CheckedDeserializer(mapping, path=prefix, strict=True)
