@@ -2,20 +2,38 @@
 
 A file is written to a temporary file in its own folder, flushed to disk and only then
 published under its name, so a crash or a full disk never leaves a partial file there,
-and any failure removes the temporary file.
+and any failure removes the temporary file. A new file's mode follows the process umask
+and a replaced file keeps its mode, as with ``open(path, 'wb')``.
 """
+import errno
 import os
-import tempfile
+import secrets
+import stat
+
+# The flags tempfile.mkstemp uses, but created with mode 0o666 so that the process umask
+# decides the final mode, as for a file opened with open(path, 'wb') (chainer's save_npz).
+_CREATE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0)
+                 | getattr(os, 'O_CLOEXEC', 0) | getattr(os, 'O_BINARY', 0))
+_NAME_ATTEMPTS = 100
 
 
 def open_temporary(folder, name):
     """Opens a new temporary file for ``name`` in ``folder``, for binary writing.
 
+    Its mode is 0o666 less the process umask, like any file the process creates.
+
     Returns:
         tuple: ``(file, path)`` of the temporary file.
     """
-    handle, path = tempfile.mkstemp(dir=folder, prefix='.' + name + '.', suffix='.tmp')
-    return os.fdopen(handle, 'wb'), path
+    for _ in range(_NAME_ATTEMPTS):
+        path = os.path.join(folder, '.{}.{}.tmp'.format(name, secrets.token_hex(6)))
+        try:
+            handle = os.open(path, _CREATE_FLAGS, 0o666)
+        except FileExistsError:
+            continue
+        return os.fdopen(handle, 'wb'), path
+    raise FileExistsError(errno.EEXIST, 'no free temporary file name for {!r} in {!r}'.format(
+        name, folder))
 
 
 def write_atomically(path, write, overwrite=True):
@@ -24,7 +42,8 @@ def write_atomically(path, write, overwrite=True):
     Args:
         path (str): The file to write.
         write (callable): ``write(file)`` fills a binary file object.
-        overwrite (bool): Replace an existing file. With False an existing ``path`` is
+        overwrite (bool): Replace an existing file, keeping its mode (a new file's
+            mode follows the umask). With False an existing ``path`` is
             never replaced: the finished file is published with a hard link, which
             fails atomically when the name is taken (file systems without hard links
             fall back to a check right before ``os.replace``).
@@ -41,12 +60,21 @@ def write_atomically(path, write, overwrite=True):
             file.flush()
             os.fsync(file.fileno())
         if overwrite:
+            _keep_mode(path, temporary)
             os.replace(temporary, path)
         else:
             _publish_new(temporary, path)
     except BaseException:
         _remove_if_present(temporary)
         raise
+
+
+def _keep_mode(path, temporary):
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return
+    os.chmod(temporary, mode)
 
 
 def _publish_new(temporary, path):

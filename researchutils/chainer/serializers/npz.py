@@ -3,15 +3,24 @@
 :func:`save_model` never overwrites and writes atomically; the ``load_*``
 functions return what they loaded into, and turn a corrupt file or a model
 that does not match the file into an error that names the file.
+
+Loading never unpickles, so a file from a stranger cannot run code: arrays are
+read with pickling refused, only the arrays the target needs are read, and a
+file holding a pickled object array is refused (the None values Chainer itself
+writes are recognised without unpickling).
 """
 import errno
+import functools
+import io
 import os
 import pickle
 import warnings
 import zipfile
 import zlib
 
+import chainer
 import numpy
+from chainer import serializer as chainer_serializer
 from chainer.serializers import npz as chainer_npz
 from chainer.training import Trainer
 
@@ -20,8 +29,11 @@ from researchutils import _files
 __all__ = ['save_model', 'load_model', 'load_snapshot', 'load_model_from_snapshot']
 
 # Errors numpy and zipfile raise for a file that is not a complete npz archive.
-_CORRUPT_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError,
-                   pickle.UnpicklingError)
+_CORRUPT_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError)
+
+
+class _UnreadableFile(ValueError):
+    """A file that cannot be loaded (corrupt, or holding a pickle); the message names it."""
 
 
 def _check_path(path):
@@ -103,36 +115,216 @@ def _folder_error(path, folder, error):
                    'created: {}'.format(path, folder, error.strerror or error))
 
 
-class _RecordingMapping(object):
-    """Read-only mapping that remembers the last key looked up (for error messages)."""
+class _ChainerNoneCall(object):
+    """Stands for a call a pickle asks for; it records the call instead of making it."""
 
-    def __init__(self, arrays):
-        self.arrays = arrays
+    def __init__(self, name, *args):
+        self.name = name
+        self.args = args
+        self.state = None
+
+    def __setstate__(self, state):
+        self.state = state
+
+
+_NDARRAY = object()
+# What a pickle may name, and what it gets instead: records, never the real callables.
+_NONE_PICKLE_GLOBALS = {
+    ('numpy.core.multiarray', '_reconstruct'): functools.partial(_ChainerNoneCall, 'array'),
+    ('numpy._core.multiarray', '_reconstruct'): functools.partial(_ChainerNoneCall, 'array'),
+    ('numpy', 'ndarray'): _NDARRAY,
+    ('numpy', 'dtype'): functools.partial(_ChainerNoneCall, 'dtype'),
+}
+# NumPy's pickle of numpy.asarray(None) is at most a few hundred bytes.
+_MAX_NONE_PICKLE = 1024
+
+
+class _ChainerNoneUnpickler(pickle.Unpickler):
+    """Reads the pickle of ``numpy.asarray(None)`` as records of calls, running none of them."""
+
+    def find_class(self, module, name):
+        try:
+            return _NONE_PICKLE_GLOBALS[module, name]
+        except KeyError:
+            raise pickle.UnpicklingError('the pickle names {}.{}'.format(module, name)) from None
+
+    def persistent_load(self, pid):
+        raise pickle.UnpicklingError('the pickle holds a persistent id')
+
+
+def _is_chainers_none(payload):
+    """Whether ``payload`` is exactly the pickle NumPy writes for ``numpy.asarray(None)``.
+
+    Chainer's DictionarySerializer saves a None value (a lazy parameter not yet
+    initialized, an empty optimizer state) that way.
+    """
+    if len(payload) > _MAX_NONE_PICKLE:
+        return False
+    try:
+        array = _ChainerNoneUnpickler(io.BytesIO(payload)).load()
+        if not (isinstance(array, _ChainerNoneCall) and array.name == 'array'
+                and array.args == (_NDARRAY, (0,), b'b') and isinstance(array.state, tuple)
+                and len(array.state) == 5):
+            return False
+        version, shape, dtype, fortran_order, items = array.state
+        return (version == 1 and shape == () and fortran_order is False and items == [None]
+                and isinstance(dtype, _ChainerNoneCall) and dtype.name == 'dtype'
+                and dtype.args == ('O8', False, True)
+                and dtype.state == (3, '|', None, None, None, -1, -1, 63))
+    except Exception:
+        return False
+
+
+class _Archive(object):
+    """The arrays of an npz file, each read only when asked for, never unpickled.
+
+    Opening reads every member's header, so a pickled object array anywhere in
+    the file is refused before anything is loaded; only Chainer's pickled None
+    is accepted, and read as ``numpy.asarray(None)`` without unpickling.
+    """
+
+    def __init__(self, path):
+        self.path = path
+        self._zip = zipfile.ZipFile(path)
+        try:
+            self.shapes = {}
+            for info in self._zip.infolist():
+                if info.filename.endswith('.npy'):
+                    key = info.filename[:-len('.npy')]
+                    self.shapes[key] = self._guarded(key, self._read_header, info, key)
+        except BaseException:
+            self._zip.close()
+            raise
+
+    def close(self):
+        self._zip.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def __contains__(self, key):
+        return key in self.shapes
+
+    def __getitem__(self, key):
+        if key not in self.shapes:
+            raise KeyError(key)
+        if self.shapes[key] is None:
+            return numpy.asarray(None)
+        return self._guarded(key, self._read_array, key)
+
+    def _guarded(self, key, read, *args):
+        try:
+            return read(*args)
+        except _UnreadableFile:
+            raise
+        except _CORRUPT_ERRORS as error:
+            raise _UnreadableFile(
+                '{!r} is not a readable npz file (truncated or corrupt): array {!r}: {}: {}'
+                .format(self.path, key, type(error).__name__, error)) from error
+
+    def _read_header(self, info, key):
+        """The shape of array ``key``, or None for Chainer's None."""
+        with self._zip.open(info) as member:
+            version = numpy.lib.format.read_magic(member)
+            if version == (1, 0):
+                shape, _, dtype = numpy.lib.format.read_array_header_1_0(member)
+            elif version == (2, 0):
+                shape, _, dtype = numpy.lib.format.read_array_header_2_0(member)
+            else:
+                raise ValueError('.npy format version {} is not supported'.format(version))
+            if not dtype.hasobject:
+                return shape
+            if dtype == numpy.dtype(object) and shape == () and _is_chainers_none(
+                    member.read(_MAX_NONE_PICKLE + 1)):
+                return None
+        raise _UnreadableFile('{!r} holds an object array under the key {!r}: it could only be '
+                             'read by unpickling, which can run any code, so researchutils '
+                             'refuses it (only the None values Chainer writes are read); load '
+                             'only what you trust with numpy.load(..., allow_pickle=True)'
+                             .format(self.path, key))
+
+    def _read_array(self, key):
+        with self._zip.open(key + '.npy') as member:
+            return numpy.lib.format.read_array(member, allow_pickle=False)
+
+
+class _KeyRecorder(chainer_serializer.Serializer):
+    """Collects what a target would save (key to current value), copying nothing."""
+
+    def __init__(self, found, path):
+        self.found = found
+        self.path = path
+
+    def __getitem__(self, key):
+        return _KeyRecorder(self.found, self.path + key.strip('/') + '/')
+
+    def __call__(self, key, value):
+        self.found[self.path + key.lstrip('/')] = value
+        return value
+
+
+class _ReadAheadArrays(object):
+    """Mapping for NpzDeserializer: arrays read ahead first, then the archive.
+
+    It remembers the last key looked up, for error messages.
+    """
+
+    def __init__(self, archive, what):
+        self.archive = archive
+        self.arrays = {}
+        self.what = what
         self.last_key = None
 
     def __contains__(self, key):
-        return key in self.arrays
+        return key in self.archive
 
     def __getitem__(self, key):
         self.last_key = key
-        return self.arrays[key]
+        if key in self.arrays:
+            return self.arrays.pop(key)
+        return self.archive[key]
+
+    def check_fits(self, key, value):
+        """Refuses, from its header, an array with more elements than ``value`` holds.
+
+        NpzDeserializer copies an array into the current value (broadcasting), so a
+        larger one can never fit; its data is not even decompressed.
+        """
+        shape = self.archive.shapes.get(key)
+        size = getattr(value, 'size', None)
+        if shape is not None and size is not None and numpy.prod(shape, dtype=float) > size:
+            raise _UnreadableFile('{!r}: array {!r} has shape {}, which does not fit the {}\'s '
+                                  '{}'.format(self.archive.path, key, shape, self.what,
+                                              value.shape))
 
 
-def _read_arrays(path, prefix=''):
-    """Reads every array under ``prefix`` of an npz file, so corruption shows up here."""
-    # Pickle is allowed, as in chainer.serializers.load_npz: snapshots hold
-    # object arrays (None values). Only load files you trust.
-    if os.path.isdir(path):
-        raise IsADirectoryError(errno.EISDIR, '{!r} is a directory, not an npz file'.format(path))
-    if not zipfile.is_zipfile(path):
-        raise ValueError('{!r} is not a readable npz file: it is not a complete zip archive '
-                         '(truncated, corrupt, or not written by save_npz)'.format(path))
-    try:
-        with numpy.load(path, allow_pickle=True) as npz:
-            return {key: npz[key] for key in npz.files if key.startswith(prefix)}
-    except _CORRUPT_ERRORS as error:
-        raise ValueError('{!r} is not a readable npz file (truncated or corrupt): {}: {}'.format(
-            path, type(error).__name__, error)) from error
+class _CheckedDeserializer(chainer_npz.NpzDeserializer):
+    """NpzDeserializer that checks an array's size against the value before reading it."""
+
+    def __getitem__(self, key):
+        return _CheckedDeserializer(self.npz, self.path + key.strip('/') + '/',
+                                    strict=self.strict)
+
+    def __call__(self, key, value):
+        self.npz.check_fits(self.path + key.lstrip('/'), value)
+        return super().__call__(key, value)
+
+
+def _read_ahead(mapping, link, prefix):
+    """Reads every array ``link`` needs before any is loaded, so a bad one changes nothing.
+
+    Only for a Link, whose saving and loading visit the same keys; a Trainer's saving
+    needs a started Trainer, so a Trainer's arrays are read as it asks for them.
+    """
+    expected = {}
+    link.serialize(_KeyRecorder(expected, prefix))
+    for key, value in expected.items():
+        if key in mapping.archive:
+            mapping.check_fits(key, value)
+            mapping.arrays[key] = mapping.archive[key]
 
 
 def _model_prefixes(keys):
@@ -145,21 +337,40 @@ def _model_prefixes(keys):
     return sorted(prefixes)
 
 
-def _deserialize(path, arrays, target, prefix, what):
-    mapping = _RecordingMapping(arrays)
-    deserializer = chainer_npz.NpzDeserializer(mapping, path=prefix, strict=True)
+def _open_archive(path):
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, '{!r} is a directory, not an npz file'.format(path))
+    if not zipfile.is_zipfile(path):
+        raise ValueError('{!r} is not a readable npz file: it is not a complete zip archive '
+                         '(truncated, corrupt, or not written by save_npz)'.format(path))
     try:
-        deserializer.load(target)
-    except KeyError as error:
-        hint = ''
-        if prefix and not arrays:
-            found = _model_prefixes(_read_arrays(path).keys())
-            hint = '; the models it holds are under {}'.format(found or 'no "model:" key')
-        raise KeyError('{!r} has no array {} needed by the {}{}'.format(
-            path, error, what, hint)) from error
-    except (ValueError, TypeError) as error:
-        raise type(error)('{!r}: array {!r} does not fit the {}: {}'.format(
-            path, mapping.last_key, what, error)) from error
+        return _Archive(path)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
+        raise ValueError('{!r} is not a readable npz file (truncated or corrupt): {}: {}'.format(
+            path, type(error).__name__, error)) from error
+
+
+def _deserialize(path, target, prefix, what):
+    with _open_archive(path) as archive:
+        if prefix and not any(key.startswith(prefix) for key in archive.shapes):
+            raise KeyError('{!r} has no arrays under {!r} needed by the {}; the models it holds '
+                           'are under {}'.format(path, prefix, what,
+                                                 _model_prefixes(archive.shapes)
+                                                 or 'no "model:" key'))
+        mapping = _ReadAheadArrays(archive, what)
+        if isinstance(target, chainer.Link):
+            _read_ahead(mapping, target, prefix)
+        deserializer = _CheckedDeserializer(mapping, path=prefix, strict=True)
+        try:
+            deserializer.load(target)
+        except KeyError as error:
+            raise KeyError('{!r} has no array {} needed by the {}'.format(
+                path, error, what)) from error
+        except _UnreadableFile:
+            raise
+        except (ValueError, TypeError) as error:
+            raise type(error)('{!r}: array {!r} does not fit the {}: {}'.format(
+                path, mapping.last_key, what, error)) from error
 
 
 def _load_into(path, target, what):
@@ -168,7 +379,7 @@ def _load_into(path, target, what):
         warnings.warn('{} file {!r} does not exist; the {} is left unchanged'.format(
             what, path, what), stacklevel=3)
         return target
-    _deserialize(path, _read_arrays(path), target, '', what)
+    _deserialize(path, target, '', what)
     return target
 
 
@@ -187,8 +398,9 @@ def load_model(path, model):
         chainer.Link: ``model``.
 
     Raises:
-        ValueError: The file is truncated or corrupt, or an array has the
-            wrong shape for the model; the message names the file.
+        ValueError: The file is truncated or corrupt, holds a pickled object
+            array, or an array has the wrong shape for the model; the message
+            names the file and the array. The model is then left unchanged.
         KeyError: The file lacks an array the model needs; the message names
             the file and the array.
         IsADirectoryError: ``path`` is a directory.
@@ -218,7 +430,10 @@ def load_snapshot(path, trainer):
         chainer.training.Trainer: ``trainer``.
 
     Raises:
-        ValueError: The file is truncated or corrupt; the message names it.
+        ValueError: The file is truncated or corrupt, or holds a pickled
+            object array; the message names it and the array. Arrays are read
+            as the trainer asks for them, so after this error the trainer may
+            be partly loaded: build a new one.
         KeyError: The snapshot lacks a value the trainer needs.
 
     Example:
@@ -253,8 +468,8 @@ def load_model_from_snapshot(path, model, key='updater/model:main/'):
         FileNotFoundError: ``path`` does not exist.
         KeyError: No arrays under ``key``, or one the model needs is
             missing; the message lists the model prefixes the file holds.
-        ValueError: The file is truncated or corrupt, or an array has the
-            wrong shape.
+        ValueError: The file is truncated or corrupt, holds a pickled object
+            array, or an array has the wrong shape.
 
     Example:
         >>> model = load_model_from_snapshot(
@@ -268,5 +483,5 @@ def load_model_from_snapshot(path, model, key='updater/model:main/'):
         key += '/'
     if not os.path.exists(path):
         raise FileNotFoundError('snapshot {!r} does not exist'.format(path))
-    _deserialize(path, _read_arrays(path, key), model, key, 'model')
+    _deserialize(path, model, key, 'model')
     return model

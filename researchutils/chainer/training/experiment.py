@@ -960,13 +960,22 @@ class ChainerExperiment(object):
         return path
 
     @classmethod
-    def load(cls, path, comm=None, extensions=()):
+    def load(cls, path, comm=None, extensions=(), allowed_modules=()):
         """Restores an experiment written by :meth:`save`.
+
+        Loading runs no code the file chooses: ``model_cls`` must be a Link
+        class of a module already imported (or allowed), and every other
+        reference must be of the kind its key expects, from Chainer, NumPy,
+        researchutils, the model class's top-level package or
+        ``allowed_modules`` (see
+        :func:`~researchutils.chainer.training.resolve_reference`).
 
         Args:
             path (str): The ``experiment.json`` file or the folder holding it.
             comm: A ChainerMN communicator, as for the constructor.
             extensions (sequence): Extra extensions, as for the constructor.
+            allowed_modules (list of str): Further modules the file may name
+                (and import); only modules you trust.
 
         Returns:
             ChainerExperiment: Equal settings and parameters; its
@@ -982,11 +991,15 @@ class ChainerExperiment(object):
             raise ValueError('{} is not a saved ChainerExperiment (format {!r})'.format(
                 path, data.get('format')))
         where = os.path.basename(path)
-        return cls(Parameters.from_json(data['params']),
-                   train_utils.resolve_reference(data['model_cls'], where + ' model_cls'),
+        model_cls = train_utils.resolve_reference(data['model_cls'], where + ' model_cls',
+                                                  base=chainer.Link,
+                                                  allowed_modules=allowed_modules)
+        allowed_modules = list(allowed_modules) + [model_cls.__module__.split('.')[0]]
+        return cls(Parameters.from_json(data['params'], allowed_modules), model_cls,
                    n_epochs=data.get('n_epochs'), name=data['name'], save_path=data['save_path'],
-                   optim_builder=train_utils.resolve_reference(data['optim_builder'],
-                                                               where + ' optim_builder'),
+                   optim_builder=train_utils.resolve_reference(
+                       data['optim_builder'], where + ' optim_builder',
+                       allowed_modules=allowed_modules),
                    key_mapping=data['key_mapping'], gpu_ids=data['gpu_ids'],
                    checkpoint_freq=data['checkpoint_freq'], val_score_key=data['val_score_key'],
                    val_score_mode=data['val_score_mode'], comm=comm, extensions=extensions,

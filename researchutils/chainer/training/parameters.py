@@ -202,21 +202,38 @@ class Parameters(object):
         return {name: train_utils.to_json_value(tree, name) for name, tree in self._trees()}
 
     @classmethod
-    def from_json(cls, data):
+    def from_json(cls, data, allowed_modules=()):
         """Rebuilds parameters from :meth:`to_json`'s data.
+
+        The data may come from a file someone else wrote, so a reference to a
+        class or function resolves only to the kind its key expects
+        (``optimizer_cls``: a Chainer optimizer class; ``lr_sched_cls``: a
+        Chainer extension class; any other key: a callable), defined in
+        Chainer, NumPy, researchutils or a module in ``allowed_modules``; no
+        other module is imported (see
+        :func:`~researchutils.chainer.training.resolve_reference`).
 
         Args:
             data (dict): As returned by :meth:`to_json` (and read back from JSON).
+            allowed_modules (list of str): Further modules (with their
+                submodules) references may name, such as your own package;
+                only modules you trust.
 
         Returns:
             Parameters: Equal to the saved ones.
+
+        Raises:
+            ValueError: A reference is not allowed or not of the kind its key
+                expects; the message names the key and the reference.
 
         Example:
             >>> Parameters.from_json(Parameters({"model": {"n": 2}}).to_json()).model
             {'n': 2}
         """
-        return cls(train_utils.from_json_value(data['fixed_params'], 'fixed_params'),
-                   train_utils.from_json_value(data['variable_params'], 'variable_params'))
+        return cls(train_utils.from_json_value(data['fixed_params'], 'fixed_params',
+                                               allowed_modules),
+                   train_utils.from_json_value(data['variable_params'], 'variable_params',
+                                               allowed_modules))
 
     def __eq__(self, other):
         return (isinstance(other, Parameters) and self.fixed_params == other.fixed_params

@@ -2,13 +2,16 @@
 import errno
 import gc
 import os
+import stat
 import subprocess
 import sys
+import tracemalloc
 import zipfile
 
 import chainer.links as L
 import numpy
 import pytest
+from chainer.serializers import npz as chainer_npz
 from chainer.training import extensions
 
 from researchutils import _files
@@ -158,6 +161,18 @@ def test_file_size_limit_of_the_os_mid_write_leaves_nothing_behind(tmp_path):
     assert _folder_entries(tmp_path) == []
 
 
+@pytest.mark.parametrize('umask', [0o022, 0o077])
+def test_saved_model_follows_the_umask_like_chainers_save_npz(tmp_path, umask):
+    previous = os.umask(umask)
+    try:
+        serializers.save_model(str(tmp_path / 'ours.npz'), make_model())
+        chainer_npz.save_npz(str(tmp_path / 'chainers.npz'), make_model())
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(os.stat(str(tmp_path / 'ours.npz')).st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE(os.stat(str(tmp_path / 'chainers.npz')).st_mode) == 0o666 & ~umask
+
+
 def test_save_model_rejects_a_non_link(tmp_path):
     with pytest.raises(TypeError, match='model'):
         serializers.save_model(str(tmp_path / 'x.npz'), object())
@@ -210,8 +225,12 @@ def test_load_model_of_corrupt_array_data_names_the_file(tmp_path):
     start = info.header_offset + 30 + len(info.filename) + 200
     data[start:start + 16] = bytes(255 - b for b in data[start:start + 16])
     path.write_bytes(bytes(data))
+    model = L.Linear(20, 20)
+    before = _parameters(model)
     with pytest.raises(ValueError, match='model.npz.*(truncated or corrupt).*CRC'):
-        serializers.load_model(str(path), L.Linear(20, 20))
+        serializers.load_model(str(path), model)
+    for name, value in before.items():  # all or nothing: b was not loaded either
+        numpy.testing.assert_array_equal(_parameters(model)[name], value)
 
 
 def test_load_model_of_non_npz_file_names_the_file(tmp_path):
@@ -330,3 +349,136 @@ def test_load_model_from_snapshot_rejects_a_non_string_key(snapshot_run):
     with pytest.raises(TypeError, match='key'):
         serializers.load_model_from_snapshot(path, make_model(), key=3)
 
+
+# Loading never runs code ----------------------------------------------------
+
+class _MakesMarkerWhenUnpickled(object):
+    """An object whose unpickling creates the folder ``path`` (stands for any code)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (os.mkdir, (self.path,))
+
+
+def _with_pickled_object(tmp_path, arrays, key):
+    """Writes ``arrays`` plus, under ``key``, an object array whose unpickling leaves a marker."""
+    marker = str(tmp_path / 'code_ran')
+    arrays = dict(arrays)
+    arrays[key] = numpy.array([_MakesMarkerWhenUnpickled(marker)], dtype=object)
+    path = str(tmp_path / 'planted.npz')
+    with open(path, 'wb') as stream:
+        numpy.savez(stream, **arrays)
+    return path, marker
+
+
+def _model_arrays(model):
+    return chainer_npz.serialize(model)
+
+
+def test_load_model_never_unpickles_an_array_the_model_does_not_read(tmp_path):
+    path, marker = _with_pickled_object(tmp_path, _model_arrays(make_model()), 'extra')
+    with pytest.raises(ValueError, match=r"planted\.npz.*object array.*'extra'"):
+        serializers.load_model(path, make_model())
+    assert not os.path.exists(marker)
+
+
+def test_load_model_refuses_a_pickled_object_array_it_would_read(tmp_path):
+    arrays = _model_arrays(make_model())
+    del arrays['predictor/W']
+    path, marker = _with_pickled_object(tmp_path, arrays, 'predictor/W')
+    model = make_model(seed=4)
+    before = _parameters(model)
+    with pytest.raises(ValueError, match=r"planted\.npz.*object array.*'predictor/W'"):
+        serializers.load_model(path, model)
+    assert not os.path.exists(marker)
+    for name, value in before.items():
+        numpy.testing.assert_array_equal(_parameters(model)[name], value)
+
+
+def test_load_snapshot_never_unpickles(snapshot_run, tmp_path):
+    _, snapshot = snapshot_run
+    with numpy.load(snapshot) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    path, marker = _with_pickled_object(tmp_path, arrays, 'extensions/anything')
+    with pytest.raises(ValueError, match=r"planted\.npz.*'extensions/anything'"):
+        serializers.load_snapshot(path, make_trainer(tmp_path / 'r'))
+    assert not os.path.exists(marker)
+
+
+def test_load_model_from_snapshot_never_unpickles(snapshot_run, tmp_path):
+    _, snapshot = snapshot_run
+    with numpy.load(snapshot) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    path, marker = _with_pickled_object(tmp_path, arrays, 'updater/model:main/extra')
+    with pytest.raises(ValueError, match=r"planted\.npz.*'updater/model:main/extra'"):
+        serializers.load_model_from_snapshot(path, make_model())
+    assert not os.path.exists(marker)
+
+
+def test_an_object_array_holding_something_other_than_none_is_refused(tmp_path):
+    # No code runs for an int, but Chainer only ever writes None in an object array.
+    arrays = _model_arrays(make_model())
+    arrays['extra'] = numpy.asarray(7, dtype=object)
+    path = str(tmp_path / 'int_object.npz')
+    numpy.savez(path, **arrays)
+    with pytest.raises(ValueError, match=r"int_object\.npz.*'extra'"):
+        serializers.load_model(path, make_model())
+
+
+def test_chainers_none_entries_load(tmp_path):
+    # Chainer writes an uninitialized parameter as numpy.asarray(None), a pickled object.
+    path = str(tmp_path / 'lazy.npz')
+    chainer_npz.save_npz(path, L.Linear(None, 2))
+    with numpy.load(path, allow_pickle=True) as archive:
+        assert archive['W'].dtype == object and archive['W'][()] is None
+    model = serializers.load_model(path, L.Linear(None, 2))
+    assert model.W.array is None and model.b.shape == (2,)
+
+
+def _write_npz_with_large_zero_array(path, arrays, key, size):
+    """An npz whose ``key`` holds ``size`` zero bytes, compressed to almost nothing."""
+    with zipfile.ZipFile(path, 'w', compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, value in arrays.items():
+            with archive.open(name + '.npy', 'w') as member:
+                numpy.lib.format.write_array(member, numpy.asarray(value))
+        with archive.open(key + '.npy', 'w', force_zip64=True) as member:
+            numpy.lib.format.write_array_header_1_0(
+                member, {'descr': '|u1', 'fortran_order': False, 'shape': (size,)})
+            chunk = bytes(1 << 20)
+            for _ in range(size >> 20):
+                member.write(chunk)
+
+
+def _peak_memory_of(function):
+    tracemalloc.start()
+    try:
+        function()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_load_model_does_not_decompress_arrays_it_does_not_read(tmp_path):
+    path = str(tmp_path / 'padded.npz')
+    _write_npz_with_large_zero_array(path, _model_arrays(make_model(seed=5)), 'unused',
+                                     200 << 20)
+    assert os.path.getsize(path) < (2 << 20)
+    model = make_model()
+    peak = _peak_memory_of(lambda: serializers.load_model(path, model))
+    _assert_same_parameters(model, make_model(seed=5))
+    assert peak < (20 << 20), peak
+
+
+def test_a_needed_array_of_the_wrong_shape_is_refused_before_its_data_is_read(tmp_path):
+    arrays = _model_arrays(make_model())
+    del arrays['predictor/W']
+    path = str(tmp_path / 'bomb.npz')
+    _write_npz_with_large_zero_array(path, arrays, 'predictor/W', 200 << 20)
+
+    def load():
+        with pytest.raises(ValueError, match=r"bomb\.npz.*'predictor/W'.*shape"):
+            serializers.load_model(path, make_model())
+
+    assert _peak_memory_of(load) < (20 << 20)

@@ -1,8 +1,10 @@
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
+import uuid
 
 import chainer
 import numpy as np
@@ -31,6 +33,16 @@ def read_log(exp):
 
 def val_mse(exp, model, val):
     return exp.test(model, val, {'MSE': tasks.mean_squared_error})[1]['MSE']
+
+
+class MakesMarkerWhenUnpickled(object):
+    """An object whose unpickling creates the folder ``path`` (stands for any code)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (os.mkdir, (self.path,))
 
 
 def weights(model):
@@ -217,6 +229,53 @@ def test_resume_after_a_killed_run_repeats_and_loses_no_epoch(tmp_path):
                                    rtol=1e-5, atol=1e-6, err_msg=name)
 
 
+class CountUpdates(chainer.training.Extension):
+    """Counts iterations and remembers the epoch training resumed from."""
+
+    trigger = (1, 'iteration')
+
+    def __init__(self):
+        self.updates = 0
+        self.first_epoch = None
+
+    def initialize(self, trainer):
+        self.first_epoch = trainer.updater.epoch
+
+    def __call__(self, trainer):
+        self.updates += 1
+
+
+def test_resume_loads_the_newest_snapshot_and_trains_only_the_missing_epochs(tmp_path):
+    train, val = tasks.make_managers(n_train=64, batch_size=32)  # 2 iterations per epoch
+    first = experiment(tmp_path, tasks.make_params(num_epochs=4))
+    first.run(train, val)
+    snapshots = sorted(n for n in os.listdir(first.output_dir) if n.startswith('snapshot'))
+    assert snapshots == ['snapshot_epoch_3', 'snapshot_epoch_4']  # two kept
+    os.remove(os.path.join(first.output_dir, 'run_state.json'))  # let it train further
+    counter = CountUpdates()
+    experiment(tmp_path, tasks.make_params(num_epochs=6), extensions=[counter]).run(train, val)
+    assert counter.first_epoch == 4
+    assert counter.updates == 2 * 2
+
+
+def test_resume_never_unpickles_a_planted_snapshot(tmp_path):
+    exp = experiment(tmp_path, tasks.make_params(num_epochs=1))
+    exp.run(*tasks.make_managers(n_train=64))
+    os.remove(os.path.join(exp.output_dir, 'run_state.json'))
+    snapshot = os.path.join(exp.output_dir, 'snapshot_epoch_1')
+    with np.load(snapshot) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    marker = str(tmp_path / 'code_ran')
+    arrays['extensions/planted'] = np.array([MakesMarkerWhenUnpickled(marker)], dtype=object)
+    planted = os.path.join(exp.output_dir, 'snapshot_epoch_2')
+    with open(planted, 'wb') as stream:
+        np.savez(stream, **arrays)
+    resumed = experiment(tmp_path, tasks.make_params(num_epochs=3))
+    with pytest.raises(ValueError, match=r"snapshot_epoch_2.*object array.*'extensions/planted'"):
+        resumed.run(*tasks.make_managers(n_train=64))
+    assert not os.path.exists(marker)
+
+
 def test_test_returns_dataset_level_metrics(tmp_path):
     exp = experiment(tmp_path)
     model = exp.build_model()
@@ -279,6 +338,68 @@ def test_loaded_experiment_returns_the_trained_model(tmp_path):
     train, val = tasks.make_managers()
     trained = weights(exp.run(train, val))
     assert_same_weights(weights(ChainerExperiment.load(exp.output_dir).run(train, val)), trained)
+
+
+@pytest.mark.parametrize('umask', [0o022, 0o077])
+def test_every_file_the_experiment_writes_follows_the_umask(tmp_path, umask):
+    params = tasks.make_params(num_epochs=1, variable={'model': {'num_hidden': [4]}})
+    exp = experiment(tmp_path, params, val_score_key='MSE')
+    previous = os.umask(umask)
+    try:
+        exp.save()
+        exp.grid_search(*tasks.make_managers(n_train=64))
+    finally:
+        os.umask(previous)
+    names = ['experiment.json', 'grid_search.json', 'grid_0/run_state.json',
+             'grid_0/best_model.npz', 'grid_0/final_model.npz', 'grid_0/snapshot_epoch_1']
+    modes = {name: stat.S_IMODE(os.stat(os.path.join(exp.output_dir, name)).st_mode)
+             for name in names}
+    assert modes == {name: 0o666 & ~umask for name in names}
+
+
+def _edit_saved_experiment(exp, edit):
+    path = exp.save()
+    with open(path) as stream:
+        saved = json.load(stream)
+    edit(saved)
+    with open(path, 'w') as stream:
+        json.dump(saved, stream)
+
+
+def test_experiment_json_naming_os_system_is_refused_and_runs_nothing(tmp_path):
+    marker = str(tmp_path / 'code_ran')
+
+    def plant(saved):
+        training = saved['params']['fixed_params']['training']
+        training['lr_sched_cls'] = {'__object__': 'os:system'}
+        training['lr_sched_params'] = {'command': 'mkdir ' + marker}
+
+    exp = experiment(tmp_path / 'runs', tasks.make_params(num_epochs=1))
+    _edit_saved_experiment(exp, plant)
+    with pytest.raises(ValueError, match=r"training/lr_sched_cls.*'os:system'"):
+        ChainerExperiment.load(exp.output_dir).run(*tasks.make_managers(n_train=64))
+    assert not os.path.exists(marker)
+
+
+def test_experiment_json_naming_an_unimported_model_module_never_imports_it(tmp_path,
+                                                                            monkeypatch):
+    name = 'planted_{}'.format(uuid.uuid4().hex)
+    marker = tmp_path / 'imported'
+    (tmp_path / (name + '.py')).write_text('import os\nos.mkdir({!r})\n'.format(str(marker)))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    exp = experiment(tmp_path / 'runs')
+    _edit_saved_experiment(exp, lambda saved: saved.update(model_cls=name + ':Model'))
+    with pytest.raises(ValueError, match=r"model_cls.*'{}:Model'.*allowed_modules".format(name)):
+        ChainerExperiment.load(exp.output_dir)
+    assert not marker.exists() and name not in sys.modules
+
+
+def test_experiment_json_may_name_functions_of_the_model_package(tmp_path):
+    # tasks.Regressor lives in the tests package, so tests.* functions are allowed.
+    exp = experiment(tmp_path, tasks.make_params(val_metrics={'MSE': tasks.mean_squared_error}))
+    exp.save()
+    loaded = ChainerExperiment.load(exp.output_dir)
+    assert loaded.params.training['val_metrics']['MSE'] is tasks.mean_squared_error
 
 
 def test_save_of_a_lambda_metric_names_it(tmp_path):

@@ -90,6 +90,21 @@ def test_json_round_trip_keeps_classes_and_functions():
     assert Parameters.from_json(json.loads(text)) == params
 
 
+def test_from_json_refuses_a_reference_that_runs_a_command():
+    data = Parameters({'training': {'num_epochs': 1}}).to_json()
+    data['fixed_params']['training']['lr_sched_cls'] = {'__object__': 'os:system'}
+    with pytest.raises(ValueError, match=r"fixed_params/training/lr_sched_cls.*'os:system'"):
+        Parameters.from_json(data)
+
+
+def test_from_json_resolves_references_of_modules_the_caller_allows():
+    params = Parameters({'training': {'metric': tasks.negative_mse}})
+    data = json.loads(json.dumps(params.to_json()))
+    with pytest.raises(ValueError, match='allowed_modules'):
+        Parameters.from_json(data)
+    assert Parameters.from_json(data, allowed_modules=['tests']) == params
+
+
 def test_json_of_a_lambda_names_its_path():
     params = Parameters({'training': {'val_metrics': {'acc': lambda p, y: 0}}})
     with pytest.raises(ValueError, match='fixed_params/training/val_metrics/acc'):
