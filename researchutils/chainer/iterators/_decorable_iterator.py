@@ -11,6 +11,7 @@ workers.
 """
 import collections
 import itertools
+import threading
 
 import numpy
 from chainer import serializer as serializer_module
@@ -117,7 +118,6 @@ class DecorableIterator(iterator.Iterator):
             order_sampler = ShuffleOrderSampler() if seed is None else _SeededShuffle(seed)
         self.order_sampler = order_sampler
         self._source = ExampleSource(view, self.seed)
-        self._epoch_size = len(view)
         self.reset()
 
     # --- Chainer's iterator interface -------------------------------------------
@@ -134,16 +134,14 @@ class DecorableIterator(iterator.Iterator):
 
     def reset(self):
         """Rewinds to the start of epoch 0, with a new order when shuffling."""
-        self._discard_prefetched()
+        size = len(self.dataset)
         if self.order_sampler is None:
             order = None
         elif isinstance(self.order_sampler, _SeededShuffle):
-            order = self.order_sampler.order(0, self._epoch_size)
+            order = self.order_sampler.order(0, size)
         else:
-            order = self._checked_order(
-                self.order_sampler(numpy.arange(self._epoch_size), 0), 'order_sampler')
-        self._state = _statemachine.IteratorState(0, 0, False, order)
-        self._previous_epoch_detail = -1.
+            order = self._checked_order(self.order_sampler(numpy.arange(size), 0))
+        self._move_to(_statemachine.IteratorState(0, 0, False, order), -1.)
 
     def finalize(self):
         """Stops the workers, if any; calling it again does nothing."""
@@ -161,6 +159,13 @@ class DecorableIterator(iterator.Iterator):
     @property
     def is_new_epoch(self):
         return self._state.is_new_epoch
+
+    @property
+    def _epoch_size(self):
+        # As in Chainer, an epoch is one pass over the order, which an order
+        # sampler may make longer or shorter than the dataset.
+        order = self._state.order
+        return len(self.dataset) if order is None else len(order)
 
     @property
     def epoch_detail(self):
@@ -208,23 +213,48 @@ class DecorableIterator(iterator.Iterator):
         if not loading:
             return
         if order is not None:
-            order = self._checked_order(order, 'the snapshot')
+            order = self._checked_order(order, 'the snapshot', self._epoch_size)
         if not 0 <= current_position <= self._epoch_size:
             raise ValueError('the snapshot has current_position {} outside 0..{} (the epoch '
                              'size of this iterator)'.format(current_position, self._epoch_size))
-        self._discard_prefetched()
-        self._state = _statemachine.IteratorState(
-            int(current_position), int(epoch), bool(is_new_epoch), order)
-        self._previous_epoch_detail = (
+        self._move_to(
+            _statemachine.IteratorState(
+                int(current_position), int(epoch), bool(is_new_epoch), order),
             -1. if previous_epoch_detail is None else float(previous_epoch_detail))
 
     # --- planning ------------------------------------------------------------------
 
-    def _checked_order(self, order, source):
+    def _move_to(self, state, previous_epoch_detail):
+        """Jumps to ``state`` (by reset or a snapshot), dropping the batches made ahead."""
+        self._discard_prefetched()
+        self._state = state
+        self._previous_epoch_detail = previous_epoch_detail
+
+    def _checked_order(self, order, source='order_sampler', size=None):
+        """Returns ``order`` as an array of indices into ``self.dataset``, or raises.
+
+        ``size``, when given, is the length the order must have: that of the
+        epochs before it (Chainer's rule too).
+        """
         order = numpy.asarray(order)
-        if order.shape != (self._epoch_size,):
-            raise ValueError('{} gave an order of shape {}, but an epoch of this iterator '
-                             'has {} examples'.format(source, order.shape, self._epoch_size))
+        if order.ndim != 1 or len(order) == 0:
+            raise ValueError('{} gave an order of shape {}; an order is a non-empty 1-D '
+                             'sequence of dataset indices (an epoch with no examples is '
+                             'not allowed)'.format(source, order.shape))
+        if not numpy.issubdtype(order.dtype, numpy.integer):
+            raise TypeError('{} gave an order of dtype {}; dataset indices must be '
+                            'integers'.format(source, order.dtype))
+        if size is not None and len(order) != size:
+            raise ValueError('{} gave an order of {} examples, but the epochs of this '
+                             'iterator have {}: every order must have the length of the '
+                             'first'.format(source, len(order), size))
+        limit = len(self.dataset)
+        outside = (order < 0) | (order >= limit)
+        if outside.any():
+            raise ValueError('{} gave an order with index {} at position {}; indices must '
+                             'lie in 0..{} (end_index={!r}, dataset length {})'.format(
+                                 source, int(order[outside][0]), int(outside.argmax()),
+                                 limit - 1, self.end_index, len(self.dataset.items)))
         return order
 
     def _plan(self, state):
@@ -239,8 +269,14 @@ class DecorableIterator(iterator.Iterator):
 
             def order_sampler(current_order, current_position):
                 return seeded.order(next(epochs), len(current_order))
+        elif order_sampler is not None:
+            sampler = order_sampler
+
+            def order_sampler(current_order, current_position):
+                return self._checked_order(sampler(current_order, current_position),
+                                           size=len(current_order))
         new_state, indices = _statemachine.iterator_statemachine(
-            state, self.batch_size, self._repeat, order_sampler, self._epoch_size)
+            state, self.batch_size, self._repeat, order_sampler, len(self.dataset))
         if indices is None:
             return new_state, None, None
         if self.seed is None:
@@ -263,14 +299,58 @@ class DecorableIterator(iterator.Iterator):
 
 
 class PrefetchingIterator(DecorableIterator):
-    """A decorable iterator whose workers make the next batches ahead of ``next()``."""
+    """A decorable iterator whose workers make the next batches ahead of ``next()``.
+
+    ``finalize()`` may come from another thread while ``next()`` waits for a
+    batch: a lock guards the planned batches and the workers, and is never
+    held while waiting for the workers.
+    """
 
     # How many batches beyond the one ``next()`` returns are planned and submitted.
     _ahead = 1
+    # Whether next() and reset() may start new workers after finalize(): Chainer's
+    # MultithreadIterator does, its MultiprocessIterator refuses.
+    _reusable_after_finalize = True
+    # Attributes that belong to this iterator's workers: a copy or an unpickled
+    # iterator starts without them (the class attributes), and starts its own.
+    _worker_attributes = ()
+    _lock = None
+    _finalized = False
 
-    def reset(self):
-        self._planned = getattr(self, '_planned', collections.deque())
-        super(PrefetchingIterator, self).reset()
+    def __init__(self, *args):
+        self._lock = threading.RLock()
+        self._planned = collections.deque()
+        super(PrefetchingIterator, self).__init__(*args)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        for name in ('_lock', '_planned', '_finalized') + self._worker_attributes:
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+        self._planned = collections.deque()
+
+    def finalize(self):
+        """Stops the workers, if any; calling it again does nothing."""
+        if self._lock is None:  # construction failed before anything started
+            return
+        with self._lock:
+            if not self._reusable_after_finalize:
+                self._finalized = True
+            self._discard_prefetched()
+            self._close()
+
+    def _move_to(self, state, previous_epoch_detail):
+        with self._lock:
+            if self._finalized:
+                raise NotImplementedError(
+                    '{} cannot be reset or loaded from a snapshot after finalize(), as '
+                    "in Chainer; make a new iterator (or a copy of this one: copy.copy(it) "
+                    'continues from the same position)'.format(type(self).__name__))
+            super(PrefetchingIterator, self)._move_to(state, previous_epoch_detail)
 
     def _plan_and_submit(self, state):
         new_state, indices, epochs = self._plan(state)
@@ -279,21 +359,31 @@ class PrefetchingIterator(DecorableIterator):
 
     def _next_batch(self):
         planned = self._planned
-        if not planned:
-            self._plan_and_submit(self._state)
-        while len(planned) <= self._ahead and planned[-1].indices is not None:
-            self._plan_and_submit(planned[-1].state)
-        head = planned[0]
-        if head.indices is None:
-            planned.popleft()
-            return head.state, None
+        with self._lock:
+            if self._finalized:
+                raise RuntimeError(
+                    '{}.next() after finalize(): the workers are stopped and, as in '
+                    'Chainer, not started again; make a new iterator (or a copy of this '
+                    'one: copy.copy(it) continues from the same position)'.format(
+                        type(self).__name__))
+            if not planned:
+                self._plan_and_submit(self._state)
+            while len(planned) <= self._ahead and planned[-1].indices is not None:
+                self._plan_and_submit(planned[-1].state)
+            head = planned[0]
+            if head.indices is None:
+                planned.popleft()
+                return head.state, None
         try:
             batch = self._collect(head.handle)
         except BaseException:
             # The state stays before the failed batch: the next call retries it.
-            self._discard_prefetched()
+            with self._lock:
+                self._discard_prefetched()
             raise
-        planned.popleft()
+        with self._lock:
+            if planned and planned[0] is head:  # else finalize() discarded it meanwhile
+                planned.popleft()
         return head.state, batch
 
     def _discard_prefetched(self):

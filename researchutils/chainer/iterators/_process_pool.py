@@ -61,6 +61,10 @@ class WorkerDiedError(RuntimeError):
     """A worker process exited while it still had work."""
 
 
+class PoolClosedError(RuntimeError):
+    """The pool was closed (from another thread) while a batch was awaited."""
+
+
 class _RemoteTraceback(Exception):
     """Carries the traceback of an exception raised in a worker process."""
 
@@ -271,10 +275,23 @@ class ProcessPool(object):
         self._workers = {}
         self._batches = {}
         self._batch_ids = iter(range(1 << 62))
+        # close() may come from another thread while collect() waits: the lock
+        # orders it against the start of workers, and the pipes are closed by
+        # whichever of the two finishes last, never under a wait that uses them.
+        self._lock = threading.Lock()
+        self._closed = False
+        self._collecting = 0
+        self._closing = []
         for slot in range(n_processes):
             self._start_worker(slot)
 
     def _start_worker(self, slot):
+        with self._lock:
+            if self._closed:
+                raise _closed_error()
+            self._start_worker_locked(slot)
+
+    def _start_worker_locked(self, slot):
         pickled = self._pickle_source is not None
         reader, writer = self._context.Pipe(duplex=False)
         process = self._context.Process(
@@ -303,8 +320,32 @@ class ProcessPool(object):
         self._batches.pop(batch_id, None)
 
     def collect(self, batch_id, dataset_timeout, on_timeout):
-        """Waits for the batch; calls ``on_timeout`` every ``dataset_timeout`` seconds."""
-        pending = self._batches[batch_id]
+        """Waits for the batch; calls ``on_timeout`` every ``dataset_timeout`` seconds.
+
+        Raises:
+            PoolClosedError: :meth:`close` was called meanwhile.
+        """
+        with self._lock:
+            pending = None if self._closed else self._batches.get(batch_id)
+            if pending is None:
+                raise _closed_error()
+            self._collecting += 1
+        try:
+            self._wait_for(pending, dataset_timeout, on_timeout)
+        finally:
+            with self._lock:
+                self._collecting -= 1
+                release = self._closed and not self._collecting
+            if release:
+                self._release_pipes()
+        self._batches.pop(batch_id, None)
+        if pending.errors:
+            # The first failing example in batch order, as the serial iterator would.
+            _raise_remote(*pending.errors[min(pending.errors)])
+        return [example for start in sorted(pending.chunks)
+                for example in pickle.loads(pending.chunks[start])]
+
+    def _wait_for(self, pending, dataset_timeout, on_timeout):
         # A worker that died idle lost nothing yet, but it is reported all the same.
         self._receive(0)
         next_warning = None if dataset_timeout is None else time.monotonic() + dataset_timeout
@@ -317,23 +358,32 @@ class ProcessPool(object):
                     and not pending.done):
                 on_timeout()
                 next_warning = time.monotonic() + dataset_timeout
-        del self._batches[batch_id]
-        if pending.errors:
-            # The first failing example in batch order, as the serial iterator would.
-            _raise_remote(*pending.errors[min(pending.errors)])
-        return [example for start in sorted(pending.chunks)
-                for example in pickle.loads(pending.chunks[start])]
 
     def _receive(self, timeout):
         """Reads what the workers sent, waiting up to ``timeout`` s for something."""
+        try:
+            self._receive_once(timeout)
+        except WorkerDiedError:
+            # Workers that close() terminates look like deaths.
+            if self._closed:
+                raise _closed_error() from None
+            raise
+        if self._closed:
+            raise _closed_error()
+
+    def _receive_once(self, timeout):
+        workers = self._workers  # close() replaces the dict; this call keeps the old one
         handles = {}
-        for slot, worker in self._workers.items():
+        for slot, worker in workers.items():
             handles[worker.inbox.connection] = slot
             handles[worker.process.sentinel] = slot
+        # close() terminates the workers, which ends their pipes: the wait ends at once.
         ready = {handles[handle]
                  for handle in multiprocessing.connection.wait(list(handles), timeout)}
+        if self._closed:
+            return
         for slot in sorted(ready):
-            worker = self._workers[slot]
+            worker = workers[slot]
             messages, ended = worker.inbox.read()
             # A retiring worker says so before it exits, and is replaced when that is read.
             for message in messages:
@@ -355,7 +405,10 @@ class ProcessPool(object):
     def _handle(self, slot, message):
         kind, batch_id, start, payload = message
         if kind == 'retire':
-            worker = self._workers.pop(slot)
+            with self._lock:
+                if self._closed:  # close() stops it with the others
+                    return
+                worker = self._workers.pop(slot)
             worker.process.join(_IDLE_CHECK_S)
             worker.inbox.connection.close()
             self._start_worker(slot)
@@ -374,10 +427,21 @@ class ProcessPool(object):
             pending.errors[start] = pickle.loads(payload)
 
     def close(self):
-        """Stops every worker without waiting for its work; leaves no child process."""
-        workers = list(self._workers.values())
-        self._workers = {}
-        self._batches = {}
+        """Stops every worker without waiting for its work; leaves no child process.
+
+        Safe to call from another thread while :meth:`collect` waits, which then
+        raises :class:`PoolClosedError`; calling it again does nothing.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            workers = list(self._workers.values())
+            # The pipes outlive the workers while collect() may still wait on them.
+            self._closing = workers
+            self._workers = {}
+            self._batches = {}
+            release = not self._collecting
         for worker in workers:
             if worker.process.exitcode is None:
                 worker.process.terminate()
@@ -387,8 +451,20 @@ class ProcessPool(object):
             if worker.process.exitcode is None:
                 worker.process.kill()
                 worker.process.join(_KILL_WAIT_S)
+        if release:
+            self._release_pipes()
+
+    def _release_pipes(self):
+        with self._lock:
+            workers, self._closing = self._closing, []
+        for worker in workers:
             worker.inbox.connection.close()
         self._tasks.close()
+
+
+def _closed_error():
+    return PoolClosedError('finalize() was called, from another thread, while next() '
+                           'waited for this batch; the workers are stopped')
 
 
 def _raise_remote(data, text, pid):

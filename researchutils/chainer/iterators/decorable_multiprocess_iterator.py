@@ -81,7 +81,16 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
     * :meth:`finalize` stops the workers and waits for them (at most a few
       seconds), leaving no child process; the workers are daemons, so an
       interpreter that exits without it does not hang (and ``decor_fun``
-      cannot start processes of its own).
+      cannot start processes of its own). Called from another thread while
+      ``next()`` waits for a batch, it makes that ``next()`` raise a
+      :class:`RuntimeError` saying so.
+
+    As with Chainer's iterator, a finalized iterator is not restarted:
+    :meth:`reset` and loading a snapshot raise :class:`NotImplementedError`,
+    and ``next()`` raises :class:`RuntimeError`. Saving a snapshot still
+    works. The iterator can be copied (:func:`copy.copy`) or pickled at any
+    time, finalized or not, even while batches are being made: the copy
+    continues from the same position with workers of its own.
 
     With ``seed=None`` every worker process reseeds ``numpy.random`` and
     :mod:`random` from the operating system, so random augmentations never
@@ -113,7 +122,9 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
             be picklable (defined at module level).
         end_index (int): Visit only the first ``end_index`` examples
             (``1..len(dataset)``), or all of them with ``None``.
-        order_sampler (callable): Chainer's order sampler. Keyword-only.
+        order_sampler (callable): Chainer's order sampler; see
+            :class:`~researchutils.chainer.iterators.DecorableSerialIterator`.
+            Keyword-only.
         seed (int): See
             :class:`~researchutils.chainer.iterators.DecorableSerialIterator`.
             Keyword-only.
@@ -138,6 +149,9 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
     """
 
     TimeoutWarning = MultiprocessIterator.TimeoutWarning
+    _reusable_after_finalize = False
+    _worker_attributes = ('_pool',)
+    _pool = None
 
     def __init__(self, dataset, batch_size, repeat=True, shuffle=None, n_processes=None,
                  n_prefetch=1, shared_mem=None, decor_fun=None, end_index=None, *,
@@ -181,7 +195,8 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
         try:
             return pool.collect(batch_id, self.dataset_timeout, self._warn_timeout)
         except WorkerDiedError:
-            self._close()
+            with self._lock:
+                self._close()
             raise
 
     def _warn_timeout(self):

@@ -48,6 +48,12 @@ class DecorableMultithreadIterator(PrefetchingIterator):
     naming the index. A ``decor_fun`` that has not returned after 30 seconds
     makes ``next()`` warn, every 30 seconds, that it is still waiting.
 
+    As with Chainer's iterator, :meth:`finalize` stops the threads and a later
+    ``next()`` starts new ones (``finalize()`` from another thread makes a
+    ``next()`` that waits for a batch raise :class:`RuntimeError`). A copy
+    (:func:`copy.copy`, or pickling) continues from the same position with
+    threads of its own.
+
     Args:
         dataset: Dataset to iterate.
         batch_size (int): Number of examples in each batch.
@@ -59,7 +65,9 @@ class DecorableMultithreadIterator(PrefetchingIterator):
             example; ``None`` means ``dataset[index]``. Must be thread-safe.
         end_index (int): Visit only the first ``end_index`` examples
             (``1..len(dataset)``), or all of them with ``None``.
-        order_sampler (callable): Chainer's order sampler. Keyword-only.
+        order_sampler (callable): Chainer's order sampler; see
+            :class:`~researchutils.chainer.iterators.DecorableSerialIterator`.
+            Keyword-only.
         seed (int): See
             :class:`~researchutils.chainer.iterators.DecorableSerialIterator`.
             Keyword-only.
@@ -77,6 +85,9 @@ class DecorableMultithreadIterator(PrefetchingIterator):
     """
 
     _ahead = 1
+    _worker_attributes = ('_tasks', '_threads')
+    _tasks = None
+    _threads = ()
 
     def __init__(self, dataset, batch_size, repeat=True, shuffle=None, n_threads=1,
                  decor_fun=None, end_index=None, *, order_sampler=None, seed=None):
@@ -113,7 +124,12 @@ class DecorableMultithreadIterator(PrefetchingIterator):
                 warnings.warn('DecorableMultithreadIterator: decor_fun has not returned '
                               'after {} s; still waiting'.format(_WARN_AFTER_S),
                               RuntimeWarning)
-            batch.extend(future.result())
+            try:
+                batch.extend(future.result())
+            except concurrent.futures.CancelledError:
+                raise RuntimeError('DecorableMultithreadIterator: finalize() was called, '
+                                   'from another thread, while next() waited for this '
+                                   'batch') from None
         return batch
 
     def _cancel(self, futures):

@@ -45,8 +45,12 @@ class DecorableSerialIterator(DecorableIterator):
             integer in ``1..len(dataset)``, or ``None`` for all of them.
         order_sampler (callable): Chainer's order sampler,
             ``order_sampler(current_order, current_position)`` returning the
-            order of the next epoch. Not allowed with ``shuffle`` other than
-            ``None``. Keyword-only.
+            order of the next epoch: integer indices in ``0..end_index-1``.
+            As in Chainer, the order may be longer or shorter than the
+            dataset (each index twice, a subset); an epoch is then one pass
+            over it, and ``epoch_detail`` counts in ``len(order)`` examples.
+            Every order must have the length of the first. Not allowed with
+            ``shuffle`` other than ``None``. Keyword-only.
         seed (int): ``None`` (default) leaves randomness alone. An integer in
             ``0..2**32-1`` makes the run reproducible: unless an
             ``order_sampler`` is given, the shuffled order of epoch ``e`` is
@@ -67,8 +71,10 @@ class DecorableSerialIterator(DecorableIterator):
     Raises:
         TypeError: An argument has the wrong type (the message names it).
         ValueError: An argument has a bad value, e.g. ``end_index`` outside
-            ``1..len(dataset)``, ``batch_size < 1``, an empty dataset, or
-            ``shuffle`` together with ``order_sampler``.
+            ``1..len(dataset)``, ``batch_size < 1``, an empty dataset,
+            ``shuffle`` together with ``order_sampler``, or an order with an
+            index outside ``0..end_index-1`` (also when a later epoch's
+            order has one: then raised by :meth:`__next__`).
 
     .. admonition:: Example
 

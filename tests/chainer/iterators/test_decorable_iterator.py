@@ -3,7 +3,9 @@
 References are Chainer's own SerialIterator (for epoch arithmetic) and plain
 NumPy (for decorations, orders and seeded draws).
 """
+import copy
 import doctest
+import pickle
 
 import chainer
 import numpy
@@ -178,9 +180,92 @@ def test_order_sampler_gives_each_epoch_order(kind):
     assert sampler.calls[:2] == [([0, 1, 2, 3], 0), ([3, 2, 1, 0], 2)]
 
 
-def test_order_sampler_of_wrong_length_is_value_error(kind):
-    with pytest.raises(ValueError, match='order'):
-        make_iterator(kind, list(range(10)), 2, order_sampler=lambda order, pos: [0, 1])
+def each_index_twice(current_order, current_position):
+    return numpy.repeat(numpy.arange(3), 2)
+
+
+def even_indices(current_order, current_position):
+    return numpy.array([0, 2, 4])
+
+
+@pytest.mark.parametrize('sampler,epoch_order', [
+    (each_index_twice, [0, 0, 1, 1, 2, 2]), (even_indices, [0, 2, 4])],
+    ids=['each_index_twice', 'subset'])
+def test_epoch_has_as_many_examples_as_the_sampled_order(kind, sampler, epoch_order):
+    dataset = list(range(6))[:max(epoch_order) + 1]
+    # Progress counts in len(order) examples: epoch e, position p is e + p / len(order).
+    with make_iterator(kind, dataset, 4, order_sampler=sampler) as it:
+        position = 0
+        for _ in range(5):
+            previous = position / len(epoch_order)
+            batch = it.next()
+            expected = [epoch_order[(position + k) % len(epoch_order)] for k in range(4)]
+            assert batch == expected
+            epoch, in_epoch = divmod(position + 4, len(epoch_order))
+            assert it.epoch == epoch and it.current_position == in_epoch
+            assert it.is_new_epoch == (position // len(epoch_order) < epoch)
+            assert it.epoch_detail == pytest.approx((position + 4) / len(epoch_order))
+            assert it.previous_epoch_detail == pytest.approx(previous)
+            position += 4
+
+
+def test_snapshot_of_a_longer_sampled_epoch_resumes(kind):
+    with make_iterator(kind, list(range(3)), 4, order_sampler=each_index_twice) as it:
+        it.next()
+        saved = snapshot(it)
+        expected = take(it, 3)
+        expected_progress = progress(it)
+    with make_iterator(kind, list(range(3)), 4, order_sampler=each_index_twice) as it:
+        load(it, saved)
+        assert take(it, 3) == expected
+        assert progress(it) == pytest.approx(expected_progress)
+
+
+def test_sampled_index_beyond_end_index_is_value_error_naming_it(kind):
+    with pytest.raises(ValueError, match='order_sampler.* 5 .*end_index'):
+        make_iterator(kind, list(range(10)), 2, end_index=4,
+                      order_sampler=lambda order, position: numpy.array([0, 1, 2, 5]))
+
+
+def test_sampled_negative_index_is_value_error(kind):
+    with pytest.raises(ValueError, match='order_sampler.* -1 '):
+        make_iterator(kind, list(range(10)), 2,
+                      order_sampler=lambda order, position: numpy.array([0, -1]))
+
+
+def test_empty_sampled_order_is_value_error(kind):
+    with pytest.raises(ValueError, match='order_sampler .*no examples'):
+        make_iterator(kind, list(range(10)), 2, order_sampler=lambda order, position: [])
+
+
+def test_sampled_order_of_floats_is_type_error(kind):
+    with pytest.raises(TypeError, match='order_sampler .*integer'):
+        make_iterator(kind, list(range(10)), 2,
+                      order_sampler=lambda order, position: numpy.arange(4.))
+
+
+class ShrinkingSampler(object):
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, current_order, current_position):
+        self.calls += 1
+        return numpy.arange(6 - self.calls // 2)
+
+
+def test_order_changing_length_between_epochs_is_value_error(kind):
+    with make_iterator(kind, list(range(10)), 4, order_sampler=ShrinkingSampler()) as it:
+        with pytest.raises(ValueError, match='order_sampler .*5 .*6'):
+            take(it, 4)
+
+
+def test_later_sampled_index_beyond_end_index_is_value_error(kind):
+    def sampler(current_order, current_position):
+        return numpy.array([0, 1, 2, 3]) + (current_position > 0) * 2
+
+    with make_iterator(kind, list(range(10)), 3, end_index=5, order_sampler=sampler) as it:
+        with pytest.raises(ValueError, match='order_sampler.* 5 .*end_index'):
+            take(it, 4)
 
 
 def test_shuffle_with_order_sampler_is_value_error(kind):
@@ -201,6 +286,20 @@ def test_reset_after_stop_iteration_allows_another_pass(kind):
         first = list(it)
         it.reset()
         assert list(it) == first
+
+
+@pytest.mark.parametrize('clone', [copy.copy, copy.deepcopy,
+                                   lambda it: pickle.loads(pickle.dumps(it))],
+                         ids=['copy', 'deepcopy', 'pickle'])
+def test_clone_made_after_next_continues_from_the_same_position(kind, clone):
+    with make_iterator(kind, list(range(10)), 3, decor_fun=square, seed=5) as it:
+        take(it, 2)
+        at_clone = progress(it)
+        twin = clone(it)
+        expected = take(it, 5)
+    with twin:
+        assert progress(twin) == at_clone
+        assert take(twin, 5) == expected
 
 
 def test_finalize_is_idempotent(kind):

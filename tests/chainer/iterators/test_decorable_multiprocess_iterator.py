@@ -1,6 +1,8 @@
 import collections
+import copy
 import multiprocessing
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -10,6 +12,7 @@ import time
 
 import numpy
 import pytest
+from chainer import serializers
 
 from researchutils.chainer.iterators import DecorableMultiprocessIterator, DecorableSerialIterator
 from tests.support.iterators import (
@@ -356,6 +359,77 @@ def test_interpreter_exiting_without_finalize_does_not_hang(start_method, tmp_pa
     while any(os.path.exists('/proc/{}'.format(pid)) for pid in pids):
         assert time.monotonic() < deadline, 'worker processes outlived the interpreter'
         time.sleep(0.05)
+
+
+def test_reset_after_finalize_is_not_implemented_error_as_in_chainer():
+    it = DecorableMultiprocessIterator(list(range(4)), 2, repeat=False, n_processes=1)
+    take(it, 2)
+    it.finalize()
+    with pytest.raises(NotImplementedError, match='finalize'):
+        it.reset()
+
+
+def test_loading_a_snapshot_after_finalize_is_not_implemented_error():
+    it = DecorableMultiprocessIterator(list(range(4)), 2, n_processes=1)
+    it.next()
+    saved = {}
+    it.serialize(serializers.DictionarySerializer(saved))
+    it.finalize()
+    with pytest.raises(NotImplementedError, match='finalize'):
+        it.serialize(serializers.NpzDeserializer(saved))
+
+
+def test_next_after_finalize_is_an_error_and_starts_no_worker():
+    it = DecorableMultiprocessIterator(list(range(8)), 2, n_processes=1)
+    it.next()
+    it.finalize()
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match='finalize'):
+            it.next()
+    assert multiprocessing.active_children() == []
+
+
+def test_snapshot_can_still_be_saved_after_finalize():
+    it = DecorableMultiprocessIterator(list(range(8)), 2, shuffle=False, n_processes=1)
+    it.next()
+    it.finalize()
+    saved = {}
+    it.serialize(serializers.DictionarySerializer(saved))
+    assert saved['current_position'] == 2
+
+
+def test_finalize_from_another_thread_stops_a_waiting_next_with_a_clear_error():
+    it = DecorableMultiprocessIterator(list(range(8)), 4, n_processes=1, decor_fun=slow_item)
+    timer = threading.Timer(0.3, it.finalize)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match='finalize'):
+        it.next()
+    assert time.monotonic() - started < 3
+    timer.join(10)
+    assert not timer.is_alive()
+    assert multiprocessing.active_children() == []
+
+
+@pytest.mark.parametrize('clone', [copy.copy, lambda it: pickle.loads(pickle.dumps(it))],
+                         ids=['copy', 'pickle'])
+def test_clone_keeps_working_after_the_original_is_finalized(start_method, clone):
+    it = DecorableMultiprocessIterator(list(range(10)), 3, shuffle=False, n_processes=2,
+                                       decor_fun=square)
+    take(it, 2)
+    twin = clone(it)
+    it.finalize()
+    with twin:
+        assert take(twin, 2) == [[36, 49, 64], [81, 0, 1]]
+    assert multiprocessing.active_children() == []
+
+
+def test_clone_of_a_finalized_iterator_is_usable():
+    it = DecorableMultiprocessIterator(list(range(10)), 3, shuffle=False, n_processes=1)
+    it.next()
+    it.finalize()
+    with copy.copy(it) as twin:
+        assert twin.next() == [3, 4, 5]
 
 
 def test_maxtasksperchild_replaces_workers_and_keeps_batches():

@@ -4,7 +4,7 @@ import time
 import pytest
 
 from researchutils.chainer.iterators import DecorableMultithreadIterator
-from tests.support.iterators import raise_timeout_error
+from tests.support.iterators import raise_timeout_error, slow_item
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -59,3 +59,22 @@ def test_bad_n_threads_is_rejected_naming_it(n_threads, error):
     with pytest.raises(error, match='n_threads') as info:
         DecorableMultithreadIterator(list(range(4)), 2, n_threads=n_threads)
     assert repr(n_threads) in str(info.value)
+
+
+def test_finalize_from_another_thread_stops_a_waiting_next_with_a_clear_error():
+    it = DecorableMultithreadIterator(list(range(8)), 4, n_threads=1, decor_fun=slow_item)
+    timer = threading.Timer(0.1, it.finalize)
+    timer.start()
+    with pytest.raises(RuntimeError, match='finalize'):
+        it.next()
+    timer.join(10)
+
+
+def test_next_after_finalize_starts_new_threads_as_chainer_does():
+    it = DecorableMultithreadIterator(list(range(8)), 2, shuffle=False, n_threads=1)
+    assert it.next() == [0, 1]
+    it.finalize()
+    assert it.next() == [2, 3]
+    it.reset()
+    assert it.next() == [0, 1]
+    it.finalize()
