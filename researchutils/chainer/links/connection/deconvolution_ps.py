@@ -28,7 +28,9 @@ class DeconvolutionPS(chainer.Chain):
     moves channel ``(dy * sx + dx) * out_channels + c`` to channel ``c``, pixel
     ``(sy * i + dy, sx * j + dx)`` (the layout of :func:`chainer.functions.depth2space`).
     A transposed convolution with the same arguments computes the same family of
-    functions; this one avoids its checkerboard-prone overlap and is usually faster.
+    functions. On the CPU this one is faster when ``out_channels * sy * sx`` is at least
+    about ``in_channels`` (the usual decoder layer) and slower with very few output
+    channels and a large kernel (``benchmarks/bench_deconvolution_ps.py``).
 
     For the same arguments and input, the output has the shape that
     :class:`chainer.links.Deconvolution2D` gives:
