@@ -11,6 +11,7 @@ LIGHT_MODULES = [
     'researchutils.chainer',
     'researchutils.chainer.functions',
     'researchutils.chainer.links',
+    'researchutils.chainer.initializers',
     'researchutils.chainer.iterators',
     'researchutils.chainer.serializers',
     'researchutils.chainer.models',

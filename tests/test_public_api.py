@@ -13,6 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = [
     'researchutils.chainer.functions',
     'researchutils.chainer.links',
+    'researchutils.chainer.initializers',
     'researchutils.chainer.iterators',
     'researchutils.chainer.serializers',
     'researchutils.chainer.models',

@@ -1,13 +1,13 @@
 """Chainer extensions.
 
-The subpackages are independent: ``functions``, ``links``, ``iterators``,
+The subpackages are independent: ``functions``, ``links``, ``initializers``, ``iterators``,
 ``serializers``, ``models``, ``data_loading``, ``training`` and
 ``training.extensions``. Each is loaded only when first used, so importing one
 piece never drags in the others.
 """
 import importlib
 
-_SUBPACKAGES = ('functions', 'links', 'iterators', 'serializers', 'models',
+_SUBPACKAGES = ('functions', 'links', 'initializers', 'iterators', 'serializers', 'models',
                 'data_loading', 'training')
 
 __all__ = list(_SUBPACKAGES)

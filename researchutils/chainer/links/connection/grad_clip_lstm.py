@@ -66,6 +66,10 @@ class GradClipLSTM(L.LSTM):
         Returns:
             ~chainer.Variable: Output of shape ``(B, out_size)``.
         """
+        return self._advance(x, self.lateral)
+
+    def _advance(self, x, lateral):
+        """One step; ``lateral(h)`` maps the previous output's first rows to gate inputs."""
         if self.upward.W.array is None:
             with chainer.using_device(self.device):
                 self.upward._initialize_params(utils.size_of_shape(x.shape[1:]))
@@ -84,9 +88,9 @@ class GradClipLSTM(L.LSTM):
                 h_rest = self.h
             elif batch < state_batch:
                 h_used, h_rest = F.split_axis(self.h, [batch], axis=0)
-                gates = gates + self.lateral(h_used)
+                gates = gates + lateral(h_used)
             else:
-                gates = gates + self.lateral(self.h)
+                gates = gates + lateral(self.h)
         if self.c is None:
             with chainer.using_device(self.device):
                 self.c = chainer.Variable(

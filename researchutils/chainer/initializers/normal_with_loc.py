@@ -1,0 +1,56 @@
+"""Initializer drawing from a normal distribution with any mean.
+
+Tests: ``tests/chainer/initializers/test_normal_with_loc.py``.
+"""
+import math
+import numbers
+
+from chainer import initializer, initializers
+
+
+def _finite_real(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError('{} must be a real number, not {!r}'.format(name, value))
+    if not math.isfinite(value):
+        raise ValueError('{} must be finite, got {!r}'.format(name, value))
+    return float(value)
+
+
+class NormalWithLoc(initializer.Initializer):
+    """Fills an array with values drawn from :math:`N(loc, scale^2)`.
+
+    :class:`chainer.initializers.Normal` with a mean other than zero: each element is drawn
+    independently from a Gaussian of mean ``loc`` and standard deviation ``scale``. It
+    draws from the array's own backend (NumPy's or CuPy's global random state, so
+    ``numpy.random.seed`` / ``cupy.random.seed`` make it repeatable) and works wherever
+    Chainer takes an initializer (``initialW``, ``initial_bias``,
+    :func:`chainer.initializers.generate_array`).
+
+    Args:
+        loc (float): Mean of the distribution.
+        scale (float): Standard deviation, ``>= 0`` (zero fills with ``loc``).
+        dtype: Data type the filled arrays must have, or ``None`` for any float type.
+
+    Raises:
+        TypeError: ``loc`` or ``scale`` is not a real number.
+        ValueError: ``loc`` or ``scale`` is not finite, or ``scale`` is negative.
+
+    Example:
+        >>> import chainer.links as L
+        >>> from researchutils.chainer.initializers import NormalWithLoc
+        >>> layer = L.Linear(100, 100, initial_bias=NormalWithLoc(loc=1.0, scale=0.01))
+        >>> bool(abs(layer.b.array.mean() - 1.0) < 0.01)
+        True
+    """
+
+    def __init__(self, loc=0.0, scale=0.05, dtype=None):
+        self.loc = _finite_real('loc', loc)
+        self.scale = _finite_real('scale', scale)
+        if self.scale < 0:
+            raise ValueError('scale must not be negative, got {!r}'.format(scale))
+        super().__init__(dtype)
+
+    def __call__(self, array):
+        # Chainer's Normal knows each backend's generator (CuPy draws float16 as float32).
+        initializers.Normal(self.scale, self.dtype)(array)
+        array += array.dtype.type(self.loc)

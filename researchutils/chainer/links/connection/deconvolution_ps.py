@@ -1,0 +1,161 @@
+"""Up-sampling by sub-pixel convolution, a drop-in for ``chainer.links.Deconvolution2D``.
+
+Tests: ``tests/chainer/links/connection/test_deconvolution_ps.py``.
+"""
+import chainer
+import chainer.functions as F
+import chainer.links as L
+from chainer.utils import conv
+
+from researchutils.chainer.links._arguments import (
+    check_image_batch,
+    check_pair,
+    check_size,
+)
+
+
+def _ceil_div(a, b):
+    return -(-a // b)
+
+
+class DeconvolutionPS(chainer.Chain):
+    """Two-dimensional up-sampling by a convolution followed by a pixel shuffle.
+
+    Sub-pixel convolution (Shi et al. 2016, "Real-Time Single Image and Video
+    Super-Resolution Using an Efficient Sub-Pixel Convolutional Neural Network"): a
+    stride-1 convolution with kernel ``ceil(ksize / stride)`` computes
+    ``out_channels * sy * sx`` channels at the input's resolution, and the pixel shuffle
+    moves channel ``(dy * sx + dx) * out_channels + c`` to channel ``c``, pixel
+    ``(sy * i + dy, sx * j + dx)`` (the layout of :func:`chainer.functions.depth2space`).
+    A transposed convolution with the same arguments computes the same family of
+    functions. On the CPU this one is faster when ``out_channels * sy * sx`` is at least
+    about ``in_channels`` (the usual decoder layer) and slower with very few output
+    channels and a large kernel (``benchmarks/bench_deconvolution_ps.py``).
+
+    For the same arguments and input, the output has the shape that
+    :class:`chainer.links.Deconvolution2D` gives:
+    ``(B, out_channels, sy * (H - 1) + kh - 2 * ph, sx * (W - 1) + kw - 2 * pw)``,
+    or ``outsize`` when given. The input is zero-padded (or cropped) symmetrically, one
+    extra row or column going to the end, and the shuffled result is cropped to that size.
+    Each call works out the sizes for its own input.
+
+    Args:
+        in_channels (int or None): Number of input channels; ``None`` defers it to the
+            first call.
+        out_channels (int): Number of output channels.
+        ksize (int or pair of ints): Kernel size of the equivalent deconvolution.
+        stride (int or pair of ints): Up-sampling factor ``(sy, sx)``.
+        pad (int or pair of ints): Padding of the equivalent deconvolution; it shrinks the
+            output by ``2 * pad``.
+        nobias (bool): ``True`` for no bias.
+        outsize (pair of ints or None): Output height and width; as for
+            ``Deconvolution2D``, within ``stride - 1`` of the size computed from ``pad``.
+        initialW: Initializer of the convolution's weight, shape
+            ``(out_channels * sy * sx, in_channels, ceil(kh / sy), ceil(kw / sx))``.
+        initial_bias: Initializer of the bias, shape ``(out_channels * sy * sx,)``.
+
+    Attributes:
+        conv (~chainer.links.Convolution2D): The convolution before the shuffle.
+
+    Raises:
+        TypeError: a size that is not an int (or a pair of ints).
+        ValueError: a size out of range: ``ksize``, ``stride``, ``out_channels`` below 1,
+            ``pad`` below 0, ``outsize`` not two positive ints.
+
+    Example:
+        >>> import numpy as np
+        >>> from researchutils.chainer.links import DeconvolutionPS
+        >>> up = DeconvolutionPS(16, 8, ksize=4, stride=2, pad=1)
+        >>> up(np.zeros((1, 16, 10, 12), np.float32)).shape
+        (1, 8, 20, 24)
+    """
+
+    def __init__(self, in_channels, out_channels, ksize, stride=1, pad=0, nobias=False,
+                 outsize=None, initialW=None, initial_bias=None):
+        super().__init__()
+        in_channels = check_size('in_channels', in_channels, 1, allow_none=True)
+        self.out_channels = check_size('out_channels', out_channels, 1)
+        self.ksize = check_pair('ksize', ksize, 1)
+        self.stride = check_pair('stride', stride, 1)
+        self.pad = check_pair('pad', pad, 0)
+        if outsize is not None:
+            if not isinstance(outsize, (tuple, list)):
+                raise TypeError('outsize must be a pair of ints or None, not {!r}'.format(
+                    outsize))
+            outsize = check_pair('outsize', outsize, 1)
+        self.outsize = outsize
+        (kh, kw), (sy, sx) = self.ksize, self.stride
+        with self.init_scope():
+            self.conv = L.Convolution2D(
+                in_channels, self.out_channels * sy * sx,
+                (_ceil_div(kh, sy), _ceil_div(kw, sx)), nobias=nobias,
+                initialW=initialW, initial_bias=initial_bias)
+
+    def _output_size(self, x_shape):
+        sizes = []
+        for axis, name in ((0, 'height'), (1, 'width')):
+            size = x_shape[2 + axis]
+            k, s, p = self.ksize[axis], self.stride[axis], self.pad[axis]
+            smallest = s * (size - 1) + k - 2 * p
+            if self.outsize is None:
+                if smallest < 1:
+                    raise ValueError(
+                        'pad={} leaves no output for an input {} of {} (ksize={}, '
+                        'stride={})'.format(self.pad, name, size, self.ksize, self.stride))
+                sizes.append(smallest)
+                continue
+            wanted = self.outsize[axis]
+            # Deconvolution2D's rule: a convolution of the output (with or without
+            # cover_all) gives back the input's size.
+            if not (conv.get_conv_outsize(wanted, k, s, p) <= size
+                    <= conv.get_conv_outsize(wanted, k, s, p, cover_all=True)):
+                raise ValueError(
+                    'outsize={} does not fit an input {} of {}: a deconvolution with '
+                    'ksize={}, stride={}, pad={} gives an output {} from {} to {}'.format(
+                        self.outsize, name, size, self.ksize, self.stride, self.pad, name,
+                        max(smallest - s + 1, 1), smallest + s - 1))
+            sizes.append(wanted)
+        return sizes
+
+    def forward(self, x):
+        """Up-samples ``x``.
+
+        Args:
+            x (:class:`~chainer.Variable` or ndarray): Input of shape
+                ``(B, in_channels, H, W)``.
+
+        Returns:
+            ~chainer.Variable: Output of shape ``(B, out_channels, H_out, W_out)``, the
+            shape :class:`chainer.links.Deconvolution2D` gives.
+        """
+        check_image_batch(x)
+        if self.conv.W.array is None:
+            with chainer.using_device(self.device):
+                self.conv._initialize_params(x.shape[1])
+        out_sizes = self._output_size(x.shape)
+        conv_pad, crop = [], []
+        for axis, out in enumerate(out_sizes):
+            s = self.stride[axis]
+            kernel = self.conv.W.shape[2 + axis]
+            # Padding that gives exactly ceil(out / s) rows; split floor before, rest after.
+            total = _ceil_div(out, s) + kernel - 1 - x.shape[2 + axis]
+            # The convolution pads both sides alike; the extra rows are cropped below.
+            conv_pad.append(max(0, _ceil_div(total, 2)))
+            crop.append((conv_pad[-1] - total // 2) * s)
+        W, b = self.conv.W, self.conv.b
+        h = F.convolution_2d(x, W, b, pad=tuple(conv_pad))
+        h = self._shuffle(h)
+        if h.shape[2:] != tuple(out_sizes) or any(crop):
+            h = h[:, :, crop[0]:crop[0] + out_sizes[0], crop[1]:crop[1] + out_sizes[1]]
+        return h
+
+    def _shuffle(self, h):
+        (sy, sx), c = self.stride, self.out_channels
+        if sy == sx == 1:
+            return h
+        if sy == sx:
+            return F.depth2space(h, sy)
+        batch, _, height, width = h.shape
+        h = F.reshape(h, (batch, sy, sx, c, height, width))
+        h = F.transpose(h, (0, 3, 4, 1, 5, 2))
+        return F.reshape(h, (batch, c, height * sy, width * sx))
