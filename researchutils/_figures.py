@@ -68,10 +68,18 @@ def check_save_path(name, value, extensions):
     return path
 
 
-def figure_bytes(figure, file_format):
+def figure_extensions():
+    """The file extensions matplotlib can save a figure as (``.png``, ``.pdf``, ...)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+    return tuple('.' + extension for extension in FigureCanvasBase.get_supported_filetypes())
+
+
+def save_figure(figure, path, default_name):
+    """Saves a figure in the format its file name says; ``path`` as in :func:`publish`."""
+    name = default_name if path is True else path
     buffer = io.BytesIO()
-    figure.savefig(buffer, format=file_format)
-    return buffer.getvalue()
+    figure.savefig(buffer, format=os.path.splitext(name)[1][1:].lower())
+    return publish(buffer.getvalue(), path, default_name)
 
 
 def animation_bytes(animation, file_format, writer):

@@ -95,7 +95,8 @@ def show_images(images, title='', comparisons=None, comparison_title='', is_gray
     images = _images('images', images)
     comparisons = [] if comparisons is None else _images('comparisons', comparisons,
                                                          allow_empty=True)
-    save_path = _figures.check_save_path('save_path', save_path, _figure_extensions())
+    save_path = _figures.check_save_path('save_path', save_path,
+                                           _figures.figure_extensions())
     plt = _figures.pyplot()
     rows, columns = (2 if comparisons else 1), max(len(images), len(comparisons))
     if vertical:
@@ -110,15 +111,11 @@ def show_images(images, title='', comparisons=None, comparison_title='', is_gray
                 _draw(axes, image, is_gray)
                 axes.set_title(group_title if len(group) == 1 else
                                '{} {}'.format(group_title, position))
-        saved = None
-        if save_path:
-            file_format = 'png' if save_path is True else _extension(save_path)
-            saved = _figures.publish(_figures.figure_bytes(figure, file_format), save_path,
-                                     'figure.png')
+        saved = _figures.save_figure(figure, save_path, 'figure.png') if save_path else None
         if _figures.has_display():
             plt.show()
         elif saved is None:
-            saved = _figures.publish(_figures.figure_bytes(figure, 'png'), True, 'figure.png')
+            saved = _figures.save_figure(figure, True, 'figure.png')
             _figures.warn_saved_without_display('figure', saved)
         return saved
     finally:
@@ -361,12 +358,3 @@ def _images_per_row(images_per_row, video_count):
             images_per_row))
     return min(int(images_per_row), video_count)
 
-
-def _figure_extensions():
-    from matplotlib.backend_bases import FigureCanvasBase
-    return tuple('.' + extension for extension in FigureCanvasBase.get_supported_filetypes())
-
-
-def _extension(path):
-    import os
-    return os.path.splitext(path)[1][1:].lower()
