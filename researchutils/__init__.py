@@ -16,3 +16,12 @@ if sys.version_info >= (3, 12):
             *sys.version_info[:2]))
 
 __all__ = ['__version__']
+
+
+def __getattr__(name):
+    # The original researchutils imported arrays and files here; load them on first use
+    # so that `import researchutils` stays light.
+    if name in ('arrays', 'files'):
+        import importlib
+        return importlib.import_module('researchutils.' + name)
+    raise AttributeError('module {!r} has no attribute {!r}'.format(__name__, name))

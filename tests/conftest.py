@@ -3,6 +3,10 @@ import os
 
 import pytest
 
+# Tests never open windows, whatever the machine: matplotlib draws with Agg. Tests of the
+# display path select tests/support/recording_backend.py in a subprocess of their own.
+os.environ['MPLBACKEND'] = 'Agg'
+
 
 def _cuda_available():
     try:

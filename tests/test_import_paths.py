@@ -13,6 +13,7 @@ import types
 
 import pytest
 
+import researchutils
 import researchutils.chainer
 
 # Every module of the original project below researchutils.chainer that this project has,
@@ -30,8 +31,23 @@ ORIGINAL_MODULES = {
     'researchutils.chainer.iterators.unmodifiable_decorable_list':
         ['UnmodifiableDecorableList'],
     'researchutils.chainer.links.connection.grad_clip_lstm': ['GradClipLSTM'],
+    'researchutils.chainer.links.connection.conv_lstm': ['ConvLSTM'],
+    'researchutils.chainer.links.connection.action_conditioned_lstm': ['ActionConditionedLSTM'],
+    'researchutils.chainer.links.connection.deconvolution_ps': ['DeconvolutionPS'],
+    'researchutils.chainer.initializers.normal_with_loc': ['NormalWithLoc'],
     'researchutils.chainer.serializers.npz': ['save_model', 'load_model'],
     'researchutils.chainer.training.extensions.slack_report': ['SlackReport'],
+    'researchutils.arrays': ['one_hot', 'unzip'],
+    'researchutils.files': ['search_all_files_under', 'file_exists', 'create_dir_if_not_exist',
+                            'write_text_to_file', 'read_text_from_file', 'save_pickle',
+                            'load_pickle', 'prepare_output_dir'],
+    'researchutils.image.converter': ['hwc2chw', 'chw2hwc'],
+    'researchutils.image.preprocess': ['compute_mean_image'],
+    'researchutils.image.viewer': ['show_image', 'show_images', 'animate',
+                                   'animate_in_matrix_form'],
+    'researchutils.math.angle': ['fit_angle_in_rad_range', 'fit_angle_in_deg_range'],
+    'researchutils.math.normalization': ['normalize_by_min_max', 'standardize'],
+    'researchutils.task.plotter': ['draw_task'],
 }
 
 # Flat names as users import them from a package one level up.
@@ -44,6 +60,12 @@ FLAT_NAMES = {
     },
     'researchutils.chainer.links': {
         'GradClipLSTM': 'researchutils.chainer.links.connection.grad_clip_lstm',
+        'ConvLSTM': 'researchutils.chainer.links.connection.conv_lstm',
+        'ActionConditionedLSTM': 'researchutils.chainer.links.connection.action_conditioned_lstm',
+        'DeconvolutionPS': 'researchutils.chainer.links.connection.deconvolution_ps',
+    },
+    'researchutils.chainer.initializers': {
+        'NormalWithLoc': 'researchutils.chainer.initializers.normal_with_loc',
     },
     'researchutils.chainer.training.extensions': {
         'SlackReport': 'researchutils.chainer.training.extensions.slack_report',
@@ -57,7 +79,7 @@ FLAT_NAMES = {
 
 def _packages():
     yield 'researchutils.chainer'
-    for info in pkgutil.walk_packages(researchutils.chainer.__path__, 'researchutils.chainer.'):
+    for info in pkgutil.walk_packages(researchutils.__path__, 'researchutils.'):
         if info.ispkg and not any(part.startswith('_') for part in info.name.split('.')):
             yield info.name
 
@@ -94,9 +116,12 @@ def test_original_import_statements_in_a_fresh_interpreter():
         'from researchutils.chainer.functions.loss import average_k_step_squared_error',
         'from researchutils.chainer.links.connection import grad_clip_lstm as link_module',
         'from researchutils.chainer.training.extensions import slack_report',
+        'from researchutils import arrays, files',
+        'from researchutils.math import angle, normalization',
         'import researchutils.chainer.functions as F',
         'import researchutils.chainer.links as L',
-        'for m in (grad_clip_lstm, average_k_step_squared_error, link_module, slack_report):',
+        'for m in (grad_clip_lstm, average_k_step_squared_error, link_module, slack_report,',
+        '          arrays, files, angle, normalization):',
         '    assert isinstance(m, types.ModuleType), m',
         'assert grad_clip_lstm.grad_clip_lstm is F.grad_clip_lstm',
         'assert grad_clip_lstm.GradClipLSTM is F.GradClipLSTM',

@@ -19,6 +19,11 @@ LIGHT_MODULES = [
     'researchutils.chainer.data_loading',
     'researchutils.chainer.training',
     'researchutils.chainer.training.extensions',
+    'researchutils.arrays',
+    'researchutils.files',
+    'researchutils.math',
+    'researchutils.math.angle',
+    'researchutils.math.normalization',
 ]
 
 
@@ -57,3 +62,57 @@ def test_python_312_is_refused_with_an_explanation(tmp_path):
                          capture_output=True, text=True).stdout
     assert 'ImportError:' in out
     assert '3.12' in out and 'numpy.distutils' in out
+
+
+def _loaded(module, candidates, prelude=''):
+    code = (
+        'import sys, importlib\n{}'
+        'importlib.import_module({!r})\n'
+        'print(",".join(sorted(m for m in {!r} if m in sys.modules)))\n'
+    ).format(prelude, module, candidates)
+    out = subprocess.run([sys.executable, '-c', code], check=True,
+                         capture_output=True, text=True).stdout
+    return [name for name in out.strip().split(',') if name]
+
+
+@pytest.mark.parametrize('module', ['researchutils.arrays', 'researchutils.math.angle',
+                                    'researchutils.math.normalization'])
+def test_numpy_only_modules_import_no_chainer(module):
+    assert _loaded(module, ('chainer', 'numpy')) == ['numpy']
+
+
+def test_files_imports_only_the_standard_library():
+    assert _loaded('researchutils.files', ('chainer', 'numpy')) == []
+
+
+@pytest.mark.parametrize('module', ['researchutils.image', 'researchutils.image.viewer',
+                                    'researchutils.image.converter', 'researchutils.task',
+                                    'researchutils.task.plotter'])
+def test_plotting_packages_import_no_chainer_and_choose_no_backend(module):
+    pytest.importorskip('matplotlib')
+    assert _loaded(module, ('chainer', 'matplotlib', 'matplotlib.pyplot')) == ['matplotlib']
+
+
+@pytest.mark.parametrize('module', ['researchutils.image', 'researchutils.image.converter',
+                                    'researchutils.task', 'researchutils.task.plotter'])
+def test_plotting_packages_without_matplotlib_name_the_extra(module):
+    code = ('import sys\n'
+            'sys.modules["matplotlib"] = None\n'
+            'try:\n'
+            '    import {}\n'
+            'except ImportError as e:\n'
+            '    print("ImportError:", e)\n').format(module)
+    out = subprocess.run([sys.executable, '-c', code], check=True,
+                         capture_output=True, text=True).stdout
+    assert out.startswith('ImportError:')
+    assert 'needs matplotlib: pip install researchutils[plot]' in out
+
+
+def test_original_top_level_modules_are_attributes_of_the_package():
+    # The original researchutils imported arrays and files in its __init__.
+    code = ('import sys, researchutils\n'
+            'print("numpy" in sys.modules, researchutils.files.file_exists("."),\n'
+            '      researchutils.arrays.one_hot([0], (1, 1)).tolist())\n')
+    out = subprocess.run([sys.executable, '-c', code], check=True,
+                         capture_output=True, text=True).stdout
+    assert out.split() == ['False', 'True', '[[1]]']

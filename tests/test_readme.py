@@ -34,3 +34,10 @@ def test_readme_snippet_runs(index, tmp_path):
     result = subprocess.run([sys.executable, str(script)], cwd=str(tmp_path),
                             capture_output=True, text=True, timeout=110)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_readme_has_a_snippet_for_each_module_beside_chainer():
+    for name in ('researchutils.arrays import', 'researchutils.files import',
+                 'researchutils.image import', 'researchutils.math.angle import',
+                 'researchutils.task import'):
+        assert any(name in code for code in RUNNABLE), name

@@ -9,6 +9,11 @@ Example:
     >>> grad_clip_lstm.GradClipLSTM.__name__
     'GradClipLSTM'
 """
-from researchutils.chainer.links.connection import grad_clip_lstm
+from researchutils.chainer.links.connection import (
+    action_conditioned_lstm,
+    conv_lstm,
+    deconvolution_ps,
+    grad_clip_lstm,
+)
 
-__all__ = ['grad_clip_lstm']
+__all__ = ['action_conditioned_lstm', 'conv_lstm', 'deconvolution_ps', 'grad_clip_lstm']

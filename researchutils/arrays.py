@@ -1,0 +1,123 @@
+"""Small array helpers: one-hot matrices and the inverse of ``zip`` (NumPy only)."""
+import numbers
+
+import numpy as np
+
+__all__ = ['one_hot', 'unzip']
+
+_INTEGER_TYPES = (np.int8, np.int16, np.int32, np.int64)
+
+
+def one_hot(indices, shape, on_value=1, off_value=0, dtype=None):
+    """Makes one-hot column vectors side by side in a matrix.
+
+    Column ``j`` of the result holds ``on_value`` in row ``indices[j]`` and
+    ``off_value`` everywhere else.
+
+    Args:
+        indices (sequence of int): One row index per column, each in
+            ``[0, shape[0])``; a list, a range or an integer array.
+        shape (tuple of int): ``(rows, columns)``; ``columns`` must equal
+            ``len(indices)``.
+        on_value: The value at each index.
+        off_value: The value everywhere else.
+        dtype (numpy.dtype): The result's type. By default ``int8`` when both
+            values are integers (the smallest signed integer type holding them
+            when ``int8`` does not), else ``float32``.
+
+    Returns:
+        numpy.ndarray: The matrix, of shape ``shape``.
+
+    Raises:
+        ValueError: ``shape`` does not have two entries, the number of indices is not
+            the number of columns, or an index is outside ``[0, rows)``.
+        TypeError: An index is not an integer.
+
+    Example:
+
+        >>> from researchutils.arrays import one_hot
+        >>> one_hot([2, 0, 1], (3, 3))
+        array([[0, 1, 0],
+               [0, 0, 1],
+               [1, 0, 0]], dtype=int8)
+        >>> one_hot([1], (2, 1), on_value=0.5)
+        array([[0. ],
+               [0.5]], dtype=float32)
+    """
+    shape = tuple(shape)
+    if len(shape) != 2:
+        raise ValueError('shape must be (rows, columns), got {!r}'.format(shape))
+    rows, columns = shape
+    indices = _row_indices(indices, rows)
+    if len(indices) != columns:
+        raise ValueError('one_hot needs one index per column: got {} indices for {} columns '
+                         '(shape={!r})'.format(len(indices), columns, shape))
+    if dtype is None:
+        dtype = _default_dtype(on_value, off_value)
+    result = np.full(shape, off_value, dtype=dtype)
+    result[indices, np.arange(columns)] = on_value
+    return result
+
+
+def _row_indices(indices, rows):
+    values = np.asarray(list(indices) if not isinstance(indices, np.ndarray) else indices)
+    if values.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    if values.ndim != 1 or values.dtype == np.bool_ or not np.issubdtype(values.dtype,
+                                                                         np.integer):
+        raise TypeError('indices must be a flat sequence of integers, got {!r}'.format(
+            indices))
+    outside = np.flatnonzero((values < 0) | (values >= rows))
+    if outside.size:
+        position = int(outside[0])
+        raise ValueError('indices[{}] = {} is outside the {} rows [0, {})'.format(
+            position, values[position], rows, rows))
+    return values
+
+
+def _default_dtype(on_value, off_value):
+    values = (on_value, off_value)
+    if not all(isinstance(v, numbers.Integral) for v in values):
+        return np.float32
+    for candidate in _INTEGER_TYPES:
+        info = np.iinfo(candidate)
+        if all(info.min <= int(v) <= info.max for v in values):
+            return candidate
+    return np.int64
+
+
+def unzip(zipped_array):
+    """Does the opposite of ``zip``: a sequence of tuples to a tuple of sequences.
+
+    Args:
+        zipped_array (iterable of sequences): Tuples (or lists, or array rows), all
+            of the same length; any iterable, such as a ``zip`` object.
+
+    Returns:
+        tuple of tuple: The ``i``-th tuple holds the ``i``-th item of every
+        element. Empty input gives ``()``.
+
+    Raises:
+        ValueError: The elements differ in length (``zip`` would silently cut them).
+        TypeError: An element is not a sequence.
+
+    Example:
+
+        >>> from researchutils.arrays import unzip
+        >>> names, counts = unzip([('cat', 3), ('dog', 5)])
+        >>> names, counts
+        (('cat', 'dog'), (3, 5))
+    """
+    rows = list(zipped_array)
+    lengths = []
+    for position, row in enumerate(rows):
+        try:
+            lengths.append(len(row))
+        except TypeError:
+            raise TypeError('zipped_array[{}] = {!r} is not a sequence'.format(
+                position, row)) from None
+        if lengths[-1] != lengths[0]:
+            raise ValueError('zipped_array[{}] has {} items, zipped_array[0] {}: unzip needs '
+                             'elements of one length'.format(position, lengths[-1],
+                                                             lengths[0]))
+    return tuple(zip(*rows))

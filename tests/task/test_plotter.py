@@ -1,0 +1,113 @@
+"""researchutils.task.plotter: task timelines drawn with real matplotlib (Agg), saved to PNG."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+matplotlib = pytest.importorskip('matplotlib')
+matplotlib.use('Agg')
+Image = pytest.importorskip('PIL.Image')
+
+import matplotlib.colors  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+
+from researchutils.task import plotter  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    plt.close('all')
+    yield
+    plt.close('all')
+
+
+def _pixels_of(path, color):
+    with Image.open(path) as png:
+        rgb = np.asarray(png.convert('RGB'))
+    return np.all(rgb == color, axis=-1)
+
+
+def test_draw_task_draws_one_bar_from_start_to_end_at_the_id():
+    plotter.draw_task(1, 2.0, 5.0, 'red', 'load', 'jobs', line_width=30, block=False)
+    axes = plt.gca()
+    (bars,) = axes.collections
+    np.testing.assert_array_equal(bars.get_segments()[0], [[2.0, 1.0], [5.0, 1.0]])
+    assert bars.get_linewidths()[0] == 30
+    np.testing.assert_array_equal(bars.get_colors()[0], matplotlib.colors.to_rgba('red'))
+    (label,) = axes.texts
+    assert label.get_text() == 'load'
+    assert label.get_position() == (3.5, 1)
+    assert label.get_horizontalalignment() == 'center'
+    assert axes.get_title() == 'jobs'
+
+
+def test_tasks_drawn_without_blocking_share_one_chart_saved_at_the_end(tmp_path):
+    plotter.draw_task(0, 0, 4, 'red', 'a', 'timeline', block=False)
+    plotter.draw_task(1, 3, 9, 'blue', 'b', 'timeline', block=False)
+    assert os.listdir(tmp_path) == []     # nothing saved until the chart is finished
+    with pytest.warns(UserWarning, match='no display.*tasks.png') as record:
+        path = plotter.draw_task(2, 5, 6, 'lime', 'c', 'timeline')
+    assert record[0].filename == __file__
+    assert path == 'tasks.png'
+    with Image.open(path) as png:
+        assert png.size == (640, 480)
+    red, blue, lime = (_pixels_of(path, color) for color in
+                       [(255, 0, 0), (0, 0, 255), (0, 255, 0)])
+    assert red.sum() > 500 and blue.sum() > 500 and lime.sum() > 100
+    # Higher ids are higher up; a later start is further right.
+    rows = [np.nonzero(mask)[0].mean() for mask in (red, blue, lime)]
+    columns = [np.nonzero(mask)[1].min() for mask in (red, blue, lime)]
+    assert rows[0] > rows[1] > rows[2]
+    assert columns[0] < columns[1] < columns[2]
+    assert plt.get_fignums() == []
+
+
+def test_save_path_saves_there_without_warning(tmp_path):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        path = plotter.draw_task(0, 0, 1, 'black', 'only', 'one', save_path=str(tmp_path / 't.png'))
+    assert path == str(tmp_path / 't.png')
+    assert _pixels_of(path, (0, 0, 0)).sum() > 100
+
+
+@pytest.mark.parametrize('times', [(5, 2), ('1', 2)])
+def test_bad_times_are_refused(times):
+    with pytest.raises((ValueError, TypeError), match='start_time|end_time'):
+        plotter.draw_task(0, times[0], times[1], 'red', 'x', 't')
+
+
+def test_bad_color_is_refused():
+    with pytest.raises(ValueError, match="color 'reddish'"):
+        plotter.draw_task(0, 0, 1, 'reddish', 'x', 't')
+
+
+def test_bad_line_width_is_refused():
+    with pytest.raises(ValueError, match='line_width'):
+        plotter.draw_task(0, 0, 1, 'red', 'x', 't', line_width=0)
+
+
+def test_nothing_is_drawn_when_an_argument_is_refused():
+    with pytest.raises(ValueError):
+        plotter.draw_task(0, 0, 1, 'reddish', 'x', 't')
+    assert plt.get_fignums() == []
+
+
+def test_with_a_display_the_chart_is_shown_as_in_the_original(tmp_path):
+    log = tmp_path / 'log'
+    env = dict(os.environ, MPLBACKEND='module://tests.support.recording_backend',
+               RECORDING_BACKEND_LOG=str(log), PYTHONPATH=ROOT)
+    code = ('from researchutils.task import plotter\n'
+            'plotter.draw_task(0, 0, 1, "red", "a", "t", block=False)\n'
+            'print(plotter.draw_task(1, 1, 2, "red", "b", "t"))\n')
+    out = subprocess.run([sys.executable, '-W', 'error::UserWarning', '-c', code],
+                         cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == 'None'
+    assert log.read_text().splitlines() == ['show block=False', 'show block=True']
+    assert sorted(os.listdir(tmp_path)) == ['log']

@@ -1,0 +1,119 @@
+"""researchutils.arrays: one_hot and unzip, checked against plain NumPy and zip."""
+import numpy as np
+import pytest
+
+from researchutils import arrays
+
+
+def _reference_one_hot(indices, rows, on_value, off_value, dtype):
+    expected = np.empty((rows, len(indices)), dtype=dtype)
+    for row in range(rows):
+        for column, index in enumerate(indices):
+            expected[row, column] = on_value if row == index else off_value
+    return expected
+
+
+# one_hot ------------------------------------------------------------------------------
+
+def test_one_hot_sets_on_value_in_each_column_at_its_index():
+    indices = [2, 0, 1, 2]
+    result = arrays.one_hot(indices, (3, 4))
+    np.testing.assert_array_equal(result, _reference_one_hot(indices, 3, 1, 0, np.int8))
+
+
+def test_one_hot_single_column_vector():
+    result = arrays.one_hot([1], (3, 1), dtype=np.float32)
+    assert result.dtype == np.float32
+    np.testing.assert_array_equal(result, [[0], [1], [0]])
+
+
+def test_one_hot_custom_values_and_dtype():
+    result = arrays.one_hot(np.array([1, 1, 0]), (2, 3), on_value=5, off_value=-2,
+                            dtype=np.int32)
+    assert result.dtype == np.int32
+    np.testing.assert_array_equal(result, _reference_one_hot([1, 1, 0], 2, 5, -2, np.int32))
+
+
+def test_one_hot_integer_values_default_to_int8():
+    assert arrays.one_hot([0, 1], (2, 2)).dtype == np.int8
+    assert arrays.one_hot([0, 1], (2, 2), on_value=np.int64(1)).dtype == np.int8
+
+
+def test_one_hot_integer_values_beyond_int8_get_a_wider_integer_type():
+    result = arrays.one_hot([0, 1], (2, 2), on_value=1000)
+    assert result.dtype == np.int16
+    np.testing.assert_array_equal(result, [[1000, 0], [0, 1000]])
+
+
+@pytest.mark.parametrize('values', [{'on_value': 1.0}, {'off_value': 0.0},
+                                    {'on_value': 0.5, 'off_value': -0.5}])
+def test_one_hot_float_values_default_to_float32(values):
+    result = arrays.one_hot([0, 1, 2], (3, 3), **values)
+    assert result.dtype == np.float32
+    expected = _reference_one_hot([0, 1, 2], 3, values.get('on_value', 1),
+                                  values.get('off_value', 0), np.float32)
+    np.testing.assert_array_equal(result, expected)
+
+
+def test_one_hot_shape_with_three_dimensions_is_refused():
+    with pytest.raises(ValueError, match='shape'):
+        arrays.one_hot(range(9), (3, 3, 3))
+
+
+@pytest.mark.parametrize('bad_index', [3, -1])
+def test_one_hot_index_outside_the_rows_is_refused_with_its_position(bad_index):
+    with pytest.raises(ValueError, match=r'indices\[1\] = {}'.format(bad_index)):
+        arrays.one_hot([0, bad_index, 2], (3, 3))
+
+
+def test_one_hot_float_index_is_refused():
+    with pytest.raises(TypeError, match='indices'):
+        arrays.one_hot([0.0, 1.0], (2, 2))
+
+
+def test_one_hot_needs_one_index_per_column():
+    with pytest.raises(ValueError, match='3 indices for 2 columns'):
+        arrays.one_hot([0, 1, 1], (2, 2))
+
+
+def test_one_hot_with_no_columns_is_an_empty_matrix():
+    result = arrays.one_hot([], (4, 0))
+    assert result.shape == (4, 0)
+
+
+# unzip --------------------------------------------------------------------------------
+
+def test_unzip_reverses_zip():
+    names = ['one', 'two', 'three', 'four']
+    numbers = [1, 2, 3, 4]
+    unzipped_names, unzipped_numbers = arrays.unzip(zip(names, numbers))
+    assert list(unzipped_names) == names
+    assert list(unzipped_numbers) == numbers
+
+
+def test_unzip_returns_a_reusable_tuple_of_tuples():
+    result = arrays.unzip([(1, 'a'), (2, 'b')])
+    assert result == ((1, 2), ('a', 'b'))
+    assert list(result) == list(result)
+
+
+def test_unzip_of_empty_input_is_an_empty_tuple():
+    assert arrays.unzip([]) == ()
+    assert arrays.unzip(iter([])) == ()
+
+
+def test_unzip_of_tuples_of_different_lengths_is_refused_naming_the_first_odd_one():
+    with pytest.raises(ValueError, match=r'zipped_array\[2\] has 1 items, zipped_array\[0\] 2'):
+        arrays.unzip([(1, 'a'), (2, 'b'), (3,)])
+
+
+def test_unzip_of_non_sequences_is_refused():
+    with pytest.raises(TypeError, match=r'zipped_array\[0\]'):
+        arrays.unzip([1, 2])
+
+
+def test_unzip_of_numpy_rows():
+    matrix = np.arange(6).reshape(3, 2)
+    first, second = arrays.unzip(matrix)
+    assert list(first) == list(matrix[:, 0])
+    assert list(second) == list(matrix[:, 1])

@@ -1,0 +1,299 @@
+"""researchutils.files: real files and folders on disk, and real concurrent processes."""
+import argparse
+import json
+import multiprocessing
+import os
+import pathlib
+import pickle
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from researchutils import files
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _touch(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('x')
+    return path
+
+
+# search_all_files_under -------------------------------------------------------------------
+
+@pytest.fixture
+def tree(tmp_path):
+    names = ['a.txt', 'b.md', 'sub/c.txt', 'sub/d.md', 'sub/deeper/e.txt', 'sub/deeper/f',
+             'archive.tar.gz']
+    for name in names:
+        _touch(tmp_path / 'root' / name)
+    return tmp_path / 'root', names
+
+
+def _relative(found, root):
+    return sorted(str(path.relative_to(root)) for path in found)
+
+
+def test_search_finds_every_file_in_every_subfolder(tree):
+    root, names = tree
+    found = files.search_all_files_under(root)
+    assert _relative(found, root) == sorted(names)
+    assert all(isinstance(path, pathlib.Path) for path in found)
+
+
+def test_search_by_extension(tree):
+    root, _ = tree
+    found = files.search_all_files_under(root, exts=['.txt'])
+    assert _relative(found, root) == ['a.txt', 'sub/c.txt', 'sub/deeper/e.txt']
+
+
+def test_search_by_several_extensions_and_a_double_one(tree):
+    root, _ = tree
+    found = files.search_all_files_under(str(root), exts=['.md', '.tar.gz'])
+    assert _relative(found, root) == ['archive.tar.gz', 'b.md', 'sub/d.md']
+
+
+def test_search_with_one_extension_as_a_string_matches_it_whole(tree):
+    # The original tested `suffix in exts`, so exts='.txt' matched '.t' and files without one.
+    root, _ = tree
+    found = files.search_all_files_under(root, exts='.txt')
+    assert _relative(found, root) == ['a.txt', 'sub/c.txt', 'sub/deeper/e.txt']
+
+
+def test_search_paths_all_start_with_the_folder_given(tree, monkeypatch):
+    root, _ = tree
+    monkeypatch.chdir(root.parent)
+    found = files.search_all_files_under('root')
+    assert all(str(path).startswith('root' + os.sep) for path in found)
+
+
+def test_search_order_is_sorted(tree):
+    root, _ = tree
+    found = files.search_all_files_under(root)
+    assert found == sorted(found)
+
+
+def test_search_does_not_loop_through_a_symlinked_folder(tmp_path):
+    _touch(tmp_path / 'root' / 'a.txt')
+    os.symlink(tmp_path / 'root', tmp_path / 'root' / 'loop')
+    found = files.search_all_files_under(tmp_path / 'root')
+    assert _relative(found, tmp_path / 'root') == ['a.txt']
+
+
+def test_search_missing_folder_is_refused(tmp_path):
+    with pytest.raises(ValueError, match='does not exist'):
+        files.search_all_files_under(tmp_path / 'missing')
+
+
+def test_search_of_a_file_is_refused(tmp_path):
+    path = _touch(tmp_path / 'a.txt')
+    with pytest.raises(ValueError, match='not a folder'):
+        files.search_all_files_under(path)
+
+
+def test_search_extension_without_dot_is_refused(tree):
+    with pytest.raises(ValueError, match="'txt'"):
+        files.search_all_files_under(tree[0], exts=['txt'])
+
+
+# file_exists / create_dir_if_not_exist ------------------------------------------------------
+
+def test_file_exists_for_files_and_folders(tmp_path):
+    assert files.file_exists(str(_touch(tmp_path / 'a.txt')))
+    assert files.file_exists(tmp_path)
+    assert not files.file_exists(tmp_path / 'missing')
+
+
+def test_create_dir_makes_missing_parents(tmp_path):
+    target = tmp_path / 'a' / 'b' / 'c'
+    files.create_dir_if_not_exist(str(target))
+    assert target.is_dir()
+
+
+def test_create_dir_leaves_an_existing_folder_and_its_files(tmp_path):
+    _touch(tmp_path / 'out' / 'keep.txt')
+    files.create_dir_if_not_exist(tmp_path / 'out')
+    assert (tmp_path / 'out' / 'keep.txt').read_text() == 'x'
+
+
+def test_create_dir_over_a_file_is_refused_as_the_original_did(tmp_path):
+    path = _touch(tmp_path / 'a.txt')
+    with pytest.raises(RuntimeError, match='not a directory') as error:
+        files.create_dir_if_not_exist(path)
+    assert isinstance(error.value, ValueError)
+
+
+def _create_same_dir(target, barrier, errors):
+    barrier.wait()
+    try:
+        files.create_dir_if_not_exist(target)
+    except Exception as e:  # reported to the parent
+        errors.put(repr(e))
+
+
+def test_create_dir_from_concurrent_processes_does_not_fail(tmp_path):
+    # The original checked, then created: the second process got FileExistsError.
+    context = multiprocessing.get_context('fork')
+    barrier, errors = context.Barrier(4), context.Queue()
+    target = str(tmp_path / 'shared' / 'out')
+    workers = [context.Process(target=_create_same_dir, args=(target, barrier, errors))
+               for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert [worker.exitcode for worker in workers] == [0] * 4
+    assert errors.empty()
+    assert os.path.isdir(target)
+
+
+# text and pickle files ----------------------------------------------------------------------
+
+def test_text_round_trips_exactly(tmp_path):
+    text = 'first line\r\nsecond: caf\u00e9 \u65e5\u672c\nthird\n'
+    path = str(tmp_path / 'note.txt')
+    files.write_text_to_file(path, text)
+    assert files.read_text_from_file(path) == text
+    with open(path, 'rb') as f:
+        assert f.read() == text.encode('utf-8')
+
+
+def test_write_text_replaces_a_file(tmp_path):
+    path = tmp_path / 'note.txt'
+    files.write_text_to_file(path, 'old')
+    files.write_text_to_file(path, 'new')
+    assert path.read_text() == 'new'
+
+
+def test_write_text_of_bytes_is_refused_and_leaves_nothing(tmp_path):
+    with pytest.raises(TypeError, match='data'):
+        files.write_text_to_file(tmp_path / 'note.txt', b'bytes')
+    assert os.listdir(tmp_path) == []
+
+
+def test_write_text_into_a_missing_folder_names_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match='missing'):
+        files.write_text_to_file(tmp_path / 'missing' / 'note.txt', 'text')
+
+
+def test_pickle_round_trips(tmp_path):
+    data = {'name': 'run', 'values': [1, 2.5, None], 'nested': (b'\x00', {'a': 1})}
+    path = str(tmp_path / 'data.pkl')
+    files.save_pickle(path, data)
+    assert files.load_pickle(path) == data
+    with open(path, 'rb') as f:
+        assert pickle.load(f) == data
+
+
+def test_failed_pickle_leaves_the_previous_file_and_no_temporary(tmp_path):
+    path = tmp_path / 'data.pkl'
+    files.save_pickle(path, [1, 2])
+    with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+        files.save_pickle(path, [1, lambda: 2])
+    assert files.load_pickle(path) == [1, 2]
+    assert os.listdir(tmp_path) == ['data.pkl']
+
+
+def test_load_pickle_of_a_truncated_file_names_the_file(tmp_path):
+    path = tmp_path / 'data.pkl'
+    files.save_pickle(path, list(range(1000)))
+    path.write_bytes(path.read_bytes()[:50])
+    with pytest.raises(Exception) as error:
+        files.load_pickle(path)
+    assert str(path) in ''.join(getattr(error.value, '__notes__', [])) + str(error.value)
+
+
+def test_load_pickle_docstring_warns_that_it_runs_code():
+    assert 'runs code' in files.load_pickle.__doc__
+
+
+# prepare_output_dir -------------------------------------------------------------------------
+
+def test_output_dir_holds_the_arguments_and_the_command(tmp_path):
+    args = argparse.Namespace(lr=0.1, name='run', layers=[3, 4])
+    out = files.prepare_output_dir(str(tmp_path / 'results'), args)
+    assert os.path.dirname(out) == str(tmp_path / 'results')
+    assert json.loads(files.read_text_from_file(os.path.join(out, 'args.txt'))) == {
+        'lr': 0.1, 'name': 'run', 'layers': [3, 4]}
+    assert files.read_text_from_file(os.path.join(out, 'command.txt')) == shlex.join(sys.argv)
+
+
+def test_output_dir_takes_a_dict_and_values_json_cannot_write(tmp_path):
+    out = files.prepare_output_dir(tmp_path, {'out': pathlib.Path('a/b'), 'seed': 1})
+    args = json.loads(files.read_text_from_file(os.path.join(out, 'args.txt')))
+    assert args == {'out': 'a/b', 'seed': 1}
+
+
+def test_output_dir_is_named_by_the_time_format(tmp_path):
+    out = files.prepare_output_dir(tmp_path, {}, time_format='run-%Y')
+    assert os.path.basename(out).startswith('run-2')
+
+
+def test_two_runs_in_the_same_second_get_two_folders(tmp_path):
+    first = files.prepare_output_dir(tmp_path, {'run': 1}, time_format='fixed')
+    second = files.prepare_output_dir(tmp_path, {'run': 2}, time_format='fixed')
+    assert first != second
+    assert json.loads((pathlib.Path(first) / 'args.txt').read_text()) == {'run': 1}
+    assert json.loads((pathlib.Path(second) / 'args.txt').read_text()) == {'run': 2}
+
+
+def test_command_is_recorded_quoted_so_it_can_be_rerun(tmp_path):
+    script = tmp_path / 'train.py'
+    script.write_text('import sys\n'
+                      'from researchutils.files import prepare_output_dir\n'
+                      'print(prepare_output_dir(sys.argv[1], {"a": 1}))\n')
+    argv = [str(script), str(tmp_path / 'out'), '--name', 'two words']
+    out = subprocess.run([sys.executable] + argv, check=True, capture_output=True, text=True,
+                         cwd=ROOT).stdout.strip()
+    command = (pathlib.Path(out) / 'command.txt').read_text()
+    assert shlex.split(command) == argv
+
+
+_RUN = ('import sys, time\n'
+        'from researchutils.files import prepare_output_dir\n'
+        'start = float(sys.argv[3])\n'
+        'time.sleep(max(0.0, start - time.time()))\n'
+        'print(prepare_output_dir(sys.argv[1], {"worker": int(sys.argv[2])}, {!r}))\n')
+
+
+@pytest.mark.parametrize('time_format', ['%Y-%m-%d-%H%M%S', 'same-%Y'])
+def test_concurrent_processes_never_share_a_folder(tmp_path, time_format):
+    import time
+    start = time.time() + 2.0   # every process waits for this moment, then creates its folder
+    code = _RUN.replace('{!r}', repr(time_format))
+    workers = [subprocess.Popen([sys.executable, '-c', code, str(tmp_path), str(i), str(start)],
+                                stdout=subprocess.PIPE, text=True, cwd=ROOT)
+               for i in range(6)]
+    outs = [worker.communicate(timeout=60)[0].strip() for worker in workers]
+    assert [worker.returncode for worker in workers] == [0] * 6
+    assert len(set(outs)) == 6
+    recorded = sorted(json.loads((pathlib.Path(out) / 'args.txt').read_text())['worker']
+                      for out in outs)
+    assert recorded == list(range(6))
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(out) for out in outs)
+
+
+def test_output_dir_refuses_a_time_format_with_a_separator(tmp_path):
+    with pytest.raises(ValueError, match='time_format'):
+        files.prepare_output_dir(tmp_path, {}, time_format='%Y/%m')
+
+
+def test_output_dir_refuses_args_of_another_kind(tmp_path):
+    with pytest.raises(TypeError, match='args'):
+        files.prepare_output_dir(tmp_path, ['--lr', '0.1'])
+    assert os.listdir(tmp_path) == []
+
+
+class _Unprintable:
+    def __str__(self):
+        raise RuntimeError('cannot print')
+
+
+def test_output_dir_is_removed_when_writing_the_arguments_fails(tmp_path):
+    with pytest.raises(RuntimeError, match='cannot print'):
+        files.prepare_output_dir(tmp_path, {'x': _Unprintable()}, time_format='fixed')
+    assert os.listdir(tmp_path) == []
+
