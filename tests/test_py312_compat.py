@@ -100,7 +100,8 @@ def test_real_numpy_distutils_is_imported_with_the_finder_installed():
         import researchutils._py312_compat as compat
         compat.install()
         import numpy, numpy.distutils.system_info as system_info
-        print(system_info.__file__.startswith(numpy.__path__[0]), hasattr(system_info, 'system_info'))
+        print(system_info.__file__.startswith(numpy.__path__[0]),
+              hasattr(system_info, 'system_info'))
     ''')
     assert _run([sys.executable, '-c', code], cwd=REPO).stdout.split() == ['True', 'True']
 
