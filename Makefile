@@ -1,35 +1,72 @@
-# Two commands do all the set-up on a fresh machine with Python 3.11 and pip:
+# Two commands do all the set-up on a fresh machine with Python 3.11 or 3.12 and pip:
 #   make demo   runs the main example
-#   make test   lint, docs (warnings are errors), pytest, and the MPI tests when mpiexec exists
+#   make test   lint, docs (warnings are errors), then pytest and, when mpiexec exists, the
+#               MPI tests under every supported Python found (3.11 in .venv, 3.12 in
+#               .venv-3.12; or 3.12 alone in .venv)
 SHELL := /bin/bash
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+comma := ,
+SUPPORTED := 3.11 3.12
+
+# $(call find_python,3.12): the first python3.12 that really runs and can make a venv, by
+# its real path: the one on PATH (a pyenv shim for a version pyenv has not selected exists
+# but fails), else the newest one pyenv installed.
+find_python = $(shell for p in "$$(command -v python$(1))" \
+    $$(ls -d "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/$(1).*/bin/python$(1) 2>/dev/null | sort -rV); \
+    do [ -n "$$p" ] && real=$$("$$p" -c 'import sys, venv, ensurepip; \
+    print(sys.executable) if sys.version_info[:2] == ($(subst .,$(comma),$(1))) else sys.exit(1)' \
+    2>/dev/null) && { echo "$$real"; break; }; done)
+version_of = $(shell $(1) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+
+# PYTHON_3.11 / PYTHON_3.12 name the interpreters (`make test PYTHON_3.12=` skips 3.12);
+# PYTHON, the one for .venv (lint, docs, demo, bench), defaults to the first found.
+$(foreach v,$(SUPPORTED),$(if $(filter undefined,$(origin PYTHON_$(v))),\
+    $(eval PYTHON_$(v) := $(call find_python,$(v)))))
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(or $(firstword $(foreach v,$(SUPPORTED),$(PYTHON_$(v)))),python3)
+endif
+PY_VERSION := $(call version_of,$(PYTHON))
 VENV := .venv
 PY := $(VENV)/bin/python
+# Every other supported interpreter found gets a venv of its own for the test suite.
+TEST_VERSIONS := $(foreach v,$(filter-out $(PY_VERSION),$(SUPPORTED)),$(if $(PYTHON_$(v)),$(v)))
+VENVS := $(VENV) $(foreach v,$(TEST_VERSIONS),.venv-$(v))
+
 # Chainer's sdist only builds with setuptools < 70 inside pip's build isolation.
 export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
 # pip >= 25.3 deprecates PIP_CONSTRAINT for isolated builds in favour of build constraints.
 export PIP_BUILD_CONSTRAINT := $(CURDIR)/constraints.txt
-comma := ,
 HAVE_MPI := $(shell command -v mpiexec >/dev/null 2>&1 && echo yes)
 EXTRAS := test,docs,slack,plot$(if $(HAVE_MPI),$(comma)mpi)
 MPIEXEC := mpiexec --allow-run-as-root --oversubscribe -n 2
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
+STAMPS :=
 
 .PHONY: all install test test-unit test-mpi lint docs bench demo clean
 
 all: test
 
-# The stamp records which extras were installed, so a second run reinstalls
-# only when setup.py, the constraints or the set of extras changed.
-$(VENV)/.installed-$(EXTRAS): setup.py constraints.txt researchutils/_version.py
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip 'setuptools<70' wheel
-	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
-	rm -f $(VENV)/.installed-*
-	touch $@
+# $(call venv_rules,DIR,INTERPRETER,VERSION): DIR/bin/python, with researchutils installed
+# editable. The stamp records the Python version and the extras, so a second run reinstalls
+# only when those, setup.py or the constraints changed, and a venv of another version is
+# made anew.
+define venv_rules
+STAMPS += $(1)/.installed-$(3)-$(EXTRAS)
+$(1)/.installed-$(3)-$(EXTRAS): setup.py constraints.txt researchutils/_version.py
+	@test -n '$(3)' || { echo 'No Python 3.11 or 3.12 found that runs ($(2)): set PYTHON=' >&2; exit 1; }
+	@if [ -e $(1) ] && ! $(1)/bin/python -c 'import sys; \
+	        sys.exit(sys.version_info[:2] != ($(subst .,$(comma),$(3))))' 2>/dev/null; then \
+	    echo '$(1) is not a Python $(3) environment: making it anew'; rm -rf $(1); fi
+	test -x $(1)/bin/python || $(2) -m venv $(1)
+	$(1)/bin/python -m pip install -q --upgrade pip 'setuptools<70' wheel
+	$(1)/bin/python -m pip install -q -e '.[$(EXTRAS)]'
+	rm -f $(1)/.installed-*
+	touch $$@
+endef
+$(eval $(call venv_rules,$(VENV),$(PYTHON),$(PY_VERSION)))
+$(foreach v,$(TEST_VERSIONS),$(eval $(call venv_rules,.venv-$(v),$(PYTHON_$(v)),$(v))))
 
-install: $(VENV)/.installed-$(EXTRAS)
+install: $(firstword $(STAMPS))
 
 lint: install
 	$(VENV)/bin/ruff check researchutils tests benchmarks examples docs setup.py
@@ -38,11 +75,17 @@ docs: install
 	rm -rf docs/_build
 	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
-test-unit: install
-	$(PY) -m pytest -m 'not mpi' $(PYTEST_ARGS)
+# The suite under each venv in turn; the first failure stops make.
+test-unit: $(STAMPS)
+	@set -e; for venv in $(VENVS); do \
+	    echo "== pytest, $$($$venv/bin/python --version) ($$venv)"; \
+	    $$venv/bin/python -m pytest -m 'not mpi' $(PYTEST_ARGS); done
 
-test-mpi: install
-	$(MPIEXEC) $(PY) -m pytest -m mpi -p no:cacheprovider -q tests $(PYTEST_ARGS)
+test-mpi: $(STAMPS)
+	@set -e; for venv in $(VENVS); do \
+	    echo "== MPI tests, $$($$venv/bin/python --version) ($$venv)"; \
+	    $(MPIEXEC) $$venv/bin/python -m pytest -m mpi -p no:cacheprovider -q tests $(PYTEST_ARGS); \
+	done
 
 test: lint docs test-unit
 ifeq ($(HAVE_MPI),yes)
@@ -58,4 +101,4 @@ demo: install
 	$(PY) examples/video_prediction/train.py $(DEMO_ARGS)
 
 clean:
-	rm -rf $(VENV) docs/_build .pytest_cache
+	rm -rf $(VENV) $(VENV)-3.* docs/_build .pytest_cache

@@ -14,10 +14,9 @@ import types
 import pytest
 
 import researchutils
-import researchutils.chainer
 
-# Every module of the original project below researchutils.chainer that this project has,
-# with the public names the original defined there.
+# Every module of the original project that this project has, with the public names the
+# original defined there.
 ORIGINAL_MODULES = {
     'researchutils.chainer.functions.activation.grad_clip_lstm':
         ['GradClipLSTM', 'grad_clip_lstm'],
@@ -78,7 +77,6 @@ FLAT_NAMES = {
 
 
 def _packages():
-    yield 'researchutils.chainer'
     for info in pkgutil.walk_packages(researchutils.__path__, 'researchutils.'):
         if info.ispkg and not any(part.startswith('_') for part in info.name.split('.')):
             yield info.name

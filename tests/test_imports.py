@@ -1,9 +1,11 @@
 """Importing a module loads only the standard library, numpy and chainer."""
+import os
 import subprocess
 import sys
 
 import pytest
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTIONAL = ('slack_sdk', 'mpi4py', 'matplotlib', 'cupy', 'chainermn')
 
 LIGHT_MODULES = [
@@ -48,20 +50,31 @@ def test_version_is_exposed():
     assert researchutils.__version__.count('.') == 2
 
 
-def test_python_312_is_refused_with_an_explanation(tmp_path):
-    # Load the package's __init__ with a faked interpreter version.
+def _import_researchutils_as_python(version):
+    """Import the package's __init__ with a faked interpreter version; what it raises.
+
+    ``-S``: on Python 3.12 the installed .pth file imports researchutils at start-up.
+    """
     code = (
         'import sys\n'
-        'sys.version_info = (3, 12, 0, "final", 0)\n'
+        'sys.version_info = ({}, {}, 0, "final", 0)\n'
         'try:\n'
         '    import researchutils\n'
         'except ImportError as e:\n'
         '    print("ImportError:", e)\n'
-    )
-    out = subprocess.run([sys.executable, '-c', code], check=True,
-                         capture_output=True, text=True).stdout
+    ).format(*version)
+    return subprocess.run([sys.executable, '-S', '-c', code], check=True, cwd=REPO,
+                          capture_output=True, text=True).stdout
+
+
+def test_python_313_is_refused_with_an_explanation():
+    out = _import_researchutils_as_python((3, 13))
     assert 'ImportError:' in out
-    assert '3.12' in out and 'numpy.distutils' in out
+    assert '3.13' in out and 'NumPy' in out
+
+
+def test_python_312_is_accepted():
+    assert _import_researchutils_as_python((3, 12)) == ''
 
 
 def _loaded(module, candidates, prelude=''):
