@@ -7,10 +7,8 @@ import chainer.functions as F
 import chainer.links as L
 from chainer import function_node, initializers
 
-from researchutils.chainer.functions.activation.grad_clip_lstm import (
-    _validate_bounds,
-    grad_clip_lstm,
-)
+from researchutils.chainer._clip_bounds import check_clip_bounds
+from researchutils.chainer.functions.activation.grad_clip_lstm import grad_clip_lstm
 from researchutils.chainer.links._arguments import (
     check_image_batch,
     check_pair,
@@ -119,7 +117,7 @@ class ConvLSTM(chainer.Chain):
                 ksize))
         self.stride = check_pair('stride', stride, 1)
         self.pad = (self.ksize[0] // 2, self.ksize[1] // 2)
-        self.clip_min, self.clip_max = _validate_bounds(clip_min, clip_max)
+        self.clip_min, self.clip_max = check_clip_bounds(clip_min, clip_max)
         with self.init_scope():
             for gate in _GATES:
                 setattr(self, 'Wx' + gate, L.Convolution2D(

@@ -7,10 +7,8 @@ import chainer.functions as F
 import chainer.links as L
 from chainer import utils
 
-from researchutils.chainer.functions.activation.grad_clip_lstm import (
-    _validate_bounds,
-    grad_clip_lstm,
-)
+from researchutils.chainer._clip_bounds import check_clip_bounds
+from researchutils.chainer.functions.activation.grad_clip_lstm import grad_clip_lstm
 
 
 class GradClipLSTM(L.LSTM):
@@ -50,7 +48,7 @@ class GradClipLSTM(L.LSTM):
 
     def __init__(self, in_size, out_size=None, lateral_init=None, upward_init=None,
                  bias_init=None, forget_bias_init=None, clip_min=None, clip_max=None):
-        self.clip_min, self.clip_max = _validate_bounds(clip_min, clip_max)
+        self.clip_min, self.clip_max = check_clip_bounds(clip_min, clip_max)
         super().__init__(in_size, out_size, lateral_init=lateral_init,
                          upward_init=upward_init, bias_init=bias_init,
                          forget_bias_init=forget_bias_init)
