@@ -7,12 +7,12 @@ import chainer.functions as F
 import chainer.links as L
 from chainer import function_node, initializers
 
+from researchutils._checks import check_int
 from researchutils.chainer._clip_bounds import check_clip_bounds
 from researchutils.chainer.functions.activation.grad_clip_lstm import grad_clip_lstm
 from researchutils.chainer.links._arguments import (
     check_image_batch,
     check_pair,
-    check_size,
 )
 
 # F.lstm's gate order (a, i, f, o); the original names the cell input 'c'.
@@ -109,8 +109,8 @@ class ConvLSTM(chainer.Chain):
     def __init__(self, in_channels, out_channels, ksize, stride=1, initialW=None,
                  initial_bias=None, *, clip_min=None, clip_max=None):
         super().__init__()
-        in_channels = check_size('in_channels', in_channels, 1, allow_none=True)
-        self.out_channels = check_size('out_channels', out_channels, 1)
+        in_channels = check_int(in_channels, 'in_channels', minimum=1, allow_none=True)
+        self.out_channels = check_int(out_channels, 'out_channels', minimum=1)
         self.ksize = check_pair('ksize', ksize, 1)
         if self.ksize[0] % 2 == 0 or self.ksize[1] % 2 == 0:
             raise ValueError('ksize must be odd (the state keeps its size), got {!r}'.format(
