@@ -67,7 +67,11 @@ class GradClipLSTM(L.LSTM):
         return self._advance(x, self.lateral)
 
     def _advance(self, x, lateral):
-        """One step; ``lateral(h)`` maps the previous output's first rows to gate inputs."""
+        """One step; ``lateral(h)`` maps the previous output's first rows to gate inputs.
+
+        The hook through which a subclass changes the recurrence and nothing else
+        (:class:`ActionConditionedLSTM` fuses the action into ``lateral``).
+        """
         if self.upward.W.array is None:
             with chainer.using_device(self.device):
                 self.upward._initialize_params(utils.size_of_shape(x.shape[1:]))
