@@ -1,19 +1,15 @@
-"""Argument checks shared by the links: sizes given as an int or an (int, int) pair."""
+"""Argument checks shared by the links: sizes given as an int or an (int, int) pair.
+
+Single sizes go through :func:`researchutils._checks.check_int`, so the links accept and refuse
+the same values with the same words as the rest of the project.
+
+Tests: ``tests/chainer/links/test_arguments.py``.
+"""
 import numbers
 
 from chainer.utils import type_check
 
-
-def check_size(name, value, minimum, allow_none=False):
-    """Returns ``value`` as an int ``>= minimum`` (or None when allowed)."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError('{} must be an int{}, not {!r}'.format(
-            name, ' or None' if allow_none else '', value))
-    if value < minimum:
-        raise ValueError('{} must be at least {}, got {!r}'.format(name, minimum, value))
-    return int(value)
+from researchutils._checks import check_int
 
 
 def check_pair(name, value, minimum):
@@ -22,10 +18,10 @@ def check_pair(name, value, minimum):
         if len(value) != 2:
             raise ValueError('{} must be an int or a pair of ints, got {!r}'.format(
                 name, value))
-        return tuple(check_size(name, v, minimum) for v in value)
+        return tuple(check_int(v, name, minimum=minimum) for v in value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError('{} must be an int or a pair of ints, not {!r}'.format(name, value))
-    value = check_size(name, value, minimum)
+    value = check_int(value, name, minimum=minimum)
     return value, value
 
 

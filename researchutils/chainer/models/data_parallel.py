@@ -10,72 +10,10 @@ except for layers whose forward depends on the batch, such as BatchNormalization
 normalizes its own chunk; the running statistics that are kept are the master's).
 """
 import chainer
-import chainer.functions as F
-from chainer import backend
 
 from researchutils._checks import check_devices, check_non_negative_int
+from researchutils.chainer.models import _scatter_gather
 from researchutils.chainer.models.abstract_network import AbstractChainerNetwork
-
-
-def _is_array(value):
-    return isinstance(value, chainer.get_array_types())
-
-
-def _device_of(value):
-    if isinstance(value, chainer.Variable):
-        return value.device
-    return backend.get_device_from_array(value)
-
-
-def _to_devices(devices, argument):
-    try:
-        return [chainer.get_device(device) for device in devices]
-    except Exception as error:
-        raise ValueError('{} must hold devices that chainer.get_device accepts, got {!r} ({})'
-                         .format(argument, devices, error)) from error
-
-
-def _rebuild(template, items):
-    """A list, tuple or namedtuple of the same type as ``template`` holding ``items``."""
-    if hasattr(template, '_fields'):
-        return type(template)(*items)
-    return type(template)(items)
-
-
-def _batch_sizes(value, dim, sizes):
-    """Collect ``shape[dim]`` of every array and Variable in ``value`` into ``sizes``."""
-    if isinstance(value, chainer.Variable) or _is_array(value):
-        if value.ndim <= dim:
-            raise ValueError('cannot split an input of shape {} along dim={}'.format(
-                value.shape, dim))
-        sizes.add(value.shape[dim])
-    elif isinstance(value, dict):
-        for item in value.values():
-            _batch_sizes(item, dim, sizes)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _batch_sizes(item, dim, sizes)
-
-
-def _scatter_value(value, bounds, devices, dim):
-    """Split ``value`` into ``len(bounds) - 1`` chunks, chunk ``i`` on ``devices[i]``."""
-    count = len(bounds) - 1
-    if isinstance(value, chainer.Variable):
-        pieces = [value] if count == 1 else F.split_axis(value, bounds[1:-1], axis=dim)
-        return [piece if piece.device == device else F.copy(piece, device)
-                for piece, device in zip(pieces, devices)]
-    if _is_array(value):
-        index = (slice(None),) * dim
-        return [device.send(value[index + (slice(start, stop),)])
-                for start, stop, device in zip(bounds[:-1], bounds[1:], devices)]
-    if isinstance(value, dict):
-        per_key = {key: _scatter_value(item, bounds, devices, dim)
-                   for key, item in value.items()}
-        return [{key: chunks[i] for key, chunks in per_key.items()} for i in range(count)]
-    if isinstance(value, (list, tuple)):
-        per_item = [_scatter_value(item, bounds, devices, dim) for item in value]
-        return [_rebuild(value, [chunks[i] for chunks in per_item]) for i in range(count)]
-    return [value] * count
 
 
 class DataParallelChainerNetwork(AbstractChainerNetwork):
@@ -110,6 +48,7 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
         batch_dim (int): The axis along which inputs are split and outputs concatenated.
 
     Example:
+        >>> import chainer.functions as F
         >>> import chainer.links as L
         >>> import numpy as np
         >>> class Net(AbstractChainerNetwork):
@@ -120,10 +59,15 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
         ...     def forward(self, x):
         ...         return {'pred': self.fc(x)}
         >>> model = DataParallelChainerNetwork(Net(), ['@numpy', '@numpy'])
-        >>> optimizer = DataParallelChainerOptimizer.from_optimizer_class(
-        ...     chainer.optimizers.Adam).setup(model)
         >>> model(np.ones((5, 3), np.float32))['pred'].shape
         (5, 2)
+        >>> optimizer = DataParallelChainerOptimizer.from_optimizer_class(
+        ...     chainer.optimizers.SGD, lr=0.1).setup(model)
+        >>> batch = {'data': np.ones((4, 3), np.float32), 'y': np.zeros((4, 2), np.float32)}
+        >>> _, loss_vals, _ = DataParallelChainerNetwork.closure(
+        ...     model, batch, {'default': optimizer}, losses={'mse': F.mean_squared_error})
+        >>> sorted(loss_vals)
+        ['mse']
     """
 
     def __init__(self, module, devices, output_device=None, batch_dim=0):
@@ -134,8 +78,8 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
             raise ValueError('devices must be a non-empty list of devices, got {!r}'.format(
                 devices))
         batch_dim = check_non_negative_int(batch_dim, 'batch_dim', type_error=ValueError)
-        resolved = _to_devices(check_devices(devices, 'devices'), 'devices')
-        output = resolved[0] if output_device is None else _to_devices(
+        resolved = _scatter_gather.to_devices(check_devices(devices, 'devices'), 'devices')
+        output = resolved[0] if output_device is None else _scatter_gather.to_devices(
             [output_device], 'output_device')[0]
         super().__init__()
         module.to_device(resolved[0])
@@ -205,7 +149,7 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
             if index == 0 and self._awaiting_initialization:
                 # Lazily initialized parameters now exist on the master; the replicas start
                 # from the same values instead of drawing their own.
-                self._synchronize_replicas()
+                self.synchronize_replicas()
         return self._gather(outputs, self.batch_dim, self._output_device)
 
     @staticmethod
@@ -225,23 +169,7 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
         Returns:
             tuple: ``(metric_vals, loss_vals, preds)``, as the module's closure returns them.
 
-        Example:
-            >>> import chainer.functions as F
-            >>> import chainer.links as L
-            >>> import numpy as np
-            >>> class Net(AbstractChainerNetwork):
-            ...     def __init__(self):
-            ...         super().__init__()
-            ...         with self.init_scope():
-            ...             self.fc = L.Linear(3, 2)
-            ...     def forward(self, x):
-            ...         return {'pred': self.fc(x)}
-            >>> model = DataParallelChainerNetwork(Net(), ['@numpy', '@numpy'])
-            >>> optimizer = DataParallelChainerOptimizer.from_optimizer_class(
-            ...     chainer.optimizers.SGD, lr=0.1).setup(model)
-            >>> batch = {'data': np.ones((4, 3), np.float32), 'y': np.zeros((4, 2), np.float32)}
-            >>> _, loss_vals, _ = DataParallelChainerNetwork.closure(
-            ...     model, batch, {'default': optimizer}, losses={'mse': F.mean_squared_error})
+        See the class's example for a training step.
         """
         module = getattr(model, 'module', None)
         closure = getattr(type(module), 'closure', AbstractChainerNetwork.closure)
@@ -249,111 +177,9 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
             closure = AbstractChainerNetwork.closure
         return closure(model, data_dict, optimizers, losses, metrics, fold, **kwargs)
 
-    @staticmethod
-    def _scatter(inputs, kwargs, target_devices, dim=0):
-        """Split positional and keyword arguments into one chunk per device.
-
-        Arrays and Variables are split along ``dim`` into contiguous chunks whose sizes differ
-        by at most one, the first chunks taking the extra rows; Variables are split and copied
-        with differentiable functions. Tuples, lists and dicts are split element-wise; other
-        values are passed to every chunk as they are. With fewer rows than devices, one chunk
-        per row is made; without any array, one chunk.
-
-        Args:
-            inputs (tuple): Positional arguments.
-            kwargs (dict): Keyword arguments.
-            target_devices (list): The devices, one per possible chunk.
-            dim (int): The axis to split along; every array must have the same size there.
-
-        Returns:
-            tuple: ``(inputs_per_chunk, kwargs_per_chunk)``, two lists of the same length
-            (at most ``len(target_devices)``): tuples of positional arguments and dicts of
-            keyword arguments, chunk ``i`` on ``target_devices[i]``.
-
-        Example:
-            >>> import numpy as np
-            >>> args, kwargs = DataParallelChainerNetwork._scatter(
-            ...     (np.arange(5),), {'flag': True}, ['@numpy'] * 3)
-            >>> [a[0].tolist() for a in args], kwargs[2]
-            ([[0, 1], [2, 3], [4]], {'flag': True})
-        """
-        devices = _to_devices(target_devices, 'target_devices')
-        if not devices:
-            raise ValueError('target_devices must not be empty, got {!r}'.format(
-                target_devices))
-        sizes = set()
-        _batch_sizes((inputs, kwargs), dim, sizes)
-        if len(sizes) > 1:
-            raise ValueError('inputs must share their size along dim={}, got sizes {}'.format(
-                dim, sorted(sizes)))
-        batch_size = sizes.pop() if sizes else 1
-        count = max(1, min(len(devices), batch_size))
-        base, extra = divmod(batch_size, count)
-        bounds = [0]
-        for index in range(count):
-            bounds.append(bounds[-1] + base + (1 if index < extra else 0))
-        devices = devices[:count]
-        scattered_inputs = _scatter_value(tuple(inputs), bounds, devices, dim)
-        scattered_kwargs = _scatter_value(dict(kwargs), bounds, devices, dim)
-        return scattered_inputs, scattered_kwargs
-
-    @staticmethod
-    def _gather(predictions, dim, target_device):
-        """Concatenate the replicas' outputs on one device.
-
-        Recurses into dicts, lists and tuples; Variables are copied (differentiably) and
-        concatenated along ``dim``, arrays likewise without a graph; 0-d values are stacked
-        into shape ``(replicas,)``; ``None`` stays ``None``; other values are taken from the
-        first replica.
-
-        Args:
-            predictions (list): One output structure per replica, all of the same shape.
-            dim (int): The axis to concatenate along.
-            target_device: Where the result goes (anything :func:`chainer.get_device`
-                accepts).
-
-        Returns:
-            The gathered structure.
-
-        Example:
-            >>> import numpy as np
-            >>> out = DataParallelChainerNetwork._gather(
-            ...     [{'pred': np.zeros((2, 3))}, {'pred': np.ones((1, 3))}], 0, '@numpy')
-            >>> out['pred'].shape
-            (3, 3)
-        """
-        if not predictions:
-            raise ValueError('predictions must not be empty, got {!r}'.format(predictions))
-        device = chainer.get_device(target_device)
-        return DataParallelChainerNetwork._gather_value(list(predictions), dim, device)
-
-    @staticmethod
-    def _gather_value(values, dim, device):
-        first = values[0]
-        if first is None:
-            return None
-        if isinstance(first, dict):
-            return {key: DataParallelChainerNetwork._gather_value(
-                [value[key] for value in values], dim, device) for key in first}
-        if isinstance(first, (list, tuple)):
-            return _rebuild(first, [DataParallelChainerNetwork._gather_value(
-                list(items), dim, device) for items in zip(*values)])
-        if isinstance(first, chainer.Variable) or _is_array(first):
-            if any(isinstance(value, chainer.Variable) for value in values):
-                pieces = [value if _device_of(value) == device else F.copy(value, device)
-                          for value in values]
-                if len(pieces) == 1:
-                    return chainer.as_variable(pieces[0])
-                if first.ndim == 0:
-                    return F.stack(pieces)
-                return F.concat(pieces, axis=dim)
-            pieces = [device.send(value) for value in values]
-            if len(pieces) == 1:
-                return pieces[0]
-            if first.ndim == 0:
-                return device.xp.stack(pieces)
-            return device.xp.concatenate(pieces, axis=dim)
-        return first
+    # Delira's names for the splitting and gathering of the forward pass; see their module.
+    _scatter = staticmethod(_scatter_gather.scatter)
+    _gather = staticmethod(_scatter_gather.gather)
 
     def params(self, include_uninit=True):
         """Yield the master replica's parameters (see :meth:`chainer.Link.params`)."""
@@ -380,10 +206,51 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
         """
         self.module.serialize(serializer)
         if isinstance(serializer, chainer.Deserializer):
-            self._synchronize_replicas()
+            self.synchronize_replicas()
 
-    def _synchronize_replicas(self):
-        """Copy the master's parameters and persistent values to every replica."""
+    def cumulate_gradients(self):
+        """Add every replica's gradients into the master's, on the master's device.
+
+        What :class:`ParallelOptimizerCumulateGradientsHook` runs before each update. A
+        replica's parameter without a gradient (it took no part in the step) is skipped; a
+        master's parameter without one gets a copy of the first replica gradient it meets.
+
+        Example:
+            >>> import chainer.functions as F
+            >>> import chainer.links as L
+            >>> import numpy as np
+            >>> model = DataParallelChainerNetwork(L.Linear(1, 1, nobias=True), ['@numpy'] * 2)
+            >>> model.cleargrads()
+            >>> F.sum(model(np.ones((4, 1), np.float32))).backward()
+            >>> model.cumulate_gradients()
+            >>> model.module.W.grad.tolist()
+            [[4.0]]
+        """
+        for pairs in self._parameter_pairs:
+            for replica_param, master_param in pairs:
+                grad = replica_param.grad
+                if grad is None:
+                    continue
+                grad = master_param.device.send(grad)
+                if master_param.grad is None:
+                    master_param.grad = grad.copy()
+                else:
+                    master_param.grad += grad
+
+    def synchronize_replicas(self):
+        """Copy the master's parameters and persistent values to every replica.
+
+        What :class:`ParallelOptimizerUpdateModelParameters` runs after each update, and
+        :meth:`serialize` after loading.
+
+        Example:
+            >>> import chainer.links as L
+            >>> model = DataParallelChainerNetwork(L.Linear(2, 1), ['@numpy'] * 2)
+            >>> model.module.b.array[...] = 3.0
+            >>> model.synchronize_replicas()
+            >>> model.modules[1].b.array.tolist()
+            [3.0]
+        """
         for replica in self._replicas:
             replica.copyparams(self.module, copy_persistent=True)
         self._awaiting_initialization = any(
@@ -408,16 +275,7 @@ class ParallelOptimizerCumulateGradientsHook(object):
     call_for_each_param = False
 
     def __call__(self, optimizer):
-        for pairs in optimizer.target._parameter_pairs:
-            for replica_param, master_param in pairs:
-                grad = replica_param.grad
-                if grad is None:
-                    continue
-                grad = master_param.device.send(grad)
-                if master_param.grad is None:
-                    master_param.grad = grad.copy()
-                else:
-                    master_param.grad += grad
+        optimizer.target.cumulate_gradients()
 
 
 class ParallelOptimizerUpdateModelParameters(object):
@@ -437,7 +295,7 @@ class ParallelOptimizerUpdateModelParameters(object):
     call_for_each_param = False
 
     def __call__(self, optimizer):
-        optimizer.target._synchronize_replicas()
+        optimizer.target.synchronize_replicas()
 
 
 _OWN_ATTRIBUTES = frozenset(['_optimizer', 'optimizer', 'setup', 'from_optimizer_class'])

@@ -94,16 +94,30 @@ def _parallel(module, devices, optimizer):
     return model, DataParallelChainerOptimizer(optimizer).setup(model)
 
 
+def _assert_trains_like_plain(batches, optimizer_name='SGD', devices=(CPU,) * 3, network=MLP,
+                              prepare=None, parallel_batches=None, rtol=1e-5, atol=1e-6):
+    """Train ``network()`` plainly and in the wrapper on ``batches``; the parameters must agree.
+
+    ``prepare(plain_optimizer, optimizer)`` runs after both are set up, before training;
+    ``parallel_batches`` replaces ``batches`` for the wrapper (moved to its devices).
+    Returns ``(plain_optimizer, optimizer)``.
+    """
+    plain = network()
+    plain_optimizer = OPTIMIZERS[optimizer_name]().setup(plain)
+    model, optimizer = _parallel(network(), list(devices), OPTIMIZERS[optimizer_name]())
+    if prepare is not None:
+        prepare(plain_optimizer, optimizer)
+    _train(plain, plain_optimizer, batches)
+    _train(model, optimizer, batches if parallel_batches is None else parallel_batches)
+    _assert_params_equal(model, plain, rtol=rtol, atol=atol)
+    return plain_optimizer, optimizer
+
+
 @pytest.mark.parametrize('replicas', [2, 3])
 @pytest.mark.parametrize('optimizer_name', sorted(OPTIMIZERS))
 def test_n_steps_equal_plain_training_on_the_full_batches(optimizer_name, replicas):
-    plain = MLP()
-    plain_optimizer = OPTIMIZERS[optimizer_name]().setup(plain)
-    model, optimizer = _parallel(MLP(), [CPU] * replicas, OPTIMIZERS[optimizer_name]())
-    batches = _batches(4, size=7)
-    _train(plain, plain_optimizer, batches)
-    _train(model, optimizer, batches)
-    _assert_params_equal(model, plain)
+    plain_optimizer, optimizer = _assert_trains_like_plain(
+        _batches(4, size=7), optimizer_name, devices=[CPU] * replicas)
     assert optimizer.t == plain_optimizer.t == 4
 
 
@@ -116,18 +130,17 @@ def test_replicas_hold_the_master_parameters_after_each_step(replicas):
 
 
 def test_loss_scaling_set_through_the_wrapper_trains_like_plain():
-    plain = MLP()
-    plain_optimizer = OPTIMIZERS['SGD']().setup(plain)
-    model, optimizer = _parallel(MLP(), [CPU] * 3, OPTIMIZERS['SGD']())
-    optimizer.set_loss_scale(32.0)
     seen = []
-    optimizer.add_hook(lambda opt: seen.append(model.module.l1.W.grad.copy()), name='record')
-    batches = _batches(1, size=7)
-    _train(plain, plain_optimizer, batches)
-    _train(model, optimizer, batches)
-    plain_grad = plain.l1.W.grad
-    np.testing.assert_allclose(seen[0], 32.0 * plain_grad, rtol=1e-4, atol=1e-5)
-    _assert_params_equal(model, plain)
+
+    def scale_and_record(plain_optimizer, optimizer):
+        optimizer.set_loss_scale(32.0)
+        optimizer.add_hook(lambda opt: seen.append(opt.target.module.l1.W.grad.copy()),
+                           name='record')
+
+    plain_optimizer, _ = _assert_trains_like_plain(_batches(1, size=7),
+                                                   prepare=scale_and_record)
+    np.testing.assert_allclose(seen[0], 32.0 * plain_optimizer.target.l1.W.grad,
+                               rtol=1e-4, atol=1e-5)
 
 
 def test_update_with_a_loss_function_equals_plain_training():
@@ -142,51 +155,63 @@ def test_update_with_a_loss_function_equals_plain_training():
 
 
 def test_batch_smaller_than_device_count_trains_like_plain():
-    plain = MLP()
-    plain_optimizer = OPTIMIZERS['SGD']().setup(plain)
-    model, optimizer = _parallel(MLP(), [CPU] * 3, OPTIMIZERS['SGD']())
-    batches = _batches(2, size=2)
-    _train(plain, plain_optimizer, batches)
-    _train(model, optimizer, batches)
-    _assert_params_equal(model, plain)
+    _assert_trains_like_plain(_batches(2, size=2))
 
 
 def test_setting_up_twice_still_sums_gradients_once():
-    plain = MLP()
-    plain_optimizer = OPTIMIZERS['SGD']().setup(plain)
-    model, optimizer = _parallel(MLP(), [CPU] * 2, OPTIMIZERS['SGD']())
-    assert optimizer.setup(model) is optimizer
-    batches = _batches(2, size=6)
-    _train(plain, plain_optimizer, batches)
-    _train(model, optimizer, batches)
-    _assert_params_equal(model, plain)
+    def set_up_again(plain_optimizer, optimizer):
+        assert optimizer.setup(optimizer.target) is optimizer
+
+    _assert_trains_like_plain(_batches(2, size=6), devices=[CPU] * 2, prepare=set_up_again)
 
 
 def test_hooks_added_after_setup_see_the_summed_gradients():
-    plain = MLP()
-    plain_optimizer = OPTIMIZERS['SGD']().setup(plain)
-    plain_optimizer.add_hook(chainer.optimizer_hooks.GradientHardClipping(-0.05, 0.05))
-    model, optimizer = _parallel(MLP(), [CPU] * 3, OPTIMIZERS['SGD']())
-    optimizer.add_hook(chainer.optimizer_hooks.GradientHardClipping(-0.05, 0.05))
-    batches = _batches(2, size=9)
-    _train(plain, plain_optimizer, batches)
-    _train(model, optimizer, batches)
-    _assert_params_equal(model, plain)
+    def clip(plain_optimizer, optimizer):
+        for opt in (plain_optimizer, optimizer):
+            opt.add_hook(chainer.optimizer_hooks.GradientHardClipping(-0.05, 0.05))
+
+    _assert_trains_like_plain(_batches(2, size=9), prepare=clip)
 
 
 def test_lazily_initialized_replicas_start_from_the_master_values():
-    plain = LazyNet()
-    model, optimizer = _parallel(LazyNet(), [CPU] * 2, OPTIMIZERS['SGD']())
     x = np.random.RandomState(0).randn(6, 4).astype(np.float32)
-    model(x)
-    _assert_params_equal(model.modules[1], model.module, rtol=0, atol=0)
-    plain(x[:1])
-    plain.copyparams(model.module)
-    plain_optimizer = OPTIMIZERS['SGD']().setup(plain)
-    batches = _batches(2, size=6)
-    _train(plain, plain_optimizer, batches)
-    _train(model, optimizer, batches)
-    _assert_params_equal(model, plain)
+
+    def initialize(plain_optimizer, optimizer):
+        model = optimizer.target
+        model(x)
+        _assert_params_equal(model.modules[1], model.module, rtol=0, atol=0)
+        plain_optimizer.target(x[:1])
+        plain_optimizer.target.copyparams(model.module)
+
+    _assert_trains_like_plain(_batches(2, size=6), devices=[CPU] * 2, network=LazyNet,
+                              prepare=initialize)
+
+
+def test_cumulate_gradients_adds_every_replica_gradient_into_the_master():
+    model = DataParallelChainerNetwork(MLP(), [CPU] * 3)
+    F.sum(model(_batches(1, size=7)[0]['data'])['pred']).backward()
+    expected = sum(replica.l2.W.grad for replica in model.modules)
+    model.cumulate_gradients()
+    np.testing.assert_allclose(model.module.l2.W.grad, expected, rtol=1e-6)
+
+
+def test_cumulate_gradients_skips_replicas_that_took_no_part():
+    model = DataParallelChainerNetwork(MLP(), [CPU] * 3)
+    model.cleargrads()  # as every training step does first
+    F.sum(model(_batches(1, size=2)[0]['data'])['pred']).backward()
+    expected = model.module.l2.W.grad + model.modules[1].l2.W.grad
+    assert model.modules[2].l2.W.grad is None
+    model.cumulate_gradients()
+    np.testing.assert_allclose(model.module.l2.W.grad, expected, rtol=1e-6)
+
+
+def test_synchronize_replicas_copies_master_parameters_and_persistent_values():
+    model = DataParallelChainerNetwork(NormalizedNet(), [CPU] * 2)
+    model.module.bn.gamma.array[...] = [1.0, 2.0, 3.0]
+    model.module.bn.avg_mean[...] = [4.0, 5.0, 6.0]
+    model.synchronize_replicas()
+    np.testing.assert_array_equal(model.modules[1].bn.gamma.array, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(model.modules[1].bn.avg_mean, [4.0, 5.0, 6.0])
 
 
 def test_forward_equals_the_plain_module_output():
@@ -206,80 +231,6 @@ def test_forward_splits_along_batch_dim():
     out = model(x)
     np.testing.assert_array_equal(out['pred'], x * 2)
     assert out['rows'] == 3
-
-
-@pytest.mark.parametrize('devices', [1, 2, 3, 4])
-@pytest.mark.parametrize('batch_size', [1, 2, 3, 5, 7, 10])
-def test_scatter_makes_contiguous_chunks_differing_by_at_most_one(batch_size, devices):
-    x = np.arange(batch_size * 2).reshape(batch_size, 2)
-    inputs, _ = DataParallelChainerNetwork._scatter((x,), {}, [CPU] * devices)
-    sizes = [len(chunk[0]) for chunk in inputs]
-    assert len(sizes) == min(devices, batch_size)
-    assert max(sizes) - min(sizes) <= 1
-    np.testing.assert_array_equal(np.concatenate([chunk[0] for chunk in inputs]), x)
-
-
-def test_scatter_keeps_every_row_with_three_devices():
-    inputs, _ = DataParallelChainerNetwork._scatter((np.arange(10),), {}, [CPU] * 3)
-    assert [chunk[0].tolist() for chunk in inputs] == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
-
-
-def test_scatter_recurses_into_containers_and_replicates_other_values():
-    x = np.arange(4)
-    inputs, kwargs = DataParallelChainerNetwork._scatter(
-        ((x, [x * 2]), {'y': x * 3, 'name': 'n'}), {'z': x * 4, 'scale': 0.5}, [CPU] * 2)
-    (pair, mapping), = inputs[1:2]
-    assert pair[0].tolist() == [2, 3] and isinstance(pair[1], list)
-    assert pair[1][0].tolist() == [4, 6]
-    assert mapping == {'y': mapping['y'], 'name': 'n'} and mapping['y'].tolist() == [6, 9]
-    assert kwargs[1]['z'].tolist() == [8, 12] and kwargs[1]['scale'] == 0.5
-
-
-def test_scatter_without_arrays_makes_one_chunk():
-    inputs, kwargs = DataParallelChainerNetwork._scatter((1, 'a'), {'k': None}, [CPU] * 3)
-    assert inputs == [(1, 'a')] and kwargs == [{'k': None}]
-
-
-def test_scatter_of_a_variable_is_differentiable():
-    x = chainer.Variable(np.arange(5, dtype=np.float32))
-    inputs, _ = DataParallelChainerNetwork._scatter((x,), {}, [CPU] * 2)
-    loss = F.sum(inputs[0][0] * 2.0) + F.sum(inputs[1][0] * 3.0)
-    loss.backward()
-    np.testing.assert_array_equal(x.grad, [2, 2, 2, 3, 3])
-
-
-def test_scatter_rejects_inputs_of_different_batch_sizes():
-    with pytest.raises(ValueError, match=r'sizes \[2, 3\]'):
-        DataParallelChainerNetwork._scatter((np.zeros(2), np.zeros(3)), {}, [CPU] * 2)
-
-
-def test_scatter_rejects_an_input_without_the_batch_axis():
-    with pytest.raises(ValueError, match='dim=1'):
-        DataParallelChainerNetwork._scatter((np.zeros(3),), {}, [CPU] * 2, dim=1)
-
-
-def test_gather_recurses_into_dicts_lists_tuples_and_none():
-    predictions = [{'a': [np.zeros((1, 2))], 'b': (np.ones(1), None), 'c': None},
-                   {'a': [np.ones((2, 2))], 'b': (np.zeros(2), None), 'c': None}]
-    out = DataParallelChainerNetwork._gather(predictions, 0, CPU)
-    np.testing.assert_array_equal(out['a'][0], [[0, 0], [1, 1], [1, 1]])
-    assert isinstance(out['b'], tuple) and out['b'][0].tolist() == [1, 0, 0]
-    assert out['b'][1] is None and out['c'] is None
-
-
-def test_gather_stacks_scalars():
-    out = DataParallelChainerNetwork._gather(
-        [chainer.Variable(np.array(value, np.float32)) for value in (1, 2)], 0, CPU)
-    np.testing.assert_array_equal(out.array, [1, 2])
-
-
-def test_gather_backpropagates_into_every_replica_output():
-    parts = [chainer.Variable(np.ones((2, 1), np.float32)),
-             chainer.Variable(np.ones((1, 1), np.float32))]
-    out = DataParallelChainerNetwork._gather(parts, 0, CPU)
-    F.sum(out * np.array([[1], [2], [3]], np.float32)).backward()
-    np.testing.assert_array_equal(parts[0].grad, [[1], [2]])
-    np.testing.assert_array_equal(parts[1].grad, [[3]])
 
 
 def test_params_yields_only_the_master_parameters():
@@ -517,15 +468,11 @@ def test_docstring_examples_run():
 @pytest.mark.parametrize('devices', [['@cupy:0', '@cupy:0'], ['@cupy:0', CPU, '@cupy:0']])
 @pytest.mark.parametrize('optimizer_name', sorted(OPTIMIZERS))
 def test_gpu_n_steps_equal_plain_training(optimizer_name, devices):
-    plain = MLP()
-    plain_optimizer = OPTIMIZERS[optimizer_name]().setup(plain)
-    model, optimizer = _parallel(MLP(), devices, OPTIMIZERS[optimizer_name]())
     batches = _batches(3, size=7)
-    _train(plain, plain_optimizer, batches)
     gpu_batches = [AbstractChainerNetwork.prepare_batch(batch, devices[0], devices[0])
                    for batch in batches]
-    _train(model, optimizer, gpu_batches)
-    _assert_params_equal(model, plain, rtol=1e-4, atol=1e-5)
+    _assert_trains_like_plain(batches, optimizer_name, devices=devices,
+                              parallel_batches=gpu_batches, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.gpu

@@ -11,26 +11,12 @@ from chainer import backend, function_node
 from chainer.backends import cuda
 from chainer.utils import type_check
 
-from researchutils._checks import check_float
+from researchutils.chainer._clip_bounds import check_clip_bounds
 
 
 def _gate_view(array):
     """(B, 4U, ...) -> (B, U, 4, ...): gate g of unit u is channel 4u + g."""
     return array.reshape((array.shape[0], array.shape[1] // 4, 4) + array.shape[2:])
-
-
-def _validate_bound(name, value):
-    # An infinite bound is no bound: only NaN is refused.
-    return check_float(value, name, finite=False, allow_none=True)
-
-
-def _validate_bounds(clip_min, clip_max):
-    clip_min = _validate_bound('clip_min', clip_min)
-    clip_max = _validate_bound('clip_max', clip_max)
-    if clip_min is not None and clip_max is not None and clip_min > clip_max:
-        raise ValueError('clip_min must not exceed clip_max, got clip_min={} and '
-                         'clip_max={}'.format(clip_min, clip_max))
-    return clip_min, clip_max
 
 
 # Used by the CuPy forward kernel: the sigmoid through tanh, as on the CPU.
@@ -165,7 +151,7 @@ class GradClipLSTM(function_node.FunctionNode):
     """
 
     def __init__(self, clip_min=None, clip_max=None):
-        self.clip_min, self.clip_max = _validate_bounds(clip_min, clip_max)
+        self.clip_min, self.clip_max = check_clip_bounds(clip_min, clip_max)
 
     def check_type_forward(self, in_types):
         type_check._argname(in_types, ('c_prev', 'x'))

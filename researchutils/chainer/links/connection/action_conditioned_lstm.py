@@ -6,7 +6,7 @@ import chainer
 import chainer.functions as F
 import chainer.links as L
 
-from researchutils.chainer.links._arguments import check_size
+from researchutils._checks import check_int
 from researchutils.chainer.links.connection.grad_clip_lstm import GradClipLSTM
 
 
@@ -70,7 +70,7 @@ class ActionConditionedLSTM(GradClipLSTM):
     def __init__(self, in_size, out_size=None, lateral_init=None, upward_init=None,
                  bias_init=None, forget_bias_init=None, h_fusion_init=None,
                  a_fusion_init=None, *, action_size=None, clip_min=None, clip_max=None):
-        action_size = check_size('action_size', action_size, 1, allow_none=True)
+        action_size = check_int(action_size, 'action_size', minimum=1, allow_none=True)
         super().__init__(in_size, out_size, lateral_init=lateral_init,
                          upward_init=upward_init, bias_init=bias_init,
                          forget_bias_init=forget_bias_init, clip_min=clip_min,

@@ -7,14 +7,12 @@ import chainer.functions as F
 import chainer.links as L
 from chainer import function_node, initializers
 
-from researchutils.chainer.functions.activation.grad_clip_lstm import (
-    _validate_bounds,
-    grad_clip_lstm,
-)
+from researchutils._checks import check_int
+from researchutils.chainer._clip_bounds import check_clip_bounds
+from researchutils.chainer.functions.activation.grad_clip_lstm import grad_clip_lstm
 from researchutils.chainer.links._arguments import (
     check_image_batch,
     check_pair,
-    check_size,
 )
 
 # F.lstm's gate order (a, i, f, o); the original names the cell input 'c'.
@@ -111,15 +109,15 @@ class ConvLSTM(chainer.Chain):
     def __init__(self, in_channels, out_channels, ksize, stride=1, initialW=None,
                  initial_bias=None, *, clip_min=None, clip_max=None):
         super().__init__()
-        in_channels = check_size('in_channels', in_channels, 1, allow_none=True)
-        self.out_channels = check_size('out_channels', out_channels, 1)
+        in_channels = check_int(in_channels, 'in_channels', minimum=1, allow_none=True)
+        self.out_channels = check_int(out_channels, 'out_channels', minimum=1)
         self.ksize = check_pair('ksize', ksize, 1)
         if self.ksize[0] % 2 == 0 or self.ksize[1] % 2 == 0:
             raise ValueError('ksize must be odd (the state keeps its size), got {!r}'.format(
                 ksize))
         self.stride = check_pair('stride', stride, 1)
         self.pad = (self.ksize[0] // 2, self.ksize[1] // 2)
-        self.clip_min, self.clip_max = _validate_bounds(clip_min, clip_max)
+        self.clip_min, self.clip_max = check_clip_bounds(clip_min, clip_max)
         with self.init_scope():
             for gate in _GATES:
                 setattr(self, 'Wx' + gate, L.Convolution2D(

@@ -7,10 +7,10 @@ import chainer.functions as F
 import chainer.links as L
 from chainer.utils import conv
 
+from researchutils._checks import check_int
 from researchutils.chainer.links._arguments import (
     check_image_batch,
     check_pair,
-    check_size,
 )
 
 
@@ -73,8 +73,8 @@ class DeconvolutionPS(chainer.Chain):
     def __init__(self, in_channels, out_channels, ksize, stride=1, pad=0, nobias=False,
                  outsize=None, initialW=None, initial_bias=None):
         super().__init__()
-        in_channels = check_size('in_channels', in_channels, 1, allow_none=True)
-        self.out_channels = check_size('out_channels', out_channels, 1)
+        in_channels = check_int(in_channels, 'in_channels', minimum=1, allow_none=True)
+        self.out_channels = check_int(out_channels, 'out_channels', minimum=1)
         self.ksize = check_pair('ksize', ksize, 1)
         self.stride = check_pair('stride', stride, 1)
         self.pad = check_pair('pad', pad, 0)

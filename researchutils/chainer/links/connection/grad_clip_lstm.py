@@ -7,10 +7,8 @@ import chainer.functions as F
 import chainer.links as L
 from chainer import utils
 
-from researchutils.chainer.functions.activation.grad_clip_lstm import (
-    _validate_bounds,
-    grad_clip_lstm,
-)
+from researchutils.chainer._clip_bounds import check_clip_bounds
+from researchutils.chainer.functions.activation.grad_clip_lstm import grad_clip_lstm
 
 
 class GradClipLSTM(L.LSTM):
@@ -50,7 +48,7 @@ class GradClipLSTM(L.LSTM):
 
     def __init__(self, in_size, out_size=None, lateral_init=None, upward_init=None,
                  bias_init=None, forget_bias_init=None, clip_min=None, clip_max=None):
-        self.clip_min, self.clip_max = _validate_bounds(clip_min, clip_max)
+        self.clip_min, self.clip_max = check_clip_bounds(clip_min, clip_max)
         super().__init__(in_size, out_size, lateral_init=lateral_init,
                          upward_init=upward_init, bias_init=bias_init,
                          forget_bias_init=forget_bias_init)
@@ -69,7 +67,11 @@ class GradClipLSTM(L.LSTM):
         return self._advance(x, self.lateral)
 
     def _advance(self, x, lateral):
-        """One step; ``lateral(h)`` maps the previous output's first rows to gate inputs."""
+        """One step; ``lateral(h)`` maps the previous output's first rows to gate inputs.
+
+        The hook through which a subclass changes the recurrence and nothing else
+        (:class:`ActionConditionedLSTM` fuses the action into ``lateral``).
+        """
         if self.upward.W.array is None:
             with chainer.using_device(self.device):
                 self.upward._initialize_params(utils.size_of_shape(x.shape[1:]))

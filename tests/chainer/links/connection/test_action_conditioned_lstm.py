@@ -5,10 +5,11 @@ import chainer.functions as F
 import chainer.links as L
 import numpy as np
 import pytest
-from chainer import function_node, gradient_check
+from chainer import gradient_check
 
 from researchutils.chainer.links import ActionConditionedLSTM
 from researchutils.chainer.links.connection import action_conditioned_lstm
+from tests.support.clip_gradient import clip_gradient
 
 
 def _sigmoid(x):
@@ -127,19 +128,6 @@ def test_double_backward(bounds):
         eps=1e-6, atol=1e-5, rtol=1e-4)
 
 
-class _ClipGradient(function_node.FunctionNode):
-    """Test reference: identity forward, gradient clipped on the way back."""
-
-    def __init__(self, low, high):
-        self.low, self.high = low, high
-
-    def forward(self, inputs):
-        return inputs[0],
-
-    def backward(self, indexes, grad_outputs):
-        return F.clip(grad_outputs[0], self.low, self.high),
-
-
 def test_gate_gradients_are_clipped_at_every_step():
     ours = _link(clip_min=-0.05, clip_max=0.05)
     sequence = _sequence(steps=3)
@@ -157,7 +145,7 @@ def test_gate_gradients_are_clipped_at_every_step():
                 if h is not None:
                     gates = gates + ours.lateral(ours.Wh(h) * ours.Wa(a))
                 c = np.zeros((3, 4)) if c is None else c
-                c, h = F.lstm(c, _ClipGradient(-0.05, 0.05).apply((gates,))[0])
+                c, h = F.lstm(c, clip_gradient(gates, -0.05, 0.05))
                 y = h
             loss = loss + F.sum(y * y)
         loss.backward()

@@ -3,10 +3,11 @@ import chainer
 import chainer.functions as F
 import numpy as np
 import pytest
-from chainer import function_node, gradient_check
+from chainer import gradient_check
 
 from researchutils.chainer.links import ConvLSTM
 from researchutils.chainer.links.connection import conv_lstm
+from tests.support.clip_gradient import clip_gradient
 
 GATES = ('i', 'f', 'o', 'c')
 
@@ -158,23 +159,10 @@ def test_clipping_changes_the_gradients():
     assert np.abs(grads[0] - grads[1]).max() > 1e-3
 
 
-class _ClipGradient(function_node.FunctionNode):
-    """Test reference: identity forward, gradient clipped on the way back."""
-
-    def __init__(self, low, high):
-        self.low, self.high = low, high
-
-    def forward(self, inputs):
-        return inputs[0],
-
-    def backward(self, indexes, grad_outputs):
-        return F.clip(grad_outputs[0], self.low, self.high),
-
-
 def _reference_two_steps(link, x1, x2, low, high):
     """The cell composed from Chainer functions, the gate pre-activation gradients clipped."""
     def clip(z):
-        return _ClipGradient(low, high).apply((z,))[0]
+        return clip_gradient(z, low, high)
 
     def pre(gate, x, h):
         conv = getattr(link, 'Wx' + gate)

@@ -5,28 +5,9 @@ import chainer.link_hooks
 import chainer.links as L
 import numpy as np
 import pytest
-from chainer import function_node
 
 from researchutils.chainer.links import GradClipLSTM
-
-
-class _ClipGradient(function_node.FunctionNode):
-    """Test reference: identity forward, gradient clipped on the way back."""
-
-    def __init__(self, low, high):
-        self.low, self.high = low, high
-
-    def forward(self, inputs):
-        return inputs[0],
-
-    def backward(self, indexes, grad_outputs):
-        return F.clip(grad_outputs[0], self.low, self.high),
-
-
-def _clip_gradient(x, low, high):
-    low = -np.inf if low is None else low
-    high = np.inf if high is None else high
-    return _ClipGradient(low, high).apply((x,))[0]
+from tests.support.clip_gradient import clip_gradient
 
 
 def _reference_step(link, x, c, h, low, high):
@@ -36,7 +17,7 @@ def _reference_step(link, x, c, h, low, high):
         gates = gates + link.lateral(h)
     if c is None:
         c = np.zeros((len(x), link.state_size), np.float64)
-    return F.lstm(c, _clip_gradient(gates, low, high))
+    return F.lstm(c, clip_gradient(gates, low, high))
 
 
 def _pair(in_size=3, out_size=4, **bounds):
