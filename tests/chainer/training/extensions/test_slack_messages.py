@@ -1,5 +1,6 @@
 """What SlackReport says: start, table, error texts within Slack's limits (_slack_messages)."""
 import os
+import socket
 import sys
 import warnings
 
@@ -7,6 +8,11 @@ import pytest
 from chainer.training import extension as extension_module
 from chainer.training import extensions
 
+from researchutils.chainer.training.extensions._slack_messages import (
+    end_texts,
+    location,
+    table_texts,
+)
 from tests.support.slack_runs import (
     is_table,
     make_report,
@@ -23,7 +29,6 @@ pytestmark = pytest.mark.timeout(30)
 # Start message -------------------------------------------------------------------------
 
 def test_start_message_names_host_pid_command_and_output_folder(server, tmp_path):
-    import socket
     trainer = reporting_trainer(tmp_path, make_report(server))
     trainer.run()
     start = server.texts()[0]
@@ -125,3 +130,29 @@ def test_over_long_error_text_is_trimmed_and_split_not_rejected(server, tmp_path
     errors = [text for text in server.texts()[1:] if 'failed' in text or 'Traceback' in text]
     assert errors and all(len(text) <= 400 for text in server.texts())
     assert server.calls('chat.postMessage') == ['chat.postMessage'] * len(server.messages)
+
+
+# The texts themselves ------------------------------------------------------------------
+
+def test_table_texts_repeat_the_header_and_keep_every_row_in_order():
+    rows = [{'iteration': i, 'main/loss': 1.0 / i} for i in range(1, 61)]
+    texts = table_texts(['iteration', 'main/loss'], rows, 200)
+    assert len(texts) > 1 and all(len(text) <= 200 for text in texts)
+    tables = [text.split('```')[1].strip('\n').split('\n') for text in texts]
+    assert all(table[0].split() == ['iteration', 'main/loss'] for table in tables)
+    cells = [line.split() for table in tables for line in table[1:]]
+    assert cells == [[str(i), '%.6g' % (1.0 / i)] for i in range(1, 61)]
+
+
+def test_end_texts_name_the_interrupt_instead_of_finished():
+    text, = end_texts(8, 2, 3.0, 'result', KeyboardInterrupt(), 3900)
+    assert text.startswith(':warning: Training interrupted (KeyboardInterrupt) at iteration 8 '
+                           '(epoch 2, 3.0 s)\n')
+    assert os.path.abspath('result') in text
+
+
+def test_location_names_the_rank_under_chainermn():
+    class Communicator(object):
+        rank, size = 1, 4
+
+    assert location(Communicator()) == 'on {} (rank 1 of 4)'.format(socket.gethostname())
