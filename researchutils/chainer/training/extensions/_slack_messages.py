@@ -1,0 +1,166 @@
+"""What SlackReport says: the texts of its messages, each within Slack's length limit.
+
+Every function returns the texts of one message: a title line and a code
+block, split into as many texts as ``limit`` (characters per text) asks, a
+line too long for one text trimmed with an ellipsis. Only the standard
+library is used, and nothing here raises for a value it cannot show: a
+table cell falls back to ``'?'``.
+"""
+import os
+import socket
+import sys
+import traceback
+
+__all__ = ['end_texts', 'error_texts', 'location', 'start_texts', 'table_texts']
+
+_FENCE = '```'
+# Room taken by the opening and closing fences of a code block and their newlines.
+_FENCE_CHARS = 2 * len(_FENCE) + 2
+_FIRST_COLUMNS = ('epoch', 'iteration')
+_LAST_COLUMNS = ('elapsed_time',)
+
+
+def location(comm=None):
+    """Where the run is: ``'on HOST'``, with ``'(rank R of N)'`` under ChainerMN.
+
+    Example:
+        >>> location().startswith('on ')
+        True
+    """
+    host = socket.gethostname()
+    if comm is None:
+        return 'on {}'.format(host)
+    return 'on {} (rank {} of {})'.format(host, comm.rank, comm.size)
+
+
+def start_texts(where, start_iteration, out, limit):
+    """The run's first message: started, or resumed at ``start_iteration`` when above 0.
+
+    Its code block names the host, the process id, the command line and the
+    output folder ``out``.
+
+    Example:
+        >>> start_texts('on gpu1', 0, 'result', 3900)[0].split('\\n')[0]
+        ':rocket: Training started on gpu1'
+    """
+    if start_iteration:
+        title = ':arrows_counterclockwise: Training resumed at iteration {} {}'.format(
+            start_iteration, where)
+    else:
+        title = ':rocket: Training started {}'.format(where)
+    lines = ['host:    {}'.format(socket.gethostname()),
+             'pid:     {}'.format(os.getpid()),
+             'command: {}'.format(' '.join([sys.executable] + sys.argv)),
+             'out:     {}'.format(os.path.abspath(out))]
+    return _split(title, lines, limit)
+
+
+def error_texts(where, iteration, error, tb, limit):
+    """The exception ``error`` (raised at ``iteration``): its type, message and traceback.
+
+    Example:
+        >>> error_texts('on gpu1', 7, KeyError('x'), None, 3900)[0].split('\\n')[0]
+        ":x: Training failed at iteration 7 on gpu1: KeyError: 'x'"
+    """
+    title = ':x: Training failed at iteration {} {}: {}: {}'.format(
+        iteration, where, type(error).__name__, error)
+    lines = ''.join(traceback.format_exception(type(error), error, tb)).rstrip().split('\n')
+    return _split(title, lines, limit)
+
+
+def end_texts(iteration, epoch, elapsed_time, out, interrupt, limit):
+    """The run's last message: finished, or interrupted by ``interrupt`` (not None).
+
+    Example:
+        >>> end_texts(8, 2, 1.25, 'result', None, 3900)[0].split('\\n')[0]
+        ':white_check_mark: Training finished at iteration 8 (epoch 2, 1.2 s)'
+    """
+    where = 'at iteration {} (epoch {}, {:.1f} s)'.format(iteration, epoch, elapsed_time)
+    if interrupt is not None:
+        title = ':warning: Training interrupted ({}) {}'.format(type(interrupt).__name__, where)
+    else:
+        title = ':white_check_mark: Training finished {}'.format(where)
+    return _split(title, [os.path.abspath(out)], limit)
+
+
+def table_texts(entries, rows, limit):
+    """LogReport ``rows`` as an aligned table of ``entries``; its header heads every text.
+
+    ``entries`` None shows every key of the rows: epoch and iteration first,
+    elapsed_time last, the others sorted. A key missing from a row is a blank
+    cell.
+
+    Example:
+        >>> print(table_texts(['iteration', 'main/loss'],
+        ...                   [{'iteration': 1, 'main/loss': 0.5}], 3900)[0])
+        ```
+        iteration  main/loss
+        1          0.5
+        ```
+    """
+    if entries is None:
+        entries = _infer_entries(rows)
+    cells = [[_cell(row[entry]) if entry in row else '' for entry in entries] for row in rows]
+    widths = [max([len(entry)] + [len(line[i]) for line in cells])
+              for i, entry in enumerate(entries)]
+    lines = ['  '.join(text.ljust(width) for text, width in zip(line, widths)).rstrip()
+             for line in [list(entries)] + cells]
+    return _split('', lines, limit, repeated_lines=1)
+
+
+def _infer_entries(rows):
+    keys = set()
+    for row in rows:
+        keys.update(row.keys())
+    first = [key for key in _FIRST_COLUMNS if key in keys]
+    last = [key for key in _LAST_COLUMNS if key in keys]
+    return first + sorted(keys.difference(first, last)) + last
+
+
+def _cell(value):
+    if isinstance(value, int):  # bool included
+        return str(value)
+    try:
+        return '{:.6g}'.format(float(value))
+    except (TypeError, ValueError):
+        pass
+    try:
+        return str(value)
+    except Exception:
+        # A value that cannot show itself must not cost the rest of its row.
+        return '?'
+
+
+def _trim(text, limit):
+    return text if len(text) <= limit else text[:max(0, limit - 1)] + '\u2026'
+
+
+def _split(title, lines, limit, repeated_lines=0):
+    """Splits ``title`` + a code block of ``lines`` into texts of at most ``limit`` chars.
+
+    The first ``repeated_lines`` lines (a table header) head every block; a
+    line too long for one text is trimmed.
+    """
+    title = _trim(title, limit // 2) if title else ''
+    head = [_trim(line, limit // 3) for line in lines[:repeated_lines]]
+    body = lines[repeated_lines:] or ([] if head else [''])
+    texts = []
+    current = []
+
+    def room(prefix):
+        used = len(prefix) + _FENCE_CHARS + sum(len(line) + 1 for line in head)
+        return limit - used
+
+    def render(prefix, block):
+        return prefix + _FENCE + '\n' + '\n'.join(head + block) + '\n' + _FENCE
+
+    prefix = title + '\n' if title else ''
+    for line in body:
+        line = _trim(line, max(1, room(prefix) - 1))
+        if current and len(render(prefix, current + [line])) > limit:
+            texts.append(render(prefix, current))
+            prefix, current = '', []
+            line = _trim(line, max(1, room(prefix) - 1))
+        current.append(line)
+    texts.append(render(prefix, current))
+    return texts

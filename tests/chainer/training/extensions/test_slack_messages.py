@@ -1,0 +1,158 @@
+"""What SlackReport says: start, table, error texts within Slack's limits (_slack_messages)."""
+import os
+import socket
+import sys
+import warnings
+
+import pytest
+from chainer.training import extension as extension_module
+from chainer.training import extensions
+
+from researchutils.chainer.training.extensions._slack_messages import (
+    end_texts,
+    location,
+    table_texts,
+)
+from tests.support.slack_runs import (
+    is_table,
+    make_report,
+    posted_column,
+    reporting_trainer,
+    runtime_warnings,
+    table_rows,
+)
+from tests.support.tiny_training import Crash, crash_at, make_trainer
+
+pytestmark = pytest.mark.timeout(30)
+
+
+# Start message -------------------------------------------------------------------------
+
+def test_start_message_names_host_pid_command_and_output_folder(server, tmp_path):
+    trainer = reporting_trainer(tmp_path, make_report(server))
+    trainer.run()
+    start = server.texts()[0]
+    assert 'started' in start
+    assert socket.gethostname() in start
+    assert 'pid:     %d' % os.getpid() in start
+    assert sys.argv[0] in start
+    assert os.path.abspath(str(tmp_path / 'run')) in start
+
+
+# Tables --------------------------------------------------------------------------------
+
+def test_table_shows_chosen_entries_in_order_with_blank_missing_cells(server, tmp_path):
+    report = make_report(server, entries=['iteration', 'validation/main/loss', 'main/loss'])
+    trainer = reporting_trainer(tmp_path, report, stop_iteration=4, report_every=4)
+    trainer.run()
+    table = server.texts()[1].split('```')[1].strip('\n').split('\n')
+    assert table[0].split() == ['iteration', 'validation/main/loss', 'main/loss']
+    loss = trainer.get_extension('LogReport').log[0]['main/loss']
+    first = table[1]
+    # The blank cell keeps the column aligned: main/loss starts under its header.
+    column = table[0].index('main/loss')
+    assert first[:len('2')] == '2'
+    assert first[len('iteration'):column].strip() == ''
+    assert float(first[column:]) == pytest.approx(float(loss), rel=1e-5)
+
+
+def test_entries_are_inferred_epoch_and_iteration_first_elapsed_time_last(server, tmp_path):
+    trainer = reporting_trainer(tmp_path, make_report(server), stop_iteration=4, report_every=4)
+    trainer.run()
+    header, _ = table_rows(server.texts()[1])
+    assert header == ['epoch', 'iteration', 'main/accuracy', 'main/loss', 'elapsed_time']
+
+
+def test_long_report_is_split_into_messages_within_the_limit(server, tmp_path):
+    report = make_report(server, max_message_chars=300)
+    trainer = reporting_trainer(tmp_path, report, stop_iteration=40, log_every=1, report_every=40)
+    trainer.run()
+    tables = [text for text in server.texts() if is_table(text)]
+    assert len(tables) > 1
+    assert all(len(text) <= 300 for text in tables)
+    assert posted_column(server, 'iteration') == [str(i) for i in range(1, 41)]
+
+
+def test_a_value_that_cannot_be_shown_costs_only_its_cell(server, tmp_path):
+    class Unprintable(object):
+        def __float__(self):
+            raise ValueError('no float')
+
+        def __str__(self):
+            raise RuntimeError('no text either')
+
+    def log_rows(trainer):
+        return trainer.get_extension('LogReport').log
+
+    # Between LogReport (which must write plain JSON) and SlackReport, put a value no
+    # table can show into the row SlackReport reads; take it out again afterwards.
+    @extension_module.make_extension(trigger=(4, 'iteration'))
+    def spoil(trainer):
+        log_rows(trainer)[-1]['odd'] = Unprintable()
+
+    @extension_module.make_extension(trigger=(4, 'iteration'))
+    def restore(trainer):
+        log_rows(trainer)[-1].pop('odd', None)
+
+    trainer = make_trainer(tmp_path / 'run', stop_iteration=8)
+    trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    trainer.extend(spoil)
+    trainer.extend(make_report(server, entries=['iteration', 'odd']), trigger=(4, 'iteration'))
+    trainer.extend(restore)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter('always')
+        trainer.run()
+    assert runtime_warnings(record) == []
+    assert posted_column(server, 'iteration') == ['2', '4', '6', '8']
+    rows = [row.split() for text in server.texts() if is_table(text)
+            for row in table_rows(text)[1]]
+    assert ['4', '?'] in rows
+    assert 'finished' in server.texts()[-1]
+
+
+def test_table_wider_than_a_message_is_trimmed_not_rejected(server, tmp_path):
+    entries = ['iteration'] + ['observation/with/a/long/name/%d' % i for i in range(30)]
+    trainer = reporting_trainer(tmp_path,
+                                make_report(server, entries=entries, max_message_chars=300))
+    trainer.run()
+    assert all(len(text) <= 300 for text in server.texts())
+    assert 'finished' in server.texts()[-1]
+    assert posted_column(server, 'iteration') == ['2', '4', '6', '8']
+
+
+# Errors --------------------------------------------------------------------------------
+
+def test_over_long_error_text_is_trimmed_and_split_not_rejected(server, tmp_path):
+    trainer = reporting_trainer(tmp_path, make_report(server, max_message_chars=400))
+    trainer.extend(crash_at(3, Crash('x' * 5000)))
+    with pytest.raises(Crash):
+        trainer.run()
+    errors = [text for text in server.texts()[1:] if 'failed' in text or 'Traceback' in text]
+    assert errors and all(len(text) <= 400 for text in server.texts())
+    assert server.calls('chat.postMessage') == ['chat.postMessage'] * len(server.messages)
+
+
+# The texts themselves ------------------------------------------------------------------
+
+def test_table_texts_repeat_the_header_and_keep_every_row_in_order():
+    rows = [{'iteration': i, 'main/loss': 1.0 / i} for i in range(1, 61)]
+    texts = table_texts(['iteration', 'main/loss'], rows, 200)
+    assert len(texts) > 1 and all(len(text) <= 200 for text in texts)
+    tables = [text.split('```')[1].strip('\n').split('\n') for text in texts]
+    assert all(table[0].split() == ['iteration', 'main/loss'] for table in tables)
+    cells = [line.split() for table in tables for line in table[1:]]
+    assert cells == [[str(i), '%.6g' % (1.0 / i)] for i in range(1, 61)]
+
+
+def test_end_texts_name_the_interrupt_instead_of_finished():
+    text, = end_texts(8, 2, 3.0, 'result', KeyboardInterrupt(), 3900)
+    assert text.startswith(':warning: Training interrupted (KeyboardInterrupt) at iteration 8 '
+                           '(epoch 2, 3.0 s)\n')
+    assert os.path.abspath('result') in text
+
+
+def test_location_names_the_rank_under_chainermn():
+    class Communicator(object):
+        rank, size = 1, 4
+
+    assert location(Communicator()) == 'on {} (rank 1 of 4)'.format(socket.gethostname())
