@@ -21,12 +21,11 @@ _DELIRA_MANAGER_SETTINGS = {'sampler': 'sampler_cls', 'sampling_kwargs': 'sample
 
 def _manager_changes(kwargs, argument):
     """kfold's ``train_kwargs`` / ``test_kwargs`` as DataManager.replace arguments."""
-    if kwargs is None:
-        return {}
-    if not isinstance(kwargs, dict):
+    if not isinstance(kwargs, (dict, type(None))):
         raise TypeError('{} must be None or a dict of DataManager settings, got {!r}'.format(
             argument, kwargs))
-    changes = {_DELIRA_MANAGER_SETTINGS.get(key, key): value for key, value in kwargs.items()}
+    changes = {_DELIRA_MANAGER_SETTINGS.get(key, key): value
+               for key, value in (kwargs or {}).items()}
     unknown = sorted(set(changes) - set(_MANAGER_SETTINGS))
     if unknown:
         raise TypeError('{} has the keys {}, which are no DataManager settings; the settings '

@@ -2,6 +2,9 @@
 import chainer
 import numpy
 
+from researchutils.chainer.data_loading import DataManager
+from researchutils.chainer.training.predictor import Predictor
+
 
 class PredictorEvaluator(chainer.training.Extension):
     """Reports validation metrics (``val/<name>``) computed by a Predictor.
@@ -43,10 +46,18 @@ class PredictorEvaluator(chainer.training.Extension):
     name = 'validation'
 
     def __init__(self, predictor, manager, metrics, metric_keys=None, comm=None):
-        self._predictor = predictor
-        self._manager = manager
-        self._metrics = metrics
-        self._metric_keys = metric_keys
+        if not isinstance(predictor, Predictor):
+            raise TypeError('predictor must be a Predictor, got {!r}'.format(
+                type(predictor).__name__))
+        if not isinstance(manager, DataManager):
+            raise TypeError('manager must be a DataManager of the validation examples, got '
+                            '{!r}'.format(type(manager).__name__))
+        if not isinstance(metrics, dict) or not metrics or not all(
+                callable(metric) for metric in metrics.values()):
+            raise TypeError('metrics must be a non-empty dict from names to NumPy metric '
+                            'functions, got {!r}'.format(metrics))
+        self._predictor, self._manager = predictor, manager
+        self._metrics, self._metric_keys = metrics, metric_keys
         self._comm = comm
 
     def __call__(self, trainer):
