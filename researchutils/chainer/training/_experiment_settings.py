@@ -106,6 +106,11 @@ def _check_extensions(extensions):
     return extensions
 
 
+_check_checkpoint_freq = functools.partial(check_positive_int, name='checkpoint_freq')
+_check_gpu_ids = functools.partial(check_devices, name='gpu_ids')
+_check_stop_on_non_number = functools.partial(check_bool, name='stop_on_non_number')
+
+
 def _kept(value):
     return value
 
@@ -136,28 +141,27 @@ _NOT_SAVED = (None, None)
 _PARAMETERS = (Parameters.to_json, _decode_params)
 
 Setting = collections.namedtuple('Setting', 'name default check keyword_only encode decode')
+_POSITIONAL, _KEYWORD_ONLY = False, True  # Delira 0.4.1's positional order, then ours
 
 SETTINGS = (
-    #       name, default, check (returns the value kept), keyword-only, encode, decode
-    Setting('params', _REQUIRED, _check_params, False, *_PARAMETERS),
-    Setting('model_cls', _REQUIRED, _check_model_cls, False,
+    #       name, default, check (returns the value kept), kind, encode, decode
+    Setting('params', _REQUIRED, _check_params, _POSITIONAL, *_PARAMETERS),
+    Setting('model_cls', _REQUIRED, _check_model_cls, _POSITIONAL,
             *_reference('model_cls', base=chainer.Link)),
-    Setting('n_epochs', None, _check_n_epochs, False, *_PLAIN),
-    Setting('name', None, _check_name, False, *_PLAIN),
-    Setting('save_path', None, _check_save_path, False, *_PLAIN),
-    Setting('key_mapping', None, _check_key_mapping, False, *_PLAIN),
-    Setting('val_score_key', None, _kept, False, *_PLAIN),
+    Setting('n_epochs', None, _check_n_epochs, _POSITIONAL, *_PLAIN),
+    Setting('name', None, _check_name, _POSITIONAL, *_PLAIN),
+    Setting('save_path', None, _check_save_path, _POSITIONAL, *_PLAIN),
+    Setting('key_mapping', None, _check_key_mapping, _POSITIONAL, *_PLAIN),
+    Setting('val_score_key', None, _kept, _POSITIONAL, *_PLAIN),
     Setting('optim_builder', train_utils.create_optims_default_chainer, _check_optim_builder,
-            False, *_reference('optim_builder')),
-    Setting('checkpoint_freq', 1, functools.partial(check_positive_int, name='checkpoint_freq'),
-            False, *_PLAIN),
-    Setting('gpu_ids', None, functools.partial(check_devices, name='gpu_ids'), True, *_PLAIN),
-    Setting('val_score_mode', 'lowest', check_val_score_mode, True, *_PLAIN),
-    Setting('comm', None, _kept, True, *_NOT_SAVED),
-    Setting('extensions', (), _check_extensions, True, *_NOT_SAVED),
-    Setting('seed', None, check_seed, True, *_PLAIN),
-    Setting('stop_on_non_number', True, functools.partial(check_bool, name='stop_on_non_number'),
-            True, *_PLAIN),
+            _POSITIONAL, *_reference('optim_builder')),
+    Setting('checkpoint_freq', 1, _check_checkpoint_freq, _POSITIONAL, *_PLAIN),
+    Setting('gpu_ids', None, _check_gpu_ids, _KEYWORD_ONLY, *_PLAIN),
+    Setting('val_score_mode', 'lowest', check_val_score_mode, _KEYWORD_ONLY, *_PLAIN),
+    Setting('comm', None, _kept, _KEYWORD_ONLY, *_NOT_SAVED),
+    Setting('extensions', (), _check_extensions, _KEYWORD_ONLY, *_NOT_SAVED),
+    Setting('seed', None, check_seed, _KEYWORD_ONLY, *_PLAIN),
+    Setting('stop_on_non_number', True, _check_stop_on_non_number, _KEYWORD_ONLY, *_PLAIN),
 )
 
 SIGNATURE = inspect.Signature(
@@ -273,6 +277,15 @@ def resolve_device(gpu_id):
         raise ValueError('gpu_ids entry {!r} is not a usable device ({}): use [] for the CPU, '
                          'GPU numbers with CuPy installed, or device names such as '
                          "'@numpy'".format(gpu_id, error)) from error
+
+
+def rank_devices(devices, comm):
+    """The devices this process trains on: the CPU without ``gpu_ids``, one per ChainerMN rank."""
+    if not devices:
+        return [chainer.get_device('@numpy')]
+    if comm is not None:
+        return [devices[comm.intra_rank % len(devices)]]
+    return devices
 
 
 def is_writer(comm):

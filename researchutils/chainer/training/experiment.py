@@ -1,17 +1,11 @@
 """ChainerExperiment: train, validate, checkpoint, resume and test a model from Parameters.
 
-The parts live in their own modules: the settings table and the checks of the
-training parameters in ``_experiment_settings``, k-fold and grid search in
-``_model_selection``, the Trainer's assembly in ``_trainer``, the files of
-the experiment's folder in ``_model_files``, and the Chainer plug-ins where
-Chainer keeps such things (:mod:`~researchutils.chainer.training.updaters`,
-:mod:`~researchutils.chainer.training.extensions`,
-:mod:`~researchutils.chainer.training.triggers`). This module is the
-experiment's public face: it checks a run's inputs and runs the Trainer.
+Its parts live beside it: the settings table (``_experiment_settings``), k-fold and grid
+search (``_model_selection``), the Trainer's assembly (``_trainer``), the folder's files
+(``_model_files``), and the Chainer plug-ins in ``updaters``, ``extensions``, ``triggers``.
 """
 import os
 
-import chainer
 import numpy
 
 from researchutils.chainer import serializers
@@ -165,19 +159,12 @@ class ChainerExperiment(object):
                 kwargs, self.model_cls.__name__, error)) from error
         finally:
             numpy.random.set_state(state)
-        devices = self._rank_devices()
+        devices = _experiment_settings.rank_devices(self.devices, self.comm)
         if len(devices) > 1:
             from researchutils.chainer.models import DataParallelChainerNetwork
             return DataParallelChainerNetwork(model, devices)
         model.to_device(devices[0])
         return model
-
-    def _rank_devices(self):
-        if not self.devices:
-            return [chainer.get_device('@numpy')]
-        if self.comm is not None:
-            return [self.devices[self.comm.intra_rank % len(self.devices)]]
-        return self.devices
 
     def _predictor(self, model):
         return Predictor(model, _experiment_settings.resolved_key_mapping(self.model_cls,
@@ -221,7 +208,7 @@ class ChainerExperiment(object):
         state_path = os.path.join(self.output_dir, _model_files.STATE_FILE)
         if os.path.exists(state_path):
             return self._finished_model(model, val)
-        devices = self._rank_devices()
+        devices = _experiment_settings.rank_devices(self.devices, self.comm)
         optimizers = self.optim_builder(model, training['optimizer_cls'],
                                         **training.get('optimizer_params', {}))
         if not isinstance(optimizers, dict) or 'default' not in optimizers:
