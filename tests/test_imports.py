@@ -21,6 +21,8 @@ LIGHT_MODULES = [
     'researchutils.chainer.data_loading',
     'researchutils.chainer.training',
     'researchutils.chainer.training.extensions',
+    'researchutils.chainer.training.triggers',
+    'researchutils.chainer.training.updaters',
     'researchutils.arrays',
     'researchutils.files',
     'researchutils.math',

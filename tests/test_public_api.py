@@ -20,6 +20,8 @@ PACKAGES = [
     'researchutils.chainer.data_loading',
     'researchutils.chainer.training',
     'researchutils.chainer.training.extensions',
+    'researchutils.chainer.training.triggers',
+    'researchutils.chainer.training.updaters',
 ]
 
 

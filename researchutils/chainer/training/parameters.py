@@ -2,46 +2,10 @@
 import itertools
 
 from researchutils.chainer.training import train_utils
+from researchutils.chainer.training._trees import copy_tree, leaves, merge, set_path, walk
 
 _PARTS = ('model', 'training')
 _MISSING = object()
-
-
-def _copy_tree(tree):
-    # Dicts and lists are copied; leaves (classes, functions, numbers) are shared.
-    if isinstance(tree, dict):
-        return {key: _copy_tree(value) for key, value in tree.items()}
-    if isinstance(tree, list):
-        return [_copy_tree(value) for value in tree]
-    return tree
-
-
-def _walk(tree, path):
-    for key, value in tree.items():
-        yield path + (key,), value
-        if isinstance(value, dict):
-            yield from _walk(value, path + (key,))
-
-
-def _leaves(tree, path=()):
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            yield from _leaves(value, path + (key,))
-        else:
-            yield path + (key,), value
-
-
-def _set_path(tree, path, value):
-    for key in path[:-1]:
-        tree = tree.setdefault(key, {})
-    tree[path[-1]] = value
-
-
-def _merge(base, update):
-    merged = _copy_tree(base)
-    for path, value in _leaves(update):
-        _set_path(merged, path, value)
-    return merged
 
 
 def _check_tree(tree, argument):
@@ -57,7 +21,7 @@ def _check_tree(tree, argument):
     for part in tree:
         if not isinstance(tree[part], dict):
             raise TypeError('{}[{!r}] must be a dict, got {!r}'.format(argument, part, tree[part]))
-    return _copy_tree(tree)
+    return copy_tree(tree)
 
 
 class Parameters(object):
@@ -90,7 +54,7 @@ class Parameters(object):
     def __init__(self, fixed_params=None, variable_params=None):
         self.fixed_params = _check_tree(fixed_params, 'fixed_params')
         self.variable_params = _check_tree(variable_params, 'variable_params')
-        for path, value in _leaves(self.variable_params):
+        for path, value in leaves(self.variable_params):
             if not isinstance(value, list) or not value:
                 raise ValueError('variable_params/{} must be a non-empty list of candidate '
                                  'values, got {!r}'.format('/'.join(path), value))
@@ -128,7 +92,7 @@ class Parameters(object):
         wanted = tuple(key.split('/'))
         matches = []
         for name, tree in self._trees():
-            for path, value in _walk(tree, (name,)):
+            for path, value in walk(tree, (name,)):
                 if path[-len(wanted):] == wanted:
                     matches.append(('/'.join(path), value))
         if len(matches) == 1:
@@ -140,15 +104,15 @@ class Parameters(object):
         if default is not _MISSING:
             return default
         available = sorted({path[-1] for _, tree in self._trees()
-                            for path, _ in _walk(tree, ())})
+                            for path, _ in walk(tree, ())})
         raise KeyError('{!r} is not in the parameters; the keys are {}'.format(key, available))
 
     def _part(self, part):
         if self.variable_params:
             raise ValueError('the parameters still hold variable_params {}: pick one combination '
                              'with grid() (or ChainerExperiment.grid_search) first'.format(
-                                 sorted('/'.join(p) for p, _ in _leaves(self.variable_params))))
-        return _copy_tree(self.fixed_params.get(part, {}))
+                                 sorted('/'.join(p) for p, _ in leaves(self.variable_params))))
+        return copy_tree(self.fixed_params.get(part, {}))
 
     @property
     def model(self):
@@ -175,14 +139,14 @@ class Parameters(object):
             >>> [p.choice for p in params.grid()][1]
             {'training/lr': 1, 'training/momentum': 0.9}
         """
-        leaves = list(_leaves(self.variable_params))
-        for values in itertools.product(*[candidates for _, candidates in leaves]):
+        variable = list(leaves(self.variable_params))
+        for values in itertools.product(*[candidates for _, candidates in variable]):
             update = {}
-            for (path, _), value in zip(leaves, values):
-                _set_path(update, path, value)
-            combination = Parameters(_merge(self.fixed_params, update))
+            for (path, _), value in zip(variable, values):
+                set_path(update, path, value)
+            combination = Parameters(merge(self.fixed_params, update))
             combination.choice = {'/'.join(path): value
-                                  for (path, _), value in zip(leaves, values)}
+                                  for (path, _), value in zip(variable, values)}
             yield combination
 
     def to_json(self):

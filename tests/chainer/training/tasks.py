@@ -1,8 +1,10 @@
-"""A small learnable regression task shared by the training API tests.
+"""A small learnable regression task, and helpers, shared by the training API tests.
 
 Run as ``python -m tests.chainer.training.tasks SAVE_PATH NUM_EPOCHS`` it trains
 the task in a ChainerExperiment, slowly enough to be killed mid-run.
 """
+import json
+import os
 import sys
 import time
 
@@ -95,6 +97,43 @@ def make_experiment(save_path, num_epochs, extensions=()):
     return ChainerExperiment(make_params(num_epochs=num_epochs), Regressor, name='resumable',
                              save_path=save_path, val_score_key='MSE', seed=0,
                              extensions=extensions)
+
+
+def experiment(tmp_path, params=None, **kwargs):
+    """The task's experiment in ``tmp_path/exp``, seeded (``seed=0``) unless told."""
+    kwargs.setdefault('seed', 0)
+    return ChainerExperiment(params or make_params(), Regressor, name='exp',
+                             save_path=str(tmp_path), **kwargs)
+
+
+def read_log(experiment_or_folder):
+    """The LogReport entries of an experiment, or of the experiment folder given."""
+    folder = getattr(experiment_or_folder, 'output_dir', experiment_or_folder)
+    with open(os.path.join(folder, 'log')) as stream:
+        return json.load(stream)
+
+
+def val_mse(exp, model, val):
+    return exp.test(model, val, {'MSE': mean_squared_error})[1]['MSE']
+
+
+numpy_mse = mean_squared_error
+
+
+def forward(model, data):
+    """The model's predictions, in test mode and without a graph."""
+    with chainer.using_config('train', False), chainer.no_backprop_mode():
+        return model.forward(data)['pred'].array
+
+
+def weights(model):
+    return {name: param.array.copy() for name, param in model.namedparams()}
+
+
+def assert_same_weights(first, second):
+    assert first.keys() == second.keys()
+    for name in first:
+        np.testing.assert_array_equal(first[name], second[name], err_msg=name)
 
 
 if __name__ == '__main__':

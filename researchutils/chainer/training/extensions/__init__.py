@@ -1,8 +1,23 @@
 """researchutils.chainer.training.extensions: trainer extensions.
 
-Importing this package loads no optional dependency; slack_sdk is imported
-only when a :class:`SlackReport` is made from a token.
-"""
-from researchutils.chainer.training.extensions.slack_report import SlackReport  # NOQA
+Two kinds live here. :class:`SlackReport` posts a run's progress to Slack;
+only the user adds it to a Trainer. :class:`PredictorEvaluator`,
+:class:`BestModelSaver` and :class:`StopOnNonNumber` are the extensions a
+:class:`~researchutils.chainer.training.ChainerExperiment` puts on its own
+Trainer; they work on any Trainer too.
 
-__all__ = ['SlackReport']
+Importing this package loads no optional dependency (so importing
+:mod:`researchutils.chainer.training`, which uses the experiment's
+extensions, does not either); slack_sdk is imported only when a
+:class:`SlackReport` is made from a token.
+"""
+from researchutils.chainer.training.extensions.best_model_saver import BestModelSaver
+from researchutils.chainer.training.extensions.predictor_evaluator import PredictorEvaluator
+from researchutils.chainer.training.extensions.slack_report import SlackReport  # NOQA
+from researchutils.chainer.training.extensions.stop_on_non_number import (
+    StopOnNonNumber,
+    TrainingDiverged,
+)
+
+__all__ = ['BestModelSaver', 'PredictorEvaluator', 'SlackReport', 'StopOnNonNumber',
+           'TrainingDiverged']

@@ -1,0 +1,197 @@
+"""ChainerExperiment.kfold and .grid_search: many experiments, one per fold or combination."""
+import math
+import os
+import warnings
+
+import numpy
+
+from researchutils._checks import check_int, check_probability, check_seed
+from researchutils.chainer.data_loading import DataManager
+from researchutils.chainer.training import _experiment_settings, train_utils
+from researchutils.chainer.training._scores import improves
+from researchutils.chainer.training._trees import merge
+from researchutils.chainer.training.extensions.stop_on_non_number import TrainingDiverged
+from researchutils.chainer.training.parameters import Parameters
+from researchutils.chainer.training.predictor import Predictor
+
+_MANAGER_SETTINGS = ('batch_size', 'n_process_augmentation', 'transforms', 'sampler_cls',
+                     'sampler_kwargs', 'drop_last', 'seed')
+_DELIRA_MANAGER_SETTINGS = {'sampler': 'sampler_cls', 'sampling_kwargs': 'sampler_kwargs'}
+
+
+def _manager_changes(kwargs, argument):
+    """kfold's ``train_kwargs`` / ``test_kwargs`` as DataManager.replace arguments."""
+    if not isinstance(kwargs, (dict, type(None))):
+        raise TypeError('{} must be None or a dict of DataManager settings, got {!r}'.format(
+            argument, kwargs))
+    changes = {_DELIRA_MANAGER_SETTINGS.get(key, key): value
+               for key, value in (kwargs or {}).items()}
+    unknown = sorted(set(changes) - set(_MANAGER_SETTINGS))
+    if unknown:
+        raise TypeError('{} has the keys {}, which are no DataManager settings; the settings '
+                        'are {}'.format(argument, unknown, list(_MANAGER_SETTINGS)))
+    return changes
+
+
+def _labels(dataset, label_key):
+    """Every example's ``label_key`` value (each loaded once), as one array."""
+    labels = []
+    for index in range(len(dataset)):
+        example = dataset[index]
+        if label_key not in example:
+            raise KeyError('split_type="stratified" stratifies on label_key {!r}, but '
+                           'dataset[{}] has the keys {}'.format(label_key, index,
+                                                                sorted(example)))
+        label = numpy.asarray(example[label_key])
+        if label.size != 1:
+            raise ValueError('split_type="stratified" needs one label per example, but '
+                             'dataset[{}][{!r}] has the shape {}'.format(index, label_key,
+                                                                        label.shape))
+        labels.append(label.reshape(()).item())
+    return numpy.asarray(labels)
+
+
+def _label_grouped(order, labels):
+    """``order`` sorted by label, keeping its own order within each label."""
+    return order[numpy.argsort(labels[order], kind='stable')]
+
+
+def kfold_splits(size, num_splits, shuffle, seed, labels):
+    """Yields ``(train_indices, test_indices)``, each sorted, for every fold."""
+    order = numpy.arange(size)
+    if shuffle:
+        order = numpy.random.RandomState(seed).permutation(size)
+    if labels is None:
+        parts = numpy.array_split(order, num_splits)
+    else:
+        # Dealt round-robin from the label-grouped order: each label's count in a part
+        # is the floor or the ceiling of its share.
+        grouped = _label_grouped(order, labels)
+        parts = [grouped[i::num_splits] for i in range(num_splits)]
+    for i, part in enumerate(parts):
+        rest = numpy.concatenate([p for j, p in enumerate(parts) if j != i])
+        yield numpy.sort(rest), numpy.sort(part)
+
+
+def validation_positions(train_indices, val_split, seed, labels):
+    """Positions in ``train_indices`` of the validation part (``ceil(val_split * n)``)."""
+    size = len(train_indices)
+    n_val = int(math.ceil(val_split * size))
+    if not 1 <= n_val < size:
+        raise ValueError('val_split={} of a training part of {} examples leaves {} to train '
+                         'on: lower val_split or num_splits'.format(val_split, size,
+                                                                    size - n_val))
+    order = numpy.random.RandomState(seed).permutation(size)
+    if labels is None:
+        return numpy.sort(order[:n_val])
+    # Evenly spaced picks through the label-grouped order: position j is picked when
+    # the running quota j * n_val / size passes an integer, n_val picks in all.
+    grouped = _label_grouped(order, labels)
+    steps = numpy.arange(size)
+    picked = (steps + 1) * n_val // size > steps * n_val // size
+    return numpy.sort(grouped[picked])
+
+
+def _merged_params(base, more):
+    if not isinstance(more, Parameters):
+        raise TypeError('params must be None or Parameters, got {!r}'.format(
+            type(more).__name__))
+    return Parameters(merge(base.fixed_params, more.fixed_params),
+                      merge(base.variable_params, more.variable_params))
+
+
+def kfold(experiment, data, metrics, num_epochs, num_splits, shuffle, random_seed, split_type,
+          val_split, label_key, train_kwargs, metric_keys, test_kwargs, params, verbose):
+    """:meth:`ChainerExperiment.kfold`, whose docstring says what each argument does."""
+    if not isinstance(data, DataManager):
+        raise TypeError('kfold takes the examples as a DataManager (data), got {}'.format(
+            type(data).__name__))
+    if split_type not in ('random', 'stratified'):
+        raise ValueError('split_type must be "random" or "stratified", got {!r}'.format(
+            split_type))
+    num_splits = 10 if num_splits is None else num_splits
+    size = len(data.dataset)
+    num_splits = check_int(num_splits, 'num_splits (up to len(data.dataset))', minimum=2,
+                           maximum=size)
+    val_split = check_probability(val_split, 'val_split', allow_zero=False, allow_one=False,
+                                  allow_none=True)
+    random_seed = check_seed(random_seed, 'random_seed')
+    train_changes = _manager_changes(train_kwargs, 'train_kwargs')
+    test_changes = _manager_changes(test_kwargs, 'test_kwargs')
+    params = experiment.params if params is None else _merged_params(experiment.params, params)
+    labels = None
+    if split_type == 'stratified':
+        labels = _labels(data.dataset, label_key)
+    predictions, results = {}, {}
+    for i, (train_indices, test_indices) in enumerate(
+            kfold_splits(size, num_splits, shuffle, random_seed, labels)):
+        val = None
+        if val_split is not None:
+            picked = validation_positions(train_indices, val_split, random_seed,
+                                          None if labels is None else labels[train_indices])
+            val = data.get_subset(train_indices[picked]).replace(**test_changes)
+            train_indices = numpy.delete(train_indices, picked)
+        train = data.get_subset(train_indices).replace(**train_changes)
+        test = data.get_subset(test_indices).replace(**test_changes)
+        fold = _experiment_settings.replace(
+            experiment, params=params,
+            name=os.path.join(experiment.name, 'fold_{}'.format(i)),
+            n_epochs=experiment.n_epochs if num_epochs is None else num_epochs,
+            val_score_key=experiment.val_score_key if val else None,
+            seed=experiment.seed if experiment.seed is not None else random_seed)
+        model = fold.run(train, val)
+        predictions[str(i)], results[str(i)] = fold.test(model, test, metrics, metric_keys,
+                                                         verbose)
+    return predictions, results
+
+
+def _score(run, model, val, training):
+    """The ``val_score_key`` metric of ``model`` over ``val``, keeping no prediction."""
+    key = run.val_score_key
+    predictor = Predictor(model, _experiment_settings.resolved_key_mapping(run.model_cls,
+                                                                           run.key_mapping))
+    return predictor.evaluate(val, {key: training['val_metrics'][key]},
+                              training.get('val_metric_keys'))[key]
+
+
+def _write_summary(path, val_score_key, results, best_params, best_score):
+    def number(score):
+        return None if math.isnan(score) else score
+
+    train_utils.atomic_write_text(path, train_utils.dumps_json({
+        'val_score_key': val_score_key,
+        'results': [{'choice': train_utils.to_json_value(choice, 'choice'),
+                     'score': number(score)} for choice, score in results],
+        'best_choice': None if best_params is None else train_utils.to_json_value(
+            best_params.choice, 'choice'),
+        'best_score': number(best_score)}))
+
+
+def grid_search(experiment, train, val):
+    """:meth:`ChainerExperiment.grid_search`, whose docstring says what it does."""
+    if experiment.val_score_key is None or val is None:
+        raise ValueError('grid_search compares the val_score_key metric on val: set '
+                         'val_score_key and pass a validation manager')
+    results = []
+    best = None
+    for k, combination in enumerate(experiment.params.grid()):
+        run = _experiment_settings.replace(
+            experiment, params=combination, name=os.path.join(experiment.name,
+                                                              'grid_{}'.format(k)))
+        try:
+            model = run.run(train, val)
+        except TrainingDiverged as error:
+            warnings.warn('grid_search: combination {} ({}) diverged and is scored NaN: {}'
+                          .format(k, run.output_dir, error), RuntimeWarning)
+            score = float('nan')
+        else:
+            score = _score(run, model, val, combination.training)
+        results.append((combination.choice, score))
+        if not math.isnan(score) and (
+                best is None or improves(experiment.val_score_mode, score, best[1])):
+            best = (combination, score)
+    best_params, best_score = best if best is not None else (None, float('nan'))
+    if _experiment_settings.is_writer(experiment.comm):
+        _write_summary(os.path.join(experiment.output_dir, 'grid_search.json'),
+                       experiment.val_score_key, results, best_params, best_score)
+    return {'best_params': best_params, 'best_score': best_score, 'results': results}

@@ -1,0 +1,15 @@
+"""The order of validation scores: ``val_score_mode`` "lowest" or "highest" is best."""
+
+VAL_SCORE_MODES = ('lowest', 'highest')
+
+
+def check_val_score_mode(mode, name='val_score_mode'):
+    """Returns ``mode`` when it is "lowest" or "highest"; a ValueError otherwise."""
+    if mode not in VAL_SCORE_MODES:
+        raise ValueError('{} must be "lowest" or "highest", got {!r}'.format(name, mode))
+    return mode
+
+
+def improves(mode, new, old):
+    """Whether score ``new`` beats ``old`` under ``mode`` ("lowest" or "highest")."""
+    return new < old if mode == 'lowest' else new > old

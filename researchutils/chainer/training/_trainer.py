@@ -1,0 +1,98 @@
+"""The Trainer of one ChainerExperiment run: updater, stop trigger and extensions."""
+import os
+import sys
+import warnings
+
+import chainer
+import numpy
+from chainer.training import extensions as chainer_extensions
+
+from researchutils.chainer.training import _experiment_settings, _model_files
+from researchutils.chainer.training.extensions.best_model_saver import BestModelSaver
+from researchutils.chainer.training.extensions.predictor_evaluator import PredictorEvaluator
+from researchutils.chainer.training.extensions.stop_on_non_number import StopOnNonNumber
+from researchutils.chainer.training.triggers.resumable_early_stopping_trigger import (
+    ResumableEarlyStoppingTrigger,
+)
+from researchutils.chainer.training.updaters.closure_updater import ClosureUpdater
+
+
+def shard(manager, comm, pad):
+    """This ChainerMN rank's part of ``manager``'s examples."""
+    # Every rank builds the same permutation, so the shards are disjoint and,
+    # with padding, equally long (the same number of iterations per rank).
+    size, rank = comm.size, comm.rank
+    order = numpy.random.RandomState(0).permutation(len(manager.dataset))
+    if pad:
+        per_rank = -(-len(order) // size)
+        order = numpy.resize(order, per_rank * size)
+    return manager.get_subset(numpy.array_split(order, size)[rank])
+
+
+def build_trainer(experiment, model, optimizers, predictor, training, train, val, device):
+    """A Trainer of ``model`` on ``train`` with every extension ``experiment`` asks for."""
+    updater = ClosureUpdater(train.get_iterator(repeat=True), model, optimizers,
+                             training['losses'], training.get('train_metrics', {}), device)
+    trainer = chainer.training.Trainer(updater, _stop_trigger(experiment, training),
+                                       out=experiment.output_dir)
+    _extend(trainer, experiment, model, predictor, training, val)
+    return trainer
+
+
+def _stop_trigger(experiment, training):
+    epochs = (_experiment_settings.with_epochs(training, experiment.n_epochs)['num_epochs'],
+              'epoch')
+    patience = training.get('early_stopping_patience')
+    if patience is None:
+        return epochs
+    return ResumableEarlyStoppingTrigger(
+        check_trigger=(1, 'epoch'), monitor='val/' + experiment.val_score_key,
+        patience=patience, mode='min' if experiment.val_score_mode == 'lowest' else 'max',
+        max_trigger=epochs)
+
+
+def _extend(trainer, experiment, model, predictor, training, val):
+    if experiment.stop_on_non_number:
+        trainer.extend(StopOnNonNumber())
+    val_metrics = training.get('val_metrics', {})
+    if val is not None and val_metrics:
+        trainer.extend(PredictorEvaluator(predictor, val, val_metrics,
+                                          training.get('val_metric_keys'), experiment.comm))
+    scheduler = training.get('lr_sched_cls')
+    if scheduler is not None:
+        extension = scheduler(**training.get('lr_sched_params', {}))
+        if not callable(extension):
+            raise TypeError('lr_sched_cls(**lr_sched_params) must give a Chainer extension, '
+                            'got {!r}'.format(extension))
+        trainer.extend(extension, trigger=training.get('lr_sched_trigger', (1, 'epoch')))
+    if not _experiment_settings.is_writer(experiment.comm):
+        return
+    if experiment.val_score_key is not None and val is not None:
+        trainer.extend(BestModelSaver(
+            model, 'val/' + experiment.val_score_key, experiment.val_score_mode,
+            os.path.join(experiment.output_dir, _model_files.BEST_MODEL)))
+    trainer.extend(chainer_extensions.snapshot(filename=_model_files.SNAPSHOT_NAME, n_retains=2),
+                   trigger=(experiment.checkpoint_freq, 'epoch'))
+    trainer.extend(chainer_extensions.LogReport(trigger=(1, 'epoch')))
+    _extend_plots(trainer, training, val)
+    if sys.stdout.isatty():
+        trainer.extend(chainer_extensions.ProgressBar())
+    for extension in experiment.extensions:
+        if isinstance(extension, tuple):
+            trainer.extend(extension[0], trigger=extension[1])
+        else:
+            trainer.extend(extension)
+
+
+def _extend_plots(trainer, training, val):
+    if not chainer_extensions.PlotReport.available():
+        warnings.warn('matplotlib is missing, so no loss.png or metrics.png is drawn: '
+                      'pip install researchutils[plot]')
+        return
+    losses = ['main/' + name for name in training['losses']]
+    trainer.extend(chainer_extensions.PlotReport(losses, 'epoch', file_name='loss.png'))
+    metrics = ['main/' + name for name in training.get('train_metrics', {})]
+    if val is not None:
+        metrics += ['val/' + name for name in training.get('val_metrics', {})]
+    if metrics:
+        trainer.extend(chainer_extensions.PlotReport(metrics, 'epoch', file_name='metrics.png'))

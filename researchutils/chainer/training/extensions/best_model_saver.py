@@ -1,0 +1,63 @@
+"""BestModelSaver: keeps the model of the best validation score in one npz file."""
+import math
+
+import chainer
+
+from researchutils.chainer.training._model_files import replace_model
+from researchutils.chainer.training._scores import check_val_score_mode, improves
+
+
+class BestModelSaver(chainer.training.Extension):
+    """Saves the model whenever the monitored value improves (an atomic npz write).
+
+    At each epoch end it reads ``trainer.observation[monitor]`` (reported by
+    a validation extension before it runs: its priority is
+    ``PRIORITY_EDITOR``) and, when the value beats the best so far, writes
+    the model to ``path``, replacing the older file. The file loads with
+    :func:`~researchutils.chainer.serializers.load_model`. The best value and
+    its epoch are serialized, so a resumed run keeps comparing against them.
+
+    Args:
+        model (chainer.Link): The model to save.
+        monitor (str): The observation key, e.g. ``"val/MSE"``.
+        mode (str): ``"lowest"`` or ``"highest"`` is best.
+        path (str): The npz file.
+
+    Attributes:
+        best_value (float): The best value seen (NaN before the first).
+        best_epoch (int): The epoch it was seen at (0 before the first).
+
+    Example:
+        >>> import chainer.links as L
+        >>> saver = BestModelSaver(L.Linear(2, 1), 'val/MSE', 'lowest', 'best_model.npz')
+        >>> trainer.extend(saver)  # doctest: +SKIP
+        >>> saver.best_value, saver.best_epoch
+        (nan, 0)
+    """
+
+    trigger = (1, 'epoch')
+    priority = chainer.training.PRIORITY_EDITOR
+    name = 'best_model'
+
+    def __init__(self, model, monitor, mode, path):
+        if not isinstance(model, chainer.Link):
+            raise TypeError('model must be a chainer.Link, got {!r}'.format(
+                type(model).__name__))
+        self._model = model
+        self._monitor = monitor
+        self._mode = check_val_score_mode(mode, 'mode')
+        self._path = path
+        self.best_value = float('nan')
+        self.best_epoch = 0
+
+    def __call__(self, trainer):
+        value = float(trainer.observation[self._monitor])
+        if not math.isnan(self.best_value) and not improves(self._mode, value, self.best_value):
+            return
+        replace_model(self._path, self._model)
+        self.best_value = value
+        self.best_epoch = trainer.updater.epoch
+
+    def serialize(self, serializer):
+        self.best_value = float(serializer('best_value', self.best_value))
+        self.best_epoch = int(serializer('best_epoch', self.best_epoch))

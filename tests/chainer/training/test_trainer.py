@@ -1,0 +1,63 @@
+"""The Trainer a ChainerExperiment builds: snapshots, scheduler, reports, user extensions."""
+import os
+import sys
+
+import chainer
+import pytest
+from chainer.training import extensions as chainer_extensions
+
+from tests.chainer.training import tasks
+from tests.chainer.training.tasks import experiment, read_log
+
+
+class CountCalls(chainer.training.Extension):
+    trigger = (1, 'epoch')
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, trainer):
+        self.calls += 1
+
+
+def test_checkpoints_every_checkpoint_freq_epochs(tmp_path):
+    exp = experiment(tmp_path, tasks.make_params(num_epochs=4), checkpoint_freq=2)
+    exp.run(*tasks.make_managers())
+    snapshots = sorted(n for n in os.listdir(exp.output_dir) if n.startswith('snapshot'))
+    assert snapshots == ['snapshot_epoch_2', 'snapshot_epoch_4']
+
+
+def test_lr_scheduler_extension_is_applied_every_epoch(tmp_path):
+    params = tasks.make_params(num_epochs=3, optimizer_cls=chainer.optimizers.SGD,
+                               optimizer_params={'lr': 0.1},
+                               lr_sched_cls=chainer_extensions.ExponentialShift,
+                               lr_sched_params={'attr': 'lr', 'rate': 0.5})
+    exp = experiment(tmp_path, params, extensions=[chainer_extensions.observe_lr()])
+    exp.run(*tasks.make_managers())
+    rates = [entry['lr'] for entry in read_log(exp)]
+    assert rates == pytest.approx([0.1, 0.05, 0.025])
+    assert exp.trainer.updater.get_optimizer('main').lr == pytest.approx(0.0125)
+
+
+def test_log_and_png_plots_are_written(tmp_path):
+    exp = experiment(tmp_path, tasks.make_params(num_epochs=2))
+    exp.run(*tasks.make_managers())
+    for name in ('loss.png', 'metrics.png'):
+        with open(os.path.join(exp.output_dir, name), 'rb') as stream:
+            assert stream.read(8) == b'\x89PNG\r\n\x1a\n'
+
+
+@pytest.mark.parametrize('terminal', [True, False])
+def test_progress_bar_only_when_output_is_a_terminal(tmp_path, monkeypatch, terminal):
+    monkeypatch.setattr(sys.stdout, 'isatty', lambda: terminal)
+    exp = experiment(tmp_path, tasks.make_params(num_epochs=1))
+    exp.run(*tasks.make_managers(n_train=64))
+    assert ('ProgressBar' in exp.trainer._extensions) is terminal
+
+
+def test_user_extensions_run_with_their_triggers(tmp_path):
+    every_epoch, every_iteration = CountCalls(), CountCalls()
+    exp = experiment(tmp_path, tasks.make_params(num_epochs=2),
+                     extensions=[every_epoch, (every_iteration, (1, 'iteration'))])
+    exp.run(*tasks.make_managers(n_train=64, batch_size=32))
+    assert (every_epoch.calls, every_iteration.calls) == (2, 4)

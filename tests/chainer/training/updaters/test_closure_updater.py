@@ -1,0 +1,86 @@
+"""ClosureUpdater: one model.closure step per iteration."""
+
+import chainer
+import chainer.functions as F
+import chainer.links as L
+import numpy as np
+import pytest
+from chainer.training import extensions as chainer_extensions
+
+from researchutils.chainer.data_loading import DataManager, SequentialSampler
+from researchutils.chainer.models import AbstractChainerNetwork
+from researchutils.chainer.training.updaters import ClosureUpdater
+from tests.chainer.training import tasks
+from tests.chainer.training.tasks import experiment, read_log
+
+
+def test_train_metrics_run_in_the_closure_on_backend_arrays(tmp_path):
+    seen = set()
+
+    def metric(pred, label):
+        seen.add((type(pred), type(label)))
+        return chainer.functions.mean_absolute_error(pred, label)
+
+    exp = experiment(tmp_path, tasks.make_params(num_epochs=1, train_metrics={'MAE': metric}))
+    exp.run(*tasks.make_managers())
+    assert seen == {(chainer.Variable, np.ndarray)}
+    assert 'main/MAE' in read_log(exp)[0]
+
+
+class LinearNet(AbstractChainerNetwork):
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.fc = L.Linear(tasks.NUM_INPUTS, tasks.NUM_OUTPUTS)
+
+    def forward(self, x):
+        return {'pred': self.fc(x)}
+
+
+def one_batch_updater(model, lr=0.1, **kwargs):
+    dataset = tasks.LinearTask(8)
+    optimizer = chainer.optimizers.SGD(lr=lr).setup(model)
+    iterator = DataManager(dataset, 8, sampler_cls=SequentialSampler).get_iterator()
+    return dataset, ClosureUpdater(iterator, model, {'default': optimizer},
+                                   {'MSE': F.mean_squared_error}, **kwargs)
+
+
+def test_one_update_is_an_sgd_step_on_the_mean_squared_error():
+    model = LinearNet()
+    weight, bias = model.fc.W.array.copy(), model.fc.b.array.copy()
+    dataset, updater = one_batch_updater(model, lr=0.1)
+    updater.update()
+    # d/dW of mean((x W^T + b - y)^2) over all N * outputs entries, in NumPy.
+    error = dataset.data @ weight.T + bias - dataset.labels
+    scale = 2.0 / error.size
+    np.testing.assert_allclose(model.fc.W.array, weight - 0.1 * scale * error.T @ dataset.data,
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.fc.b.array, bias - 0.1 * scale * error.sum(axis=0),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_losses_are_reported_as_main_names_on_a_plain_trainer(tmp_path):
+    model = LinearNet()
+    _, updater = one_batch_updater(model)
+    trainer = chainer.training.Trainer(updater, (2, 'iteration'), out=str(tmp_path))
+    trainer.extend(chainer_extensions.LogReport(trigger=(1, 'iteration')))
+    trainer.run()
+    assert [sorted(key for key in entry if key.startswith('main/')) for entry in
+            read_log(str(tmp_path))] == [['main/MSE'], ['main/MSE']]
+
+
+def test_the_default_optimizer_is_the_updaters_main_one_and_the_others_keep_their_names():
+    model = LinearNet()
+    default, other = chainer.optimizers.SGD().setup(model), chainer.optimizers.SGD()
+    updater = ClosureUpdater(DataManager(tasks.LinearTask(8), 4).get_iterator(), model,
+                             {'default': default, 'other': other},
+                             {'MSE': F.mean_squared_error})
+    assert updater.get_all_optimizers() == {'main': default, 'other': other}
+
+
+def test_optimizers_without_a_default_are_refused():
+    model = LinearNet()
+    optimizer = chainer.optimizers.SGD().setup(model)
+    with pytest.raises(TypeError, match='"default"'):
+        ClosureUpdater(DataManager(tasks.LinearTask(8), 4).get_iterator(), model,
+                       {'main': optimizer}, {'MSE': F.mean_squared_error})
