@@ -4,6 +4,7 @@ import math
 import numbers
 import os
 import re
+import stat
 import sys
 import warnings
 
@@ -43,7 +44,7 @@ _TRAINING_KEYS = {
     'early_stopping_patience': 'epochs without improvement of val_score_key',
     'batch_size': 'kept for Delira scripts that read it; the managers set the batch size',
 }
-_SNAPSHOT = re.compile(r'^snapshot_epoch_(\d+)$')
+_SNAPSHOT = re.compile(r'^snapshot_epoch_([0-9]+)$')
 _STATE_FILE = 'run_state.json'
 _BEST_MODEL = 'best_model.npz'
 _FINAL_MODEL = 'final_model.npz'
@@ -104,7 +105,8 @@ def _latest_snapshot(folder):
     if not os.path.isdir(folder):
         return None
     found = [(int(m.group(1)), name) for name in os.listdir(folder)
-             for m in [_SNAPSHOT.match(name)] if m]
+             for m in [_SNAPSHOT.match(name)]
+             if m and stat.S_ISREG(os.lstat(os.path.join(folder, name)).st_mode)]
     return os.path.join(folder, max(found)[1]) if found else None
 
 
@@ -963,12 +965,16 @@ class ChainerExperiment(object):
     def load(cls, path, comm=None, extensions=(), allowed_modules=()):
         """Restores an experiment written by :meth:`save`.
 
-        Loading runs no code the file chooses: ``model_cls`` must be a Link
-        class of a module already imported (or allowed), and every other
-        reference must be of the kind its key expects, from Chainer, NumPy,
-        researchutils, the model class's top-level package or
-        ``allowed_modules`` (see
-        :func:`~researchutils.chainer.training.resolve_reference`).
+        Loading runs no code the file chooses: ``model_cls`` must be an
+        AbstractChainerNetwork-like class (closure and prepare_batch) of a
+        module already imported (``__main__`` only as the running script) or
+        allowed, and every other reference must be of the kind its key
+        expects, from the namespaces that key allows, the model class's
+        top-level package or ``allowed_modules`` (see
+        :func:`~researchutils.chainer.training.resolve_reference`). The loaded
+        experiment writes and resumes in the folder it was loaded from: the
+        ``save_path`` and ``name`` in the file are not used (a ``name`` that
+        is not a plain folder name is refused).
 
         Args:
             path (str): The ``experiment.json`` file or the folder holding it.
@@ -991,15 +997,21 @@ class ChainerExperiment(object):
             raise ValueError('{} is not a saved ChainerExperiment (format {!r})'.format(
                 path, data.get('format')))
         where = os.path.basename(path)
+        # The experiment lives where it was loaded from, whatever the file says.
+        folder = os.path.dirname(os.path.abspath(path))
+        name = data.get('name')
+        if not isinstance(name, str) or name in ('', '.', '..') or '/' in name or (
+                os.sep in name) or (os.altsep and os.altsep in name):
+            raise ValueError('{}: name {!r} is not a folder name'.format(path, name))
         model_cls = train_utils.resolve_reference(data['model_cls'], where + ' model_cls',
-                                                  base=chainer.Link,
                                                   allowed_modules=allowed_modules)
-        allowed_modules = list(allowed_modules) + [model_cls.__module__.split('.')[0]]
-        return cls(Parameters.from_json(data['params'], allowed_modules), model_cls,
-                   n_epochs=data.get('n_epochs'), name=data['name'], save_path=data['save_path'],
+        package = train_utils.model_package(model_cls)
+        return cls(Parameters.from_json(data['params'], allowed_modules, model_package=package),
+                   model_cls, n_epochs=data.get('n_epochs'), name=os.path.basename(folder),
+                   save_path=os.path.dirname(folder),
                    optim_builder=train_utils.resolve_reference(
                        data['optim_builder'], where + ' optim_builder',
-                       allowed_modules=allowed_modules),
+                       allowed_modules=allowed_modules, model_package=package),
                    key_mapping=data['key_mapping'], gpu_ids=data['gpu_ids'],
                    checkpoint_freq=data['checkpoint_freq'], val_score_key=data['val_score_key'],
                    val_score_mode=data['val_score_mode'], comm=comm, extensions=extensions,
