@@ -1,4 +1,4 @@
-"""References read from experiment.json resolve only to the kinds and namespaces their keys allow."""
+"""References read from experiment.json resolve only to what their keys allow."""
 import subprocess
 import sys
 
