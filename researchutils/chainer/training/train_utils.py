@@ -127,6 +127,8 @@ _RULES = {
     'model_cls': _Rule('network', model_package=False, loaded=True),
 }
 _DEFAULT_RULE = _Rule('callable', library=_FUNCTION_MODULES)
+# The keys of the parameters with a rule of their own; any other is a function's.
+_PARAMETER_RULES = ('optimizer_cls', 'lr_sched_cls')
 
 
 def object_reference(value, where):
@@ -187,8 +189,9 @@ def _library_module_allowed(module_name, rule):
     parts = module_name.split('.')
     if any(part.startswith('_') or part in _REFUSED_PARTS for part in parts):
         return False
+    # A named object may be reached through its module or a package above it.
     return (_in_modules(module_name, rule.library)
-            or any(module_name == value.__module__ for value in rule.named))
+            or any(_in_modules(value.__module__, (module_name,)) for value in rule.named))
 
 
 def _user_module_allowed(module_name, user_modules):
@@ -231,7 +234,9 @@ def resolve_reference(reference, where, allowed_modules=(), key=None, model_pack
     * ``lr_sched_cls``: one of Chainer's ``*Shift`` schedulers
       (``ExponentialShift``, ``InverseShift``, ``LinearShift``,
       ``MultistepShift``, ``PolynomialShift``, ``StepShift``, ``WarmupShift``),
-      or an extension class of ``allowed_modules``;
+      or an extension class of ``allowed_modules``; a named object may be
+      reached through a package above its module
+      (``chainer.training.extensions:ExponentialShift``);
     * ``optim_builder``: :func:`create_optims_default_chainer`;
     * ``model_cls``: a Link subclass with ``closure`` and ``prepare_batch``
       from ``allowed_modules`` or a module already imported (``__main__``
@@ -391,7 +396,9 @@ def _decode(value, where, allowed_modules, model_package, plain):
             raise ValueError('{} holds the reference {!r}, but keyword arguments and triggers '
                              '({}) take plain JSON values only'.format(
                                  where, value['__object__'], ', '.join(_PLAIN_KEYS)))
+        key = where.rsplit('/', 1)[-1]
         return resolve_reference(value['__object__'], where, allowed_modules=allowed_modules,
+                                 key=key if key in _PARAMETER_RULES else '',
                                  model_package=model_package)
     if set(value) == {'__ndarray__', 'dtype'}:
         return _decode_array(value, where)

@@ -172,3 +172,17 @@ def test_parameters_from_json_uses_the_model_package():
     with pytest.raises(ValueError, match='val_metrics/MSE'):
         Parameters.from_json(data)
     assert Parameters.from_json(data, model_package='tests') == params
+
+
+def test_a_scheduler_reached_through_its_package_resolves():
+    reference = 'chainer.training.extensions:ExponentialShift'
+    assert decode({'lr_sched_cls': {'__object__': reference}})['training']['lr_sched_cls'] is (
+        chainer.training.extensions.ExponentialShift)
+
+
+def test_a_parameter_named_model_cls_gets_the_rule_of_functions():
+    # model_cls may come from any imported module; inside the parameters that rule is not used.
+    with pytest.raises(ValueError, match=r"model/model_cls.*'tests.chainer.training.tasks"):
+        train_utils.from_json_value(
+            {'model': {'model_cls': {'__object__': 'tests.chainer.training.tasks:Regressor'}}},
+            'fixed_params')
