@@ -4,15 +4,21 @@
 once (so a pickled object array anywhere in the file is refused before anything is loaded) and
 each array only when asked for, with pickling refused. The one pickle accepted is the
 ``numpy.asarray(None)`` that Chainer writes for a None value, recognised by
-:func:`is_chainers_none` without running it.
+:func:`is_chainers_none` without running it (the unpickler it uses holds no shared state).
+Only regular files are opened, only stored and deflate members read, only boolean, numeric and
+single-string arrays accepted, and each member must be exactly as long as its header says, so
+reading an array never takes more memory than its header declares (which the loaders check
+against the target before reading).
 
-Tests: ``tests/chainer/serializers/test_safe_npz.py``.
+Tests: ``tests/chainer/serializers/test_safe_npz.py``, ``test_npz_limits.py``.
 """
 import errno
 import functools
 import io
+import math
 import os
 import pickle
+import stat
 import zipfile
 import zlib
 
@@ -20,6 +26,11 @@ import numpy
 
 # Errors numpy and zipfile raise for a file that is not a complete npz archive.
 _CORRUPT_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError)
+
+
+def nbytes(shape, dtype):
+    """The bytes of an array of ``shape`` and ``dtype``, in exact integers."""
+    return math.prod(int(n) for n in shape) * dtype.itemsize
 
 
 class UnreadableFile(ValueError):
@@ -39,15 +50,23 @@ class _RecordedCall(object):
 
 
 _NDARRAY = object()
-# What a pickle may name, and what it gets instead: records, never the real callables.
+# What a pickle may name, and what it gets instead: records, never the real callables. A new
+# record maker per lookup, so a pickle's BUILD can change nothing shared.
 _NONE_PICKLE_GLOBALS = {
-    ('numpy.core.multiarray', '_reconstruct'): functools.partial(_RecordedCall, 'array'),
-    ('numpy._core.multiarray', '_reconstruct'): functools.partial(_RecordedCall, 'array'),
-    ('numpy', 'ndarray'): _NDARRAY,
-    ('numpy', 'dtype'): functools.partial(_RecordedCall, 'dtype'),
+    ('numpy.core.multiarray', '_reconstruct'): 'array',
+    ('numpy._core.multiarray', '_reconstruct'): 'array',
+    ('numpy', 'ndarray'): None,
+    ('numpy', 'dtype'): 'dtype',
+    ('_codecs', 'encode'): 'encode',  # protocol 2 writes bytes as _codecs.encode(str, 'latin1')
 }
 # NumPy's pickle of numpy.asarray(None) is at most a few hundred bytes.
 _MAX_NONE_PICKLE = 1024
+# The most bytes an array may have when the target's own size says nothing: a lazy parameter
+# (None until loaded), a number, a string (the LogReport's log). Raise it for larger ones.
+MAX_UNSIZED_BYTES = 512 * 2 ** 20
+# Array kinds read: booleans, numbers, and (shape () only) strings; 'O' only Chainer's None.
+_NUMERIC_KINDS = 'biufc'
+_STRING_KINDS = 'US'
 
 
 class _ChainerNoneUnpickler(pickle.Unpickler):
@@ -55,12 +74,19 @@ class _ChainerNoneUnpickler(pickle.Unpickler):
 
     def find_class(self, module, name):
         try:
-            return _NONE_PICKLE_GLOBALS[module, name]
+            record = _NONE_PICKLE_GLOBALS[module, name]
         except KeyError:
             raise pickle.UnpicklingError('the pickle names {}.{}'.format(module, name)) from None
+        return _NDARRAY if record is None else functools.partial(_RecordedCall, record)
 
     def persistent_load(self, pid):
         raise pickle.UnpicklingError('the pickle holds a persistent id')
+
+
+def _is_bytes(value, expected):
+    if isinstance(value, _RecordedCall):  # protocol 2
+        return value.name == 'encode' and value.args == (expected.decode('latin1'), 'latin1')
+    return value == expected
 
 
 def is_chainers_none(payload):
@@ -74,7 +100,8 @@ def is_chainers_none(payload):
     try:
         array = _ChainerNoneUnpickler(io.BytesIO(payload)).load()
         if not (isinstance(array, _RecordedCall) and array.name == 'array'
-                and array.args == (_NDARRAY, (0,), b'b') and isinstance(array.state, tuple)
+                and len(array.args) == 3 and array.args[:2] == (_NDARRAY, (0,))
+                and _is_bytes(array.args[2], b'b') and isinstance(array.state, tuple)
                 and len(array.state) == 5):
             return False
         version, shape, dtype, fortran_order, items = array.state
@@ -94,21 +121,39 @@ class Archive(object):
     is accepted, and read as ``numpy.asarray(None)`` without unpickling.
     """
 
-    def __init__(self, path):
+    def __init__(self, path, file=None):
         self.path = path
-        self._zip = zipfile.ZipFile(path)
+        self._file = file  # closed with the archive
+        self._zip = zipfile.ZipFile(path if file is None else file)
         try:
             self.shapes = {}
+            self.dtypes = {}
             for info in self._zip.infolist():
                 if info.filename.endswith('.npy'):
                     key = info.filename[:-len('.npy')]
-                    self.shapes[key] = self._guarded(key, self._read_header, info, key)
+                    self._check_member(info, key)
+                    self.shapes[key], self.dtypes[key] = self._guarded(
+                        key, self._read_header, info, key)
         except BaseException:
             self._zip.close()
             raise
 
+    def _check_member(self, info, key):
+        # zipfile reads a bzip2 or lzma member whole on its first read, and raises
+        # RuntimeError / NotImplementedError for an encrypted or unknown one.
+        if info.flag_bits & 0x1:
+            raise UnreadableFile('{!r} is not a readable npz file: array {!r} is encrypted'
+                                 .format(self.path, key))
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise UnreadableFile('{!r} is not a readable npz file: array {!r} is compressed with '
+                                 'method {}; only stored and deflate members (what NumPy and '
+                                 'Chainer write) are read'.format(self.path, key,
+                                                                  info.compress_type))
+
     def close(self):
         self._zip.close()
+        if self._file is not None:
+            self._file.close()
 
     def __enter__(self):
         return self
@@ -137,7 +182,12 @@ class Archive(object):
                 .format(self.path, key, type(error).__name__, error)) from error
 
     def _read_header(self, info, key):
-        """The shape of array ``key``, or None for Chainer's None."""
+        """The shape and dtype of array ``key``, or (None, None) for Chainer's None.
+
+        Refuses dtypes other than booleans, numbers and scalar strings, and a member whose
+        size is not what its header says, so reading it can never take more memory than
+        its header declares.
+        """
         with self._zip.open(info) as member:
             version = numpy.lib.format.read_magic(member)
             if version == (1, 0):
@@ -146,16 +196,27 @@ class Archive(object):
                 shape, _, dtype = numpy.lib.format.read_array_header_2_0(member)
             else:
                 raise ValueError('.npy format version {} is not supported'.format(version))
-            if not dtype.hasobject:
-                return shape
-            if dtype == numpy.dtype(object) and shape == () and is_chainers_none(
-                    member.read(_MAX_NONE_PICKLE + 1)):
-                return None
-        raise UnreadableFile('{!r} holds an object array under the key {!r}: it could only be '
-                             'read by unpickling, which can run any code, so researchutils '
-                             'refuses it (only the None values Chainer writes are read); load '
-                             'only what you trust with numpy.load(..., allow_pickle=True)'
-                             .format(self.path, key))
+            if dtype.hasobject:
+                if dtype == numpy.dtype(object) and shape == () and is_chainers_none(
+                        member.read(_MAX_NONE_PICKLE + 1)):
+                    return None, None
+                raise UnreadableFile(
+                    '{!r} holds an object array under the key {!r}: it could only be read by '
+                    'unpickling, which can run any code, so researchutils refuses it (only the '
+                    'None values Chainer writes are read); load only what you trust with '
+                    'numpy.load(..., allow_pickle=True)'.format(self.path, key))
+            if dtype.subdtype is not None or dtype.fields is not None or not (
+                    dtype.kind in _NUMERIC_KINDS or (dtype.kind in _STRING_KINDS
+                                                     and shape == ())):
+                raise UnreadableFile(
+                    '{!r}: array {!r} has the dtype {!r}; only boolean and numeric arrays and '
+                    'single strings are read'.format(self.path, key, dtype.str))
+            expected = member.tell() + nbytes(shape, dtype)
+        if info.file_size != expected:
+            raise UnreadableFile(
+                '{!r}: array {!r} has {} bytes, but its header (shape {}, dtype {}) says {}'
+                .format(self.path, key, info.file_size, shape, dtype.str, expected))
+        return shape, dtype
 
     def _read_array(self, key):
         with self._zip.open(key + '.npy') as member:
@@ -181,11 +242,21 @@ def open_archive(path):
     """
     if os.path.isdir(path):
         raise IsADirectoryError(errno.EISDIR, '{!r} is a directory, not an npz file'.format(path))
-    if not zipfile.is_zipfile(path):
-        raise ValueError('{!r} is not a readable npz file: it is not a complete zip archive '
-                         '(truncated, corrupt, or not written by save_npz)'.format(path))
+    # Opened without blocking, so a FIFO or a device is refused instead of waited on.
+    fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0))
+    file = os.fdopen(fd, 'rb')
     try:
-        return Archive(path)
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
-        raise ValueError('{!r} is not a readable npz file (truncated or corrupt): {}: {}'.format(
-            path, type(error).__name__, error)) from error
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError('{!r} is not a regular file, so it is not read as an npz file'
+                             .format(path))
+        if not zipfile.is_zipfile(file):
+            raise ValueError('{!r} is not a readable npz file: it is not a complete zip archive '
+                             '(truncated, corrupt, or not written by save_npz)'.format(path))
+        try:
+            return Archive(path, file)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
+            raise ValueError('{!r} is not a readable npz file (truncated or corrupt): {}: {}'
+                             .format(path, type(error).__name__, error)) from error
+    except BaseException:
+        file.close()
+        raise

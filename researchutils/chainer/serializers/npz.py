@@ -10,6 +10,7 @@ file holding a pickled object array is refused (the None values Chainer itself
 writes are recognised without unpickling).
 """
 import errno
+import numbers
 import os
 import warnings
 
@@ -141,17 +142,37 @@ class _ReadAheadArrays(object):
         return self.archive[key]
 
     def check_fits(self, key, value):
-        """Refuses, from its header, an array with more elements than ``value`` holds.
+        """Refuses, from its header, an array that cannot fit ``value``, before reading it.
 
-        NpzDeserializer copies an array into the current value (broadcasting), so a
-        larger one can never fit; its data is not even decompressed.
+        NpzDeserializer copies an array into the current value (broadcasting), so one
+        with more elements can never fit, nor can a non-numeric one, and a number takes
+        a shape () array. Where the value says nothing of the size (None: a lazy
+        parameter; a string), at most ``_safe_npz.MAX_UNSIZED_BYTES`` are read. A
+        refused array is not even decompressed.
         """
         shape = self.archive.shapes.get(key)
-        size = getattr(value, 'size', None)
-        if shape is not None and size is not None and numpy.prod(shape, dtype=float) > size:
-            raise _safe_npz.UnreadableFile(
-                '{!r}: array {!r} has shape {}, which does not fit the {}\'s {}'.format(
-                    self.archive.path, key, shape, self.what, value.shape))
+        if shape is None:  # not in the file, or Chainer's None
+            return
+        dtype = self.archive.dtypes[key]
+        if isinstance(value, chainer.Variable):
+            value = value.array
+        problem = None
+        if value is None or isinstance(value, (str, bytes)) or not isinstance(
+                value, numbers.Number) and getattr(value, 'size', None) is None:
+            if _safe_npz.nbytes(shape, dtype) > _safe_npz.MAX_UNSIZED_BYTES:
+                problem = 'holds more than MAX_UNSIZED_BYTES = {} bytes'.format(
+                    _safe_npz.MAX_UNSIZED_BYTES)
+        elif isinstance(value, numbers.Number):
+            if shape != ():
+                problem = 'does not fit the single number the {} holds there'.format(self.what)
+        elif dtype.kind not in 'biufc':
+            problem = 'is not numeric, so it does not fit the {}\'s array'.format(self.what)
+        elif numpy.prod(shape, dtype=float) > value.size:
+            problem = 'does not fit the {}\'s {}'.format(self.what, value.shape)
+        if problem is not None:
+            raise _safe_npz.UnreadableFile('{!r}: array {!r} has shape {} and dtype {}, which '
+                                           '{}'.format(self.archive.path, key, shape,
+                                                       dtype.str, problem))
 
 
 class _CheckedDeserializer(chainer_npz.NpzDeserializer):

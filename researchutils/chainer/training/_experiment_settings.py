@@ -116,24 +116,26 @@ def _kept(value):
 
 
 # How settings are saved in experiment.json: encode(value) gives JSON-ready data,
-# decode(data, where, allowed_modules) the value back. Plain data is kept as it is.
+# decode(data, where, allowed_modules, model_package) the value back. Plain data is kept as
+# it is. References resolve by their key's rule (see train_utils.resolve_reference).
 
-def _reference(name, base=None):
+def _reference(name):
     def encode(value):
         return train_utils.object_reference(value, name)
 
-    def decode(data, where, allowed_modules):
-        return train_utils.resolve_reference(data, '{} {}'.format(where, name), base=base,
-                                             allowed_modules=allowed_modules)
+    def decode(data, where, allowed_modules, model_package):
+        return train_utils.resolve_reference(data, '{} {}'.format(where, name),
+                                             allowed_modules=allowed_modules, key=name,
+                                             model_package=model_package)
     return encode, decode
 
 
-def _plain_data(data, where, allowed_modules):
+def _plain_data(data, where, allowed_modules, model_package):
     return data
 
 
-def _decode_params(data, where, allowed_modules):
-    return Parameters.from_json(data, allowed_modules)
+def _decode_params(data, where, allowed_modules, model_package):
+    return Parameters.from_json(data, allowed_modules, model_package=model_package)
 
 
 _PLAIN = (_kept, _plain_data)
@@ -147,7 +149,7 @@ SETTINGS = (
     #       name, default, check (returns the value kept), kind, encode, decode
     Setting('params', _REQUIRED, _check_params, _POSITIONAL, *_PARAMETERS),
     Setting('model_cls', _REQUIRED, _check_model_cls, _POSITIONAL,
-            *_reference('model_cls', base=chainer.Link)),
+            *_reference('model_cls')),
     Setting('n_epochs', None, _check_n_epochs, _POSITIONAL, *_PLAIN),
     Setting('name', None, _check_name, _POSITIONAL, *_PLAIN),
     Setting('save_path', None, _check_save_path, _POSITIONAL, *_PLAIN),
@@ -196,20 +198,28 @@ def to_json(experiment):
 def from_json(data, where, allowed_modules):
     """The constructor's keyword arguments saved in ``data`` (see :func:`to_json`).
 
-    ``model_cls`` is resolved first, from ``allowed_modules``; the other
-    references may also name its top-level package.
+    ``model_cls`` is resolved first (an imported module or ``allowed_modules``); the
+    losses, metrics and ``optim_builder`` may also name functions of its top-level
+    package. ``name`` and ``save_path`` are left out: a loaded experiment lives where
+    it was loaded from, whatever the file says.
     """
     if data.get('format') != FORMAT:
         raise ValueError('{} is not a saved ChainerExperiment (format {!r})'.format(
             where, data.get('format')))
     by_name = {setting.name: setting for setting in SETTINGS}
-    model_cls = by_name['model_cls'].decode(data['model_cls'], where, allowed_modules)
-    allowed_modules = list(allowed_modules) + [model_cls.__module__.split('.')[0]]
+    model_cls = by_name['model_cls'].decode(data['model_cls'], where, allowed_modules, None)
+    package = train_utils.model_package(model_cls)
     settings = {'model_cls': model_cls}
     for setting in SETTINGS:
-        if setting.decode is not None and setting.name in data and setting.name not in settings:
-            settings[setting.name] = setting.decode(data[setting.name], where, allowed_modules)
+        if (setting.decode is not None and setting.name in data
+                and setting.name not in settings and setting.name not in _LOCATION):
+            settings[setting.name] = setting.decode(data[setting.name], where, allowed_modules,
+                                                    package)
     return settings
+
+
+# Where an experiment writes; a loaded one takes it from the folder it was loaded from.
+_LOCATION = ('name', 'save_path')
 
 
 # The "training" parameters, checked against the settings ---------------------------------

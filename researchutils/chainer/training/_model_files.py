@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import stat
 
 from chainer.serializers import npz as chainer_npz
 
@@ -12,7 +13,7 @@ STATE_FILE = 'run_state.json'
 BEST_MODEL = 'best_model.npz'
 FINAL_MODEL = 'final_model.npz'
 SETTINGS_FILE = 'experiment.json'
-_SNAPSHOT = re.compile(r'^snapshot_epoch_(\d+)$')
+_SNAPSHOT = re.compile(r'^snapshot_epoch_([0-9]+)$')
 
 
 def replace_model(path, model):
@@ -30,7 +31,8 @@ def latest_snapshot(folder):
     if not os.path.isdir(folder):
         return None
     found = [(int(m.group(1)), name) for name in os.listdir(folder)
-             for m in [_SNAPSHOT.match(name)] if m]
+             for m in [_SNAPSHOT.match(name)]
+             if m and stat.S_ISREG(os.lstat(os.path.join(folder, name)).st_mode)]
     return os.path.join(folder, max(found)[1]) if found else None
 
 

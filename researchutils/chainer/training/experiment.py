@@ -390,12 +390,15 @@ class ChainerExperiment(object):
     def load(cls, path, comm=None, extensions=(), allowed_modules=()):
         """Restores an experiment written by :meth:`save`.
 
-        Loading runs no code the file chooses: ``model_cls`` must be a Link
-        class of a module already imported (or allowed), and every other
-        reference must be of the kind its key expects, from Chainer, NumPy,
-        researchutils, the model class's top-level package or
-        ``allowed_modules`` (see
-        :func:`~researchutils.chainer.training.resolve_reference`).
+        Loading runs no code the file chooses: ``model_cls`` must be an
+        AbstractChainerNetwork-like class (closure and prepare_batch) of a
+        module already imported (``__main__`` only as the running script) or
+        allowed, and every other reference must be of the kind its key
+        expects, from the namespaces that key allows, the model class's
+        top-level package or ``allowed_modules`` (see
+        :func:`~researchutils.chainer.training.resolve_reference`). The loaded
+        experiment writes and resumes in the folder it was loaded from: the
+        ``save_path`` and ``name`` in the file are not used.
 
         Args:
             path (str): The ``experiment.json`` file or the folder holding it.
@@ -415,4 +418,7 @@ class ChainerExperiment(object):
             path = os.path.join(path, _model_files.SETTINGS_FILE)
         settings = _experiment_settings.from_json(_model_files.read_json(path),
                                                   os.path.basename(path), allowed_modules)
-        return cls(comm=comm, extensions=extensions, **settings)
+        # The experiment lives where it was loaded from, whatever the file says.
+        folder = os.path.dirname(os.path.abspath(path))
+        return cls(name=os.path.basename(folder), save_path=os.path.dirname(folder), comm=comm,
+                   extensions=extensions, **settings)

@@ -166,15 +166,17 @@ class Parameters(object):
         return {name: train_utils.to_json_value(tree, name) for name, tree in self._trees()}
 
     @classmethod
-    def from_json(cls, data, allowed_modules=()):
+    def from_json(cls, data, allowed_modules=(), model_package=None):
         """Rebuilds parameters from :meth:`to_json`'s data.
 
         The data may come from a file someone else wrote, so a reference to a
-        class or function resolves only to the kind its key expects
-        (``optimizer_cls``: a Chainer optimizer class; ``lr_sched_cls``: a
-        Chainer extension class; any other key: a callable), defined in
-        Chainer, NumPy, researchutils or a module in ``allowed_modules``; no
-        other module is imported (see
+        class or function resolves only to the kind its key expects, from the
+        namespaces that key allows (``optimizer_cls``: ``chainer.optimizers``;
+        ``lr_sched_cls``: Chainer's ``*Shift`` schedulers; losses, metrics and
+        other callables: ``chainer.functions``,
+        ``researchutils.chainer.functions``, ``model_package``), or from
+        ``allowed_modules``; keyword arguments and triggers hold plain values
+        only. No other module is imported (see
         :func:`~researchutils.chainer.training.resolve_reference`).
 
         Args:
@@ -182,6 +184,8 @@ class Parameters(object):
             allowed_modules (list of str): Further modules (with their
                 submodules) references may name, such as your own package;
                 only modules you trust.
+            model_package (str or None): The model class's top-level package,
+                whose functions losses and metrics may name.
 
         Returns:
             Parameters: Equal to the saved ones.
@@ -194,10 +198,9 @@ class Parameters(object):
             >>> Parameters.from_json(Parameters({"model": {"n": 2}}).to_json()).model
             {'n': 2}
         """
-        return cls(train_utils.from_json_value(data['fixed_params'], 'fixed_params',
-                                               allowed_modules),
-                   train_utils.from_json_value(data['variable_params'], 'variable_params',
-                                               allowed_modules))
+        return cls(*[train_utils.from_json_value(data[name], name, allowed_modules,
+                                                 model_package=model_package)
+                     for name in ('fixed_params', 'variable_params')])
 
     def __eq__(self, other):
         return (isinstance(other, Parameters) and self.fixed_params == other.fixed_params

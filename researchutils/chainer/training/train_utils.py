@@ -74,11 +74,61 @@ def atomic_write_text(path, text):
     _files.write_atomically(path, lambda file: file.write(data))
 
 
-# Modules whose references a file may name without the caller allowing them.
-_TRUSTED_MODULES = ('chainer', 'numpy', 'researchutils')
-# The kind of object a key of the parameters expects; any other key a callable.
-_KEY_BASES = {'optimizer_cls': chainer.Optimizer, 'lr_sched_cls': chainer.training.Extension}
+# What a reference read from a file may name, by its key. A key expects a kind of object, from
+# a few namespaces of Chainer and researchutils (module prefixes) or a few named objects, or
+# from the modules the caller allows. Anything else is refused before any import.
+_SCHEDULERS = tuple(getattr(chainer.training.extensions, name) for name in (
+    'ExponentialShift', 'InverseShift', 'LinearShift', 'MultistepShift', 'PolynomialShift',
+    'StepShift', 'WarmupShift'))
+_FUNCTION_MODULES = ('chainer.functions', 'researchutils.chainer.functions')
+# Keys whose values are keyword arguments or triggers: plain JSON values, never references.
+_PLAIN_KEYS = ('optimizer_params', 'lr_sched_params', 'lr_sched_trigger')
+# Module name parts refused inside Chainer, NumPy and researchutils (never even imported).
+_REFUSED_PARTS = ('tests', 'testing', 'distutils', 'f2py', 'ctypeslib')
+# Top-level packages that are never "the model class's package".
+_LIBRARY_PACKAGES = ('chainer', 'chainermn', 'chainerx', 'cupy', 'numpy', 'onnx_chainer',
+                     'researchutils', '__main__')
+# Array dtypes a parameter may hold: booleans and numbers, no subarrays.
+_ARRAY_KINDS = 'biufc'
 _NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$')
+
+
+class _Rule(object):
+    """What the references under one key may be: a kind, and where it may come from."""
+
+    def __init__(self, kind, library=(), named=(), model_package=True, loaded=False):
+        self.kind = kind  # a base class, 'callable' or 'network'
+        self.library = library  # module prefixes in Chainer / researchutils
+        self.named = named  # or exactly these objects
+        self.model_package = model_package  # the model class's package is trusted
+        self.loaded = loaded  # any module already imported (model_cls only)
+
+    def describe(self):
+        if self.kind == 'network':
+            return 'an AbstractChainerNetwork subclass (a Link with closure and prepare_batch)'
+        if self.kind == 'callable':
+            return 'a callable'
+        return 'a {}.{} subclass'.format(self.kind.__module__, self.kind.__qualname__)
+
+    def right_kind(self, value):
+        if self.kind == 'callable':
+            return callable(value)
+        if self.kind == 'network':
+            return (isinstance(value, type) and issubclass(value, chainer.Link)
+                    and callable(getattr(value, 'closure', None))
+                    and callable(getattr(value, 'prepare_batch', None)))
+        return isinstance(value, type) and issubclass(value, self.kind)
+
+
+_RULES = {
+    'optimizer_cls': _Rule(chainer.Optimizer, library=('chainer.optimizers',)),
+    'lr_sched_cls': _Rule(chainer.training.Extension, named=_SCHEDULERS, model_package=False),
+    'optim_builder': _Rule('callable', named=(create_optims_default_chainer,)),
+    'model_cls': _Rule('network', model_package=False, loaded=True),
+}
+_DEFAULT_RULE = _Rule('callable', library=_FUNCTION_MODULES)
+# The keys of the parameters with a rule of their own; any other is a function's.
+_PARAMETER_RULES = ('optimizer_cls', 'lr_sched_cls')
 
 
 def object_reference(value, where):
@@ -93,7 +143,8 @@ def object_reference(value, where):
 
     Raises:
         ValueError: ``value`` cannot be found again by import (a lambda, a
-            local function, a partial); the message says what to do.
+            local function, a partial, a name starting with ``_``); the
+            message says what to do.
 
     Example:
         >>> object_reference(chainer.optimizers.Adam, 'optimizer_cls')
@@ -104,6 +155,10 @@ def object_reference(value, where):
     if module is None or qualname is None or '<' in qualname:
         raise ValueError('{} is {!r}, which cannot be saved as a reference: use a class or a '
                          'function defined at module level'.format(where, value))
+    if any(part.startswith('_') for part in qualname.split('.')):
+        raise ValueError('{} is {!r}, whose name {!r} is private: loading refuses names '
+                         'starting with "_", so give it a public name'.format(
+                             where, value, qualname))
     reference = '{}:{}'.format(module, qualname)
     # The value's module is loaded already: look it up there, importing nothing.
     found = sys.modules.get(module)
@@ -123,36 +178,89 @@ def _check_allowed_modules(allowed_modules):
             isinstance(name, str) and _NAME.match(name) for name in allowed_modules):
         raise TypeError('allowed_modules must be a list of module names such as ["mypackage"], '
                         'got {!r}'.format(allowed_modules))
-    return _TRUSTED_MODULES + tuple(allowed_modules)
+    return tuple(allowed_modules)
 
 
 def _in_modules(module_name, modules):
     return any(module_name == name or module_name.startswith(name + '.') for name in modules)
 
 
-def _expected(base):
-    return 'a callable' if base is None else 'a {}.{} subclass'.format(base.__module__,
-                                                                     base.__qualname__)
+def _library_module_allowed(module_name, rule):
+    parts = module_name.split('.')
+    if any(part.startswith('_') or part in _REFUSED_PARTS for part in parts):
+        return False
+    # A named object may be reached through its module or a package above it.
+    return (_in_modules(module_name, rule.library)
+            or any(_in_modules(value.__module__, (module_name,)) for value in rule.named))
 
 
-def resolve_reference(reference, where, base=None, allowed_modules=()):
+def _user_module_allowed(module_name, user_modules):
+    if module_name == '__main__':
+        # Only the running script, as it is: never imported.
+        return '__main__' in user_modules and '__main__' in sys.modules
+    return (_in_modules(module_name, user_modules)
+            and not any(part.startswith('__') for part in module_name.split('.')))
+
+
+def _loaded_module_allowed(module_name):
+    # An imported module is looked up, never imported again; __main__ only as it is.
+    return module_name in sys.modules and (module_name == '__main__' or not any(
+        part.startswith('__') for part in module_name.split('.')))
+
+
+def model_package(model_cls):
+    """The top-level package of ``model_cls``'s module, or None for a library or ``__main__``.
+
+    Functions of that package may be named by a loaded experiment's losses and metrics.
+
+    Example:
+        >>> model_package(chainer.links.Linear) is None
+        True
+    """
+    package = getattr(model_cls, '__module__', '').split('.')[0]
+    return None if not package or package in _LIBRARY_PACKAGES else package
+
+
+def resolve_reference(reference, where, allowed_modules=(), key=None, model_package=None):
     """Finds the class or function a ``"module:qualname"`` reference names, safely.
 
     References come from files (``experiment.json``), so resolving one never
-    runs code it chooses: a module is imported only if it is in Chainer,
-    NumPy or researchutils or in ``allowed_modules``, checked before anything
-    is imported. The object found must be of the expected kind, defined in
-    such a module.
-    The one exception: a Link class (``base`` a Link) may come from a module
-    that is already imported, since importing it again runs nothing.
+    runs code the file chooses. The key the reference sits under says what it
+    may be, and from where; a module is checked against that before it is
+    imported, and the object found must be of that kind, defined there:
+
+    * ``optimizer_cls``: a :class:`chainer.Optimizer` subclass from
+      ``chainer.optimizers``;
+    * ``lr_sched_cls``: one of Chainer's ``*Shift`` schedulers
+      (``ExponentialShift``, ``InverseShift``, ``LinearShift``,
+      ``MultistepShift``, ``PolynomialShift``, ``StepShift``, ``WarmupShift``),
+      or an extension class of ``allowed_modules``; a named object may be
+      reached through a package above its module
+      (``chainer.training.extensions:ExponentialShift``);
+    * ``optim_builder``: :func:`create_optims_default_chainer`;
+    * ``model_cls``: a Link subclass with ``closure`` and ``prepare_batch``
+      from ``allowed_modules`` or a module already imported (``__main__``
+      only when it is already the running script); nothing else imports it;
+    * any other key (losses, metrics, model arguments): a callable from
+      ``chainer.functions`` or ``researchutils.chainer.functions``.
+
+    Besides, every key but ``lr_sched_cls`` and ``model_cls`` takes what
+    ``model_package`` and ``allowed_modules`` define. Names starting with
+    ``_`` are refused, as are modules of Chainer, NumPy and researchutils
+    with a private part or a ``tests``, ``testing``, ``distutils``, ``f2py``
+    or ``ctypeslib`` part; in ``allowed_modules``, a ``__dunder__`` part
+    (``pkg.__main__``); ``"__main__"`` itself is allowed only by naming it
+    and is never imported.
 
     Args:
         reference (str): As written by :func:`object_reference`.
-        where (str): Where the reference sits (the key), for error messages.
-        base (type or None): The class the object must subclass
-            (``chainer.Optimizer``...); None: any callable.
+        where (str): Where the reference sits (its path), for error messages.
         allowed_modules (list of str): More modules (and their submodules)
             the reference may name; only modules you trust.
+        key (str or None): The rule to apply (above); None: the last name of
+            ``where``.
+        model_package (str or None): The top-level package of the model class,
+            trusted for functions (see :func:`model_package`).
 
     Returns:
         object: The class or function.
@@ -164,44 +272,60 @@ def resolve_reference(reference, where, base=None, allowed_modules=()):
         TypeError: ``allowed_modules`` is not a list of module names.
 
     Example:
-        >>> resolve_reference('chainer.optimizers.adam:Adam', 'optimizer_cls',
-        ...                   base=chainer.Optimizer).__name__
+        >>> resolve_reference('chainer.optimizers.adam:Adam', 'optimizer_cls').__name__
         'Adam'
-        >>> resolve_reference('os:system', 'lr_sched_cls')
+        >>> resolve_reference('os:system', 'losses/L1')
         Traceback (most recent call last):
         ...
-        ValueError: lr_sched_cls: the reference 'os:system' names the module 'os', ...
+        ValueError: losses/L1: the reference 'os:system' names the module 'os', ...
     """
-    modules = _check_allowed_modules(allowed_modules)
+    allowed = _check_allowed_modules(allowed_modules)
+    if key is None:
+        key = re.split(r'[/ ]', where)[-1]
+    rule = _RULES.get(key, _DEFAULT_RULE)
+    user_modules = allowed + ((model_package,) if rule.model_package and model_package else ())
     module_name, _, qualname = reference.partition(':') if isinstance(reference, str) else ('',) * 3
     if not (_NAME.match(module_name) and _NAME.match(qualname)):
         raise ValueError('{}: {!r} is not a "module:qualname" reference'.format(where, reference))
-    already_loaded = base is not None and issubclass(base, chainer.Link) and (
-        module_name in sys.modules)
-    if not (_in_modules(module_name, modules) or already_loaded):
-        raise ValueError('{}: the reference {!r} names the module {!r}, which is not trusted: a '
-                         'file may name only {} and what the caller allows; if you trust it, '
-                         'pass allowed_modules=[{!r}]'.format(
-                             where, reference, module_name, ', '.join(modules),
+
+    def allowed_module(name):
+        return (_library_module_allowed(name, rule) or _user_module_allowed(name, user_modules)
+                or (rule.loaded and _loaded_module_allowed(name)))
+
+    if any(part.startswith('_') for part in qualname.split('.')):
+        raise ValueError('{}: the reference {!r} names the private name {!r}, which is never '
+                         'resolved'.format(where, reference, qualname))
+    if not allowed_module(module_name):
+        raise ValueError('{}: the reference {!r} names the module {!r}, which is not trusted '
+                         'for {}: {}; if you trust it, pass allowed_modules=[{!r}]'.format(
+                             where, reference, module_name, key, rule.describe(),
                              module_name.split('.')[0]))
     try:
-        value = importlib.import_module(module_name)
+        value = (sys.modules[module_name] if module_name == '__main__'
+                 else importlib.import_module(module_name))
         for part in qualname.split('.'):
             value = getattr(value, part)
     except (ImportError, AttributeError) as error:
         raise ValueError('{}: cannot import {!r} ({})'.format(where, reference, error)) from error
     defined_in = getattr(value, '__module__', None)
-    if base is None:
-        right_kind = callable(value)
+    if rule.named and not _user_module_allowed(str(defined_in), user_modules):
+        from_here = any(value is named for named in rule.named)
     else:
-        right_kind = isinstance(value, type) and issubclass(value, base)
-    if not right_kind or not (already_loaded or (isinstance(defined_in, str)
-                                                 and _in_modules(defined_in, modules))):
-        raise ValueError('{}: the reference {!r} is {!r}, defined in {!r}, but {} defined in a '
-                         'trusted module ({}) is expected'.format(
-                             where, reference, value, defined_in, _expected(base),
-                             ', '.join(modules)))
+        from_here = isinstance(defined_in, str) and allowed_module(defined_in)
+    if not (rule.right_kind(value) and from_here):
+        raise ValueError('{}: the reference {!r} is {!r}, defined in {!r}, but {} is expected '
+                         'there, from {}'.format(
+                             where, reference, value, defined_in, rule.describe(),
+                             _where_from(rule, user_modules)))
     return value
+
+
+def _where_from(rule, user_modules):
+    sources = list(rule.library) + ['{}:{}'.format(value.__module__, value.__qualname__)
+                                    for value in rule.named] + list(user_modules)
+    if rule.loaded:
+        sources.append('a module already imported')
+    return ', '.join(sources) or 'nowhere'
 
 
 def to_json_value(value, where='value'):
@@ -243,46 +367,77 @@ def to_json_value(value, where='value'):
         where, value, type(value).__name__))
 
 
-def from_json_value(value, where='value', allowed_modules=()):
+def _decode_array(value, where):
+    dtype = value['dtype']
+    try:
+        dtype = numpy.dtype(dtype) if isinstance(dtype, str) else None
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.kind not in _ARRAY_KINDS or dtype.subdtype is not None or (
+            dtype.fields is not None):
+        raise ValueError('{}: the array has the dtype {!r}; only boolean and numeric dtypes '
+                         'such as "float32" are read'.format(where, value['dtype']))
+    try:
+        return numpy.asarray(value['__ndarray__'], dtype=dtype)
+    except (TypeError, ValueError) as error:
+        raise ValueError('{}: the array cannot be read: {}'.format(where, error)) from error
+
+
+def _decode(value, where, allowed_modules, model_package, plain):
+    if isinstance(value, list):
+        return [_decode(item, where, allowed_modules, model_package, plain) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {'__tuple__'} and isinstance(value['__tuple__'], list):
+        return tuple(_decode(item, where, allowed_modules, model_package, plain)
+                     for item in value['__tuple__'])
+    if set(value) == {'__object__'}:
+        if plain:
+            raise ValueError('{} holds the reference {!r}, but keyword arguments and triggers '
+                             '({}) take plain JSON values only'.format(
+                                 where, value['__object__'], ', '.join(_PLAIN_KEYS)))
+        key = where.rsplit('/', 1)[-1]
+        return resolve_reference(value['__object__'], where, allowed_modules=allowed_modules,
+                                 key=key if key in _PARAMETER_RULES else '',
+                                 model_package=model_package)
+    if set(value) == {'__ndarray__', 'dtype'}:
+        return _decode_array(value, where)
+    return {key: _decode(item, '{}/{}'.format(where, key), allowed_modules, model_package,
+                         plain or key in _PLAIN_KEYS)
+            for key, item in value.items()}
+
+
+def from_json_value(value, where='value', allowed_modules=(), model_package=None):
     """Decodes what :func:`to_json_value` wrote, resolving references safely.
 
-    A reference under ``optimizer_cls`` must be a :class:`chainer.Optimizer`
-    subclass, under ``lr_sched_cls`` a :class:`chainer.training.Extension`
-    subclass, anywhere else a callable; all from trusted modules (see
-    :func:`resolve_reference`).
+    A reference resolves only to the kind its key expects, from the
+    namespaces that key allows (see :func:`resolve_reference`); under
+    ``optimizer_params``, ``lr_sched_params`` and ``lr_sched_trigger`` no
+    reference is read at all. Arrays must have a boolean or numeric dtype.
 
     Args:
         value: Data read by :func:`json.loads`.
         where (str): The path of ``value``, for error messages.
-        allowed_modules (list of str): Modules besides Chainer, NumPy and
-            researchutils that references may name; only modules you trust.
+        allowed_modules (list of str): Modules whose classes and functions
+            references may name; only modules you trust.
+        model_package (str or None): The model class's top-level package,
+            trusted for functions (losses, metrics).
 
     Returns:
         object: The parameters, with classes and functions imported again.
 
     Raises:
         ValueError: A reference is not allowed or not of the kind its key
-            expects; the message names its path and the reference.
+            expects, or an array's dtype is not numeric; the message names
+            its path and the reference.
 
     Example:
         >>> from_json_value({'__tuple__': [1, 'epoch']})
         (1, 'epoch')
     """
-    if isinstance(value, list):
-        return [from_json_value(item, where, allowed_modules) for item in value]
-    if not isinstance(value, dict):
-        return value
-    if set(value) == {'__tuple__'}:
-        return tuple(from_json_value(item, where, allowed_modules)
-                     for item in value['__tuple__'])
-    if set(value) == {'__object__'}:
-        return resolve_reference(value['__object__'], where,
-                                 base=_KEY_BASES.get(where.rsplit('/', 1)[-1]),
-                                 allowed_modules=allowed_modules)
-    if set(value) == {'__ndarray__', 'dtype'}:
-        return numpy.asarray(value['__ndarray__'], dtype=value['dtype'])
-    return {key: from_json_value(item, '{}/{}'.format(where, key), allowed_modules)
-            for key, item in value.items()}
+    allowed_modules = _check_allowed_modules(allowed_modules)
+    return _decode(value, where, allowed_modules, model_package,
+                   where.rsplit('/', 1)[-1] in _PLAIN_KEYS)
 
 
 def dumps_json(value):

@@ -59,10 +59,12 @@ def test_atomic_write_over_a_file_keeps_its_mode(tmp_path):
 
 def test_json_values_round_trip():
     value = {'trigger': (1, 'epoch'), 'array': np.arange(3, dtype=np.int16),
-             'cls': chainer.optimizers.SGD, 'scalar': np.float32(0.5), 'list': [None, True]}
+             'optimizer_cls': chainer.optimizers.SGD, 'scalar': np.float32(0.5),
+             'list': [None, True]}
     restored = train_utils.from_json_value(json.loads(json.dumps(
         train_utils.to_json_value(value))))
-    assert restored['trigger'] == (1, 'epoch') and restored['cls'] is chainer.optimizers.SGD
+    assert restored['trigger'] == (1, 'epoch')
+    assert restored['optimizer_cls'] is chainer.optimizers.SGD
     assert restored['array'].dtype == np.int16 and list(restored['array']) == [0, 1, 2]
     assert restored['scalar'] == 0.5 and restored['list'] == [None, True]
 

@@ -111,7 +111,8 @@ class SlackReport(extension.Extension):
             of its start message. False posts each into the channel.
         upload (list of str): Files to upload (with ``files_upload_v2``) into
             the thread whenever they change, e.g. ``['loss.png']`` written by
-            PlotReport; relative paths are under the trainer's ``out``.
+            PlotReport; paths are relative to the trainer's ``out`` (an
+            absolute path or one with ``..`` is refused).
         queue_size (int): Reports the queue holds. When it is full, the rows
             stay pending and go with the next report that fits.
         flush_timeout (float): Seconds ``finalize`` waits for the queue to
@@ -158,6 +159,11 @@ class SlackReport(extension.Extension):
                             'got {!r}'.format(comm))
         if isinstance(upload, str) or not all(isinstance(f, str) for f in upload):
             raise TypeError('upload must be a list of file names, got {!r}'.format(upload))
+        for filename in upload:
+            parts = filename.replace(os.sep, '/').split('/')
+            if not filename or os.path.isabs(filename) or '..' in parts:
+                raise ValueError('upload holds {!r}: upload names files under the trainer\'s '
+                                 'out folder, by a relative path without ".."'.format(filename))
         thread = check_bool(thread, 'thread')
         queue_size = check_positive_int(queue_size, 'queue_size')
         flush_timeout = check_timeout(flush_timeout, 'flush_timeout')
