@@ -21,23 +21,17 @@ from chainer.iterators.order_samplers import ShuffleOrderSampler
 
 from researchutils._checks import check_bool, check_positive_int, check_seed
 from researchutils._errors import add_note as _add_note
-from researchutils.chainer.iterators._numpy_random import seeded_numpy_random
+from researchutils._numpy_random import seeded_numpy_random, seeded_permutation
 from researchutils.chainer.iterators.unmodifiable_decorable_list import UnmodifiableDecorableList
 
 _Planned = collections.namedtuple('_Planned', ('state', 'indices', 'handle'))
 
 
-def chunk_bounds(size, parts):
-    """Splits ``range(size)`` into at most ``parts`` contiguous ``(start, stop)`` pairs."""
-    parts = max(1, min(parts, size))
-    edges = [size * k // parts for k in range(parts + 1)]
-    return list(zip(edges[:-1], edges[1:]))
-
-
 class ExampleSource(object):
     """Makes the examples of a batch; picklable, so worker processes get a copy.
 
-    With a seed, the ``numpy.random`` draws made for example ``index`` in epoch
+    The source of :mod:`researchutils._process_pool`: an item is a dataset index,
+    its key the epoch. With a seed, the ``numpy.random`` draws made for example ``index`` in epoch
     ``epoch`` come from ``numpy.random.RandomState([seed, epoch, index])``.
     """
 
@@ -47,6 +41,14 @@ class ExampleSource(object):
         # Looked up once: make() runs for every batch.
         self._items = view.items
         self._decor_fun = view.decor_fun
+
+    def parts(self):
+        """What the workers are sent, the user's function first."""
+        return [('decor_fun', self.view.decor_fun), ('dataset', self.view.items)]
+
+    @staticmethod
+    def describe(index):
+        return 'the example at dataset index {}'.format(index)
 
     def make(self, indices, epochs):
         """Returns the examples at ``indices``; ``epochs`` matter only with a seed."""
@@ -85,7 +87,7 @@ class _SeededShuffle(object):
         self.seed = seed
 
     def order(self, epoch, size):
-        return numpy.random.RandomState([self.seed, epoch]).permutation(size)
+        return seeded_permutation(self.seed, epoch, size)
 
     def __repr__(self):
         return '{}(seed={})'.format(type(self).__name__, self.seed)
