@@ -26,6 +26,7 @@ other workers, but the main process reports that death through the worker's
 result pipe and then shuts the whole pool down, queue included; the owner
 starts a fresh one (:class:`LazyPool` does) and retries.
 """
+import collections
 import functools
 import multiprocessing
 import multiprocessing.connection
@@ -68,11 +69,7 @@ class _RemoteTraceback(Exception):
         return self.args[0]
 
 
-class _Worker(object):
-
-    def __init__(self, process, inbox):
-        self.process = process
-        self.inbox = inbox
+_Worker = collections.namedtuple('_Worker', ('process', 'inbox'))
 
 
 class _PendingBatch(object):
@@ -390,23 +387,20 @@ class LazyPool(object):
     """
 
     def __init__(self, source, context, n_processes, maxtasksperchild, owner):
-        self._source = source
-        self._context = context
-        self._n_processes = n_processes
-        self._maxtasksperchild = maxtasksperchild
+        start_method = context.get_start_method()
+        # Pickled per worker start rather than kept, so an in-memory dataset is not
+        # held twice.
+        pickle_source = None if start_method == 'fork' else functools.partial(
+            _pickle_source, source, start_method, owner)
+        self._start = functools.partial(ProcessPool, source, pickle_source, context,
+                                        n_processes, maxtasksperchild, owner)
         self._owner = owner
         self._pool = None
 
     def submit(self, items, keys, n_chunks):
         """Queues ``source.make(items, keys)``; returns the handle :meth:`collect` takes."""
         if self._pool is None:
-            start_method = self._context.get_start_method()
-            # Made per worker start rather than kept, so an in-memory dataset is not
-            # held twice.
-            pickle_source = None if start_method == 'fork' else functools.partial(
-                _pickle_source, self._source, start_method, self._owner)
-            self._pool = ProcessPool(self._source, pickle_source, self._context,
-                                     self._n_processes, self._maxtasksperchild, self._owner)
+            self._pool = self._start()
         return self._pool, self._pool.submit(items, keys, n_chunks)
 
     def collect(self, handle, dataset_timeout, on_timeout):

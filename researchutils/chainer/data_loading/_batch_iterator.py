@@ -32,19 +32,17 @@ class BatchIterator(chainer.dataset.Iterator):
     """
 
     def __init__(self, source, sampler, batch_size, n_batches, repeat, n_processes):
-        self._source = source
-        self.sampler = sampler
-        self.batch_size = batch_size
-        self.repeat = repeat
-        self._n_batches = n_batches
-        self._ahead = _AHEAD_PER_PROCESS * n_processes
+        # Set first: Chainer's Iterator.__del__ calls finalize() even if __init__ raised.
         self._planned = collections.deque()  # (epoch, position, handle) of batches submitted
-        self._cached_plan = (None, None)
         self._pool = None
         if n_processes:
             context = current_context()
             check_sendable(source, context, _OWNER)
             self._pool = LazyPool(source, context, n_processes, None, _OWNER)
+        self._ahead = _AHEAD_PER_PROCESS * n_processes
+        self._cached_plan = (None, None)
+        self._source, self.sampler, self.repeat = source, sampler, repeat
+        self.batch_size, self._n_batches = batch_size, n_batches
         self.reset()
 
     def reset(self):
@@ -53,17 +51,11 @@ class BatchIterator(chainer.dataset.Iterator):
         self.epoch = 0
         self.position = 0
         self.is_new_epoch = False
-        self._previous_epoch_detail = -1.
+        self.previous_epoch_detail = None
 
     @property
     def epoch_detail(self):
         return self.epoch + self.position / self._n_batches
-
-    @property
-    def previous_epoch_detail(self):
-        if self._previous_epoch_detail < 0:
-            return None
-        return self._previous_epoch_detail
 
     def __next__(self):
         if not self.repeat and self.epoch > 0:
@@ -73,7 +65,7 @@ class BatchIterator(chainer.dataset.Iterator):
             batch = self._source.build(self._indices(spot), spot)
         else:
             batch = self._next_from_workers()
-        self._previous_epoch_detail = self.epoch_detail
+        self.previous_epoch_detail = self.epoch_detail
         self.position += 1
         self.is_new_epoch = self.position == self._n_batches
         if self.is_new_epoch:
@@ -129,8 +121,10 @@ class BatchIterator(chainer.dataset.Iterator):
         self.epoch = int(serializer('epoch', self.epoch))
         self.position = int(serializer('position', self.position))
         self.is_new_epoch = bool(serializer('is_new_epoch', self.is_new_epoch))
-        self._previous_epoch_detail = float(
-            serializer('previous_epoch_detail', self._previous_epoch_detail))
+        # -1 stands for None, as in Chainer's snapshots, which cannot hold None.
+        previous = serializer('previous_epoch_detail', (
+            -1. if self.previous_epoch_detail is None else self.previous_epoch_detail))
+        self.previous_epoch_detail = None if previous < 0 else float(previous)
         self.sampler.serialize(serializer['sampler'])
         if isinstance(serializer, chainer.serializer.Deserializer):
             self._discard_planned()

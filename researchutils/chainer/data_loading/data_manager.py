@@ -23,16 +23,21 @@ class DataManager(object):
     examples' arrays stacked along a new first axis. The sampler decides the
     order of every epoch; ``transforms`` (a callable from a batch dict to a
     batch dict) augments each batch, in ``n_process_augmentation`` worker
-    processes through
-    :class:`~researchutils.chainer.iterators.DecorableMultiprocessIterator`
-    (whole batches are built and transformed in the workers), or in this
-    process when it is 0. A failing ``transforms`` or dataset raises its own
-    exception, with a note naming the dataset indices.
+    processes (whole batches are built and transformed in the workers), or in
+    this process when it is 0. A failing ``transforms`` or dataset raises its
+    own exception, with a note naming the dataset indices; a worker that dies
+    is reported as a :class:`RuntimeError`, and the next batch starts fresh
+    workers and retries.
 
     Iterating over a manager gives one epoch. :meth:`get_iterator` gives a
     Chainer iterator (``epoch``, ``epoch_detail``, ``is_new_epoch``,
     ``serialize``, ``finalize``) for a Chainer Trainer; unlike Chainer's own
-    iterators its batches never span two epochs.
+    iterators its batches never span two epochs. An iterator starts its worker
+    processes at its first batch and keeps them, busy with the next batches
+    across epoch ends, until its ``finalize``; the dataset and ``transforms``
+    are sent to each worker once. ``for`` loops over the manager share one
+    such iterator, kept until :meth:`finalize`, so a validation pass per epoch
+    starts its workers once.
 
     The positional order is Delira 0.4.1's ``BaseDataManager(data, batch_size,
     n_process_augmentation, transforms, sampler_cls, sampler_kwargs)``
@@ -128,19 +133,7 @@ class DataManager(object):
         return -(-len(self.dataset) // self.batch_size)
 
     def __iter__(self):
-        # With workers, every pass reuses one iterator and its worker processes,
-        # kept until finalize() or until the manager is garbage-collected.
-        if not self.n_process_augmentation:
-            iterator, kept = self.get_iterator(repeat=False), False
-        elif self._kept_pass is None or self._pass_running:
-            kept = self._kept_pass is None
-            iterator = self.get_iterator(repeat=False)
-            if kept:
-                self._kept_pass = iterator
-                weakref.finalize(self, iterator.finalize)
-        else:
-            iterator, kept = self._kept_pass, True
-        self._pass_running = self._pass_running or kept
+        iterator, kept = self._pass_iterator()
         try:
             iterator.reset()
             yield from iterator
@@ -150,6 +143,22 @@ class DataManager(object):
                 self._pass_running = False
             else:
                 iterator.finalize()
+
+    def _pass_iterator(self):
+        """The iterator of a ``for`` loop, and whether it is the kept one.
+
+        With workers, loops reuse one iterator and its worker processes, kept
+        until finalize() or until the manager is garbage-collected; a loop
+        nested in another gets an iterator of its own.
+        """
+        if not self.n_process_augmentation or self._pass_running:
+            return self.get_iterator(repeat=False), False
+        if self._kept_pass is None:
+            self._kept_pass = self.get_iterator(repeat=False)
+            # The iterator holds no reference to the manager, so this runs when it goes.
+            weakref.finalize(self, self._kept_pass.finalize)
+        self._pass_running = True
+        return self._kept_pass, True
 
     def finalize(self):
         """Stops the worker processes kept for iterating over the manager.
