@@ -27,8 +27,6 @@ result pipe and then shuts the whole pool down, queue included; the owner
 starts a fresh one (:class:`LazyPool` does) and retries.
 """
 import collections
-import functools
-import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
@@ -37,7 +35,7 @@ import threading
 import time
 
 from researchutils._process_pipe import IDLE_CHECK_S, Inbox
-from researchutils._process_worker import worker_main
+from researchutils._process_worker import pickle_source, worker_main
 
 # Seconds the main process gives a worker whose pipe ended to be reaped, so that
 # its exit code can be reported.
@@ -102,12 +100,9 @@ class ProcessPool(object):
     ``owner`` names what the pool works for, in process names and messages.
     """
 
-    def __init__(self, source, pickle_source, context, n_processes, maxtasksperchild, owner):
+    def __init__(self, source, context, n_processes, maxtasksperchild, owner):
         self._source = source
         self._owner = owner
-        # For start methods other than fork: makes the pickled source for a new worker.
-        # Made per start rather than kept, so an in-memory dataset is not held twice.
-        self._pickle_source = pickle_source
         self._context = context
         self._maxtasksperchild = maxtasksperchild
         self._tasks = context.Queue()
@@ -133,11 +128,15 @@ class ProcessPool(object):
             self._start_worker_locked(slot)
 
     def _start_worker_locked(self, slot):
-        pickled = self._pickle_source is not None
+        start_method = self._context.get_start_method()
+        # Other start methods send the source pickled, made per start rather than
+        # kept, so an in-memory dataset is not held twice.
+        pickled = start_method != 'fork'
         reader, writer = self._context.Pipe(duplex=False)
         process = self._context.Process(
             target=worker_main,
-            args=(self._pickle_source() if pickled else self._source, pickled, self._tasks,
+            args=(pickle_source(self._source, start_method, self._owner) if pickled
+                  else self._source, pickled, self._tasks,
                   writer, self._maxtasksperchild, os.getpid()),
             name='{}-{}'.format(self._owner, slot), daemon=True)
         try:
@@ -322,63 +321,6 @@ def _raise_remote(data, text, pid):
     raise exc from cause
 
 
-def current_context():
-    """The context of the start method in force now.
-
-    Unlike :func:`multiprocessing.get_context` without arguments, this does not fix
-    the process-wide default (``set_start_method`` stays possible).
-    """
-    return multiprocessing.get_context(multiprocessing.get_start_method(allow_none=True)
-                                       or multiprocessing.get_all_start_methods()[0])
-
-
-class _Discard(object):
-    """A file that forgets what is written to it: measures picklability, keeps nothing."""
-
-    def write(self, data):
-        # Large buffers (NumPy arrays under protocol 5) arrive as PickleBuffer objects.
-        return memoryview(data).nbytes
-
-
-def _pickle_source(source, start_method, owner, sink=None):
-    """Pickles ``source`` (into ``sink`` if given), or raises a TypeError naming the part of
-    it (``source.parts()``, the user's function first) that cannot be pickled."""
-    try:
-        if sink is None:
-            return pickle.dumps(source, protocol=pickle.HIGHEST_PROTOCOL)
-        pickle.Pickler(sink, protocol=pickle.HIGHEST_PROTOCOL).dump(source)
-        return None
-    except Exception as exc:
-        error = exc
-    parts = source.parts()
-    function = parts[0][0]
-    for name, value in parts:
-        try:
-            pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:
-            error = exc
-            culprit = name if name == 'dataset' else '{} {!r}'.format(name, value)
-            break
-    else:
-        culprit = 'the dataset or {}'.format(function)
-    raise TypeError(
-        '{}: {} cannot be pickled ({}: {}), but the {!r} start method of multiprocessing '
-        'sends it to the worker processes by pickling. Define {} at module level (not as a '
-        'lambda or a nested function), make the dataset picklable, or use the "fork" start '
-        'method.'.format(owner, culprit, type(error).__name__, error, start_method,
-                         function)) from error
-
-
-def check_sendable(source, context, owner):
-    """Raises a TypeError now if the workers of ``context`` could not be sent ``source``.
-
-    The pickled bytes are not kept (an in-memory dataset would be held twice).
-    """
-    start_method = context.get_start_method()
-    if start_method != 'fork':
-        _pickle_source(source, start_method, owner, _Discard())
-
-
 class LazyPool(object):
     """A :class:`ProcessPool` started at the first :meth:`submit` and kept until
     :meth:`close`, or until a worker dies (the next :meth:`submit` starts a fresh one).
@@ -387,20 +329,14 @@ class LazyPool(object):
     """
 
     def __init__(self, source, context, n_processes, maxtasksperchild, owner):
-        start_method = context.get_start_method()
-        # Pickled per worker start rather than kept, so an in-memory dataset is not
-        # held twice.
-        pickle_source = None if start_method == 'fork' else functools.partial(
-            _pickle_source, source, start_method, owner)
-        self._start = functools.partial(ProcessPool, source, pickle_source, context,
-                                        n_processes, maxtasksperchild, owner)
-        self._owner = owner
+        # What each ProcessPool is made of.
+        self._settings = (source, context, n_processes, maxtasksperchild, owner)
         self._pool = None
 
     def submit(self, items, keys, n_chunks):
         """Queues ``source.make(items, keys)``; returns the handle :meth:`collect` takes."""
         if self._pool is None:
-            self._pool = self._start()
+            self._pool = ProcessPool(*self._settings)
         return self._pool, self._pool.submit(items, keys, n_chunks)
 
     def collect(self, handle, dataset_timeout, on_timeout):
@@ -424,4 +360,4 @@ class LazyPool(object):
             pool.close()
 
     def __getstate__(self):
-        raise TypeError('{}: worker processes cannot be pickled'.format(self._owner))
+        raise TypeError('{}: worker processes cannot be pickled'.format(self._settings[-1]))

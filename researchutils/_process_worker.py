@@ -1,4 +1,7 @@
-"""What a worker process of the process pool runs (private).
+"""What a worker process of the process pool is sent, and what it runs (private).
+
+Under start methods other than ``fork`` the source goes to each worker pickled
+(:func:`pickle_source`); :func:`check_sendable` tells early whether it can.
 
 A worker takes a task (a chunk of a batch) from the pool's task queue, asks
 its source to make the items, and sends them back pickled through its
@@ -7,6 +10,7 @@ with its traceback. It exits when told to, when it has made
 ``maxtasksperchild`` items (it says so first: ``retire``), or when its parent
 process is gone.
 """
+import multiprocessing
 import os
 import pickle
 import queue
@@ -18,6 +22,63 @@ import numpy
 
 from researchutils._errors import add_note as _add_note
 from researchutils._process_pipe import IDLE_CHECK_S, Outbox
+
+
+def current_context():
+    """The context of the start method in force now.
+
+    Unlike :func:`multiprocessing.get_context` without arguments, this does not fix
+    the process-wide default (``set_start_method`` stays possible).
+    """
+    return multiprocessing.get_context(multiprocessing.get_start_method(allow_none=True)
+                                       or multiprocessing.get_all_start_methods()[0])
+
+
+class _Discard(object):
+    """A file that forgets what is written to it: measures picklability, keeps nothing."""
+
+    def write(self, data):
+        # Large buffers (NumPy arrays under protocol 5) arrive as PickleBuffer objects.
+        return memoryview(data).nbytes
+
+
+def pickle_source(source, start_method, owner, sink=None):
+    """Pickles ``source`` (into ``sink`` if given), or raises a TypeError naming the part of
+    it (``source.parts()``, the user's function first) that cannot be pickled."""
+    try:
+        if sink is None:
+            return pickle.dumps(source, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.Pickler(sink, protocol=pickle.HIGHEST_PROTOCOL).dump(source)
+        return None
+    except Exception as exc:
+        error = exc
+    parts = source.parts()
+    function = parts[0][0]
+    for name, value in parts:
+        try:
+            pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            error = exc
+            culprit = name if name == 'dataset' else '{} {!r}'.format(name, value)
+            break
+    else:
+        culprit = 'the dataset or {}'.format(function)
+    raise TypeError(
+        '{}: {} cannot be pickled ({}: {}), but the {!r} start method of multiprocessing '
+        'sends it to the worker processes by pickling. Define {} at module level (not as a '
+        'lambda or a nested function), make the dataset picklable, or use the "fork" start '
+        'method.'.format(owner, culprit, type(error).__name__, error, start_method,
+                         function)) from error
+
+
+def check_sendable(source, context, owner):
+    """Raises a TypeError now if the workers of ``context`` could not be sent ``source``.
+
+    The pickled bytes are not kept (an in-memory dataset would be held twice).
+    """
+    start_method = context.get_start_method()
+    if start_method != 'fork':
+        pickle_source(source, start_method, owner, _Discard())
 
 
 def _exception_payload(exc):

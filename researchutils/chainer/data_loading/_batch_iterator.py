@@ -5,7 +5,8 @@ import warnings
 import chainer
 from chainer.iterators import MultiprocessIterator
 
-from researchutils._process_pool import LazyPool, check_sendable, current_context
+from researchutils._process_pool import LazyPool
+from researchutils._process_worker import check_sendable, current_context
 from researchutils.chainer.data_loading._batches import EpochPlan
 
 _OWNER = 'DataManager'
