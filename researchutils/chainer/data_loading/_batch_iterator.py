@@ -46,6 +46,12 @@ class BatchIterator(chainer.dataset.Iterator):
         self.batch_size, self._n_batches = batch_size, n_batches
         self.reset()
 
+    def restart(self, sampler):
+        """Rewinds to the start of epoch 0 with a new sampler; the worker processes stay."""
+        self.sampler = sampler
+        self._cached_plan = (None, None)
+        self.reset()
+
     def reset(self):
         """Rewinds to the start of epoch 0; the worker processes stay."""
         self._discard_planned()

@@ -135,7 +135,6 @@ class DataManager(object):
     def __iter__(self):
         iterator, kept = self._pass_iterator()
         try:
-            iterator.reset()
             yield from iterator
         finally:
             if kept:
@@ -157,6 +156,9 @@ class DataManager(object):
             self._kept_pass = self.get_iterator(repeat=False)
             # The iterator holds no reference to the manager, so this runs when it goes.
             weakref.finalize(self, self._kept_pass.finalize)
+        else:
+            # A new sampler for every loop, as a new iterator would have.
+            self._kept_pass.restart(self._sampler())
         self._pass_running = True
         return self._kept_pass, True
 
@@ -222,9 +224,11 @@ class DataManager(object):
             >>> [len(iterator.next()["x"]) for _ in range(4)], iterator.epoch
             ([2, 1, 2, 1], 2)
         """
-        return BatchIterator(self._source(),
-                             self.sampler_cls.from_dataset(self.dataset, **self.sampler_kwargs),
-                             self.batch_size, len(self), repeat, self.n_process_augmentation)
+        return BatchIterator(self._source(), self._sampler(), self.batch_size, len(self), repeat,
+                             self.n_process_augmentation)
+
+    def _sampler(self):
+        return self.sampler_cls.from_dataset(self.dataset, **self.sampler_kwargs)
 
     def _source(self):
         return BatchSource(self.dataset, self.transforms, self.seed)

@@ -443,3 +443,19 @@ def test_a_transform_that_cannot_be_pickled_is_refused_under_spawn_naming_it():
             manager.get_iterator()
     finally:
         multiprocessing.set_start_method(previous, force=True)
+
+
+@pytest.mark.timeout(60)
+def test_each_pass_over_a_manager_with_workers_draws_a_new_unseeded_order():
+    # As without workers, where every pass builds a new RandomSampler.
+    def two_passes(manager):
+        np.random.seed(4)
+        try:
+            return firsts(manager), firsts(manager)
+        finally:
+            manager.finalize()
+
+    expected = two_passes(DataManager(Numbers(12), 4, sampler_cls=RandomSampler))
+    assert expected[0] != expected[1]
+    assert two_passes(DataManager(Numbers(12), 4, sampler_cls=RandomSampler,
+                                  n_process_augmentation=2)) == expected
