@@ -459,3 +459,33 @@ def test_each_pass_over_a_manager_with_workers_draws_a_new_unseeded_order():
     assert expected[0] != expected[1]
     assert two_passes(DataManager(Numbers(12), 4, sampler_cls=RandomSampler,
                                   n_process_augmentation=2)) == expected
+
+
+class CountsPickling(Numbers):
+    """Numbers that count how often the main process pickles them."""
+
+    pickled = 0
+
+    def __getstate__(self):
+        type(self).pickled += 1
+        return self.__dict__
+
+
+@pytest.mark.timeout(120)
+def test_under_spawn_the_dataset_is_sent_to_each_worker_once_for_all_epochs():
+    import multiprocessing
+    CountsPickling.pickled = 0
+    previous = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method('spawn', force=True)
+    try:
+        manager = DataManager(CountsPickling(8), 2, n_process_augmentation=2)
+        iterator = manager.get_iterator()
+        try:
+            for _ in range(3 * len(manager)):
+                iterator.next()
+        finally:
+            iterator.finalize()
+    finally:
+        multiprocessing.set_start_method(previous, force=True)
+    # Once to check at get_iterator() that it can be sent, then once per worker.
+    assert CountsPickling.pickled == 1 + 2
