@@ -1,6 +1,7 @@
 """DataManager: dict batches from an AbstractDataset, augmented in worker processes."""
 import inspect
 import os
+import threading
 import weakref
 
 from researchutils._checks import (
@@ -125,6 +126,7 @@ class DataManager(object):
         sampler_cls.from_dataset(dataset, **self.sampler_kwargs)
         self._kept_pass = None
         self._pass_running = False
+        self._pass_lock = threading.Lock()
 
     def __len__(self):
         """Returns the number of batches in one epoch."""
@@ -139,7 +141,8 @@ class DataManager(object):
         finally:
             if kept:
                 iterator.reset()
-                self._pass_running = False
+                with self._pass_lock:
+                    self._pass_running = False
             else:
                 iterator.finalize()
 
@@ -150,17 +153,18 @@ class DataManager(object):
         until finalize() or until the manager is garbage-collected; a loop
         nested in another gets an iterator of its own.
         """
-        if not self.n_process_augmentation or self._pass_running:
-            return self.get_iterator(repeat=False), False
-        if self._kept_pass is None:
-            self._kept_pass = self.get_iterator(repeat=False)
-            # The iterator holds no reference to the manager, so this runs when it goes.
-            weakref.finalize(self, self._kept_pass.finalize)
-        else:
-            # A new sampler for every loop, as a new iterator would have.
-            self._kept_pass.restart(self._sampler())
-        self._pass_running = True
-        return self._kept_pass, True
+        with self._pass_lock:
+            if not self.n_process_augmentation or self._pass_running:
+                return self.get_iterator(repeat=False), False
+            if self._kept_pass is None:
+                self._kept_pass = self.get_iterator(repeat=False)
+                # The iterator holds no reference to the manager, so this runs when it goes.
+                weakref.finalize(self, self._kept_pass.finalize)
+            else:
+                # A new sampler for every loop, as a new iterator would have.
+                self._kept_pass.restart(self._sampler())
+            self._pass_running = True
+            return self._kept_pass, True
 
     def finalize(self):
         """Stops the worker processes kept for iterating over the manager.
@@ -185,7 +189,12 @@ class DataManager(object):
         state = self.__dict__.copy()
         # The worker processes belong to this object; a copy starts its own.
         state.update(_kept_pass=None, _pass_running=False)
+        del state['_pass_lock']
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._pass_lock = threading.Lock()
 
     def epoch_plan(self, sampler, epoch):
         """Returns the dataset indices of each batch of ``epoch``.

@@ -489,3 +489,22 @@ def test_under_spawn_the_dataset_is_sent_to_each_worker_once_for_all_epochs():
         multiprocessing.set_start_method(previous, force=True)
     # Once to check at get_iterator() that it can be sent, then once per worker.
     assert CountsPickling.pickled == 1 + 2
+
+
+@pytest.mark.timeout(60)
+def test_a_copy_of_a_manager_iterates_with_workers_of_its_own():
+    import copy
+    import pickle
+    manager = DataManager(Numbers(4), 2, transforms=add_pid, n_process_augmentation=2)
+    try:
+        original = _pids(manager)
+        copied = copy.copy(manager)
+        unpickled = pickle.loads(pickle.dumps(manager))
+        try:
+            assert not _pids(copied) & original
+            assert not _pids(unpickled) & original
+        finally:
+            copied.finalize()
+            unpickled.finalize()
+    finally:
+        manager.finalize()
