@@ -1,8 +1,8 @@
 """DataManager: dict batches from an AbstractDataset, augmented in worker processes."""
+import inspect
 import os
-
-import chainer
-import numpy
+import threading
+import weakref
 
 from researchutils._checks import (
     check_bool,
@@ -10,192 +10,11 @@ from researchutils._checks import (
     check_positive_int,
     check_seed,
 )
-from researchutils._errors import add_note as _add_note
+from researchutils.chainer.data_loading._batch_iterator import BatchIterator
+from researchutils.chainer.data_loading._batches import BatchSource, EpochPlan
 from researchutils.chainer.data_loading.abstract_dataset import AbstractDataset
 from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
 from researchutils.chainer.data_loading.sequential_sampler import SequentialSampler
-from researchutils.chainer.iterators import DecorableMultiprocessIterator
-from researchutils.chainer.iterators._numpy_random import seeded_numpy_random
-
-
-def _stack_examples(examples, indices):
-    first = examples[0]
-    for example, index in zip(examples, indices):
-        if not isinstance(example, dict):
-            raise TypeError('dataset[{}] returned {}, but a DataManager needs a dict of arrays '
-                            '(see AbstractDataset)'.format(index, type(example).__name__))
-        if example.keys() != first.keys():
-            raise KeyError('dataset[{}] has keys {}, but dataset[{}] has keys {}: every example '
-                           'needs the same keys'.format(index, sorted(example), indices[0],
-                                                        sorted(first)))
-    batch = {}
-    for key in first:
-        try:
-            batch[key] = numpy.stack([numpy.asarray(example[key]) for example in examples])
-        except ValueError as error:
-            _add_note(error, 'while stacking key {!r} of dataset indices {}'.format(
-                key, list(indices)))
-            raise
-    return batch
-
-
-class _BatchBuilder(object):
-    """``decor_fun`` of the worker iterator: batch ``index`` of an epoch plan."""
-
-    def __init__(self, dataset, transforms, seed=None):
-        self.dataset = dataset
-        self.transforms = transforms
-        self.seed = seed
-
-    def __call__(self, plan, index):
-        if self.seed is None:
-            return self._build(plan, index)
-        # The draws depend on (seed, epoch, batch) alone: not on the worker that builds
-        # the batch, the number of workers, or where a resumed epoch restarted.
-        key = [self.seed, getattr(plan, 'epoch', 0), getattr(plan, 'first', 0) + index]
-        with seeded_numpy_random(key):
-            return self._build(plan, index)
-
-    def _build(self, plan, index):
-        indices = [int(i) for i in plan[index]]
-        examples = []
-        for i in indices:
-            try:
-                examples.append(self.dataset[i])
-            except Exception as error:
-                _add_note(error, 'while loading dataset[{}]'.format(i))
-                raise
-        batch = _stack_examples(examples, indices)
-        if self.transforms is not None:
-            try:
-                batch = self.transforms(batch)
-            except Exception as error:
-                _add_note(error, 'in transforms, on the batch of dataset indices {}'.format(
-                    indices))
-                raise
-            if not isinstance(batch, dict):
-                raise TypeError('transforms must return a dict batch, got {}'.format(
-                    type(batch).__name__))
-        return batch
-
-
-def _in_process_batches(builder, plan):
-    for index in range(len(plan)):
-        yield builder(plan, index)
-
-
-def _worker_batches(builder, plan, n_processes):
-    # Each "example" of this iterator is a whole batch; a group of n_processes
-    # batches is built in parallel, one per worker.
-    iterator = DecorableMultiprocessIterator(
-        plan, n_processes, repeat=False, shuffle=False, n_processes=n_processes,
-        decor_fun=builder)
-    try:
-        for group in iterator:
-            for batch in group:
-                yield batch
-    finally:
-        iterator.finalize()
-
-
-class _EpochPlan(object):
-    """The dataset indices of each batch of an epoch, sliced lazily from the order."""
-
-    def __init__(self, order, batch_size, n_batches, first=0, epoch=0):
-        self._order = order
-        self._batch_size = batch_size
-        self._n_batches = n_batches
-        self.first = first
-        self.epoch = epoch
-
-    def __len__(self):
-        return self._n_batches - self.first
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            start, _, _ = index.indices(len(self))
-            return _EpochPlan(self._order, self._batch_size, self._n_batches,
-                              self.first + start, self.epoch)
-        if not 0 <= index < len(self):
-            raise IndexError('batch {} of an epoch plan of {}'.format(index, len(self)))
-        start = (self.first + index) * self._batch_size
-        return self._order[start:start + self._batch_size]
-
-
-class _BatchIterator(chainer.dataset.Iterator):
-    """Chainer iterator over a DataManager's batches (see DataManager.get_iterator)."""
-
-    def __init__(self, manager, repeat):
-        self._manager = manager
-        self.repeat = repeat
-        self.batch_size = manager.batch_size
-        self.sampler = manager.sampler_cls.from_dataset(manager.dataset, **manager.sampler_kwargs)
-        self._builder = _BatchBuilder(manager.dataset, manager.transforms, manager.seed)
-        self._n_batches = len(manager)
-        self.reset()
-
-    def reset(self):
-        self._close_producer()
-        self.epoch = 0
-        self.position = 0
-        self.is_new_epoch = False
-        self._previous_epoch_detail = -1.
-
-    @property
-    def epoch_detail(self):
-        return self.epoch + self.position / self._n_batches
-
-    @property
-    def previous_epoch_detail(self):
-        if self._previous_epoch_detail < 0:
-            return None
-        return self._previous_epoch_detail
-
-    def __next__(self):
-        if not self.repeat and self.epoch > 0:
-            raise StopIteration
-        if self._producer is None:
-            plan = self._manager.epoch_plan(self.sampler, self.epoch)[self.position:]
-            if self._manager.n_process_augmentation > 0:
-                self._producer = _worker_batches(self._builder, plan,
-                                                 self._manager.n_process_augmentation)
-            else:
-                self._producer = _in_process_batches(self._builder, plan)
-        try:
-            batch = next(self._producer)
-        except BaseException:
-            # The next call starts again from this position (with fresh workers).
-            self._close_producer()
-            raise
-        self._previous_epoch_detail = self.epoch_detail
-        self.position += 1
-        self.is_new_epoch = self.position == self._n_batches
-        if self.is_new_epoch:
-            self.epoch += 1
-            self.position = 0
-            self._close_producer()
-        return batch
-
-    next = __next__
-
-    def _close_producer(self):
-        producer = getattr(self, '_producer', None)
-        self._producer = None
-        if producer is not None:
-            producer.close()
-
-    def finalize(self):
-        self._close_producer()
-
-    def serialize(self, serializer):
-        self.epoch = int(serializer('epoch', self.epoch))
-        self.position = int(serializer('position', self.position))
-        self.is_new_epoch = bool(serializer('is_new_epoch', self.is_new_epoch))
-        self._previous_epoch_detail = float(
-            serializer('previous_epoch_detail', self._previous_epoch_detail))
-        self.sampler.serialize(serializer['sampler'])
-        if isinstance(serializer, chainer.serializer.Deserializer):
-            self._close_producer()
 
 
 class DataManager(object):
@@ -205,16 +24,21 @@ class DataManager(object):
     examples' arrays stacked along a new first axis. The sampler decides the
     order of every epoch; ``transforms`` (a callable from a batch dict to a
     batch dict) augments each batch, in ``n_process_augmentation`` worker
-    processes through
-    :class:`~researchutils.chainer.iterators.DecorableMultiprocessIterator`
-    (whole batches are built and transformed in the workers), or in this
-    process when it is 0. A failing ``transforms`` or dataset raises its own
-    exception, with a note naming the dataset indices.
+    processes (whole batches are built and transformed in the workers), or in
+    this process when it is 0. A failing ``transforms`` or dataset raises its
+    own exception, with a note naming the dataset indices; a worker that dies
+    is reported as a :class:`RuntimeError`, and the next batch starts fresh
+    workers and retries.
 
     Iterating over a manager gives one epoch. :meth:`get_iterator` gives a
     Chainer iterator (``epoch``, ``epoch_detail``, ``is_new_epoch``,
     ``serialize``, ``finalize``) for a Chainer Trainer; unlike Chainer's own
-    iterators its batches never span two epochs.
+    iterators its batches never span two epochs. An iterator starts its worker
+    processes at its first batch and keeps them, busy with the next batches
+    across epoch ends, until its ``finalize``; the dataset and ``transforms``
+    are sent to each worker once. ``for`` loops over the manager share one
+    such iterator, kept until :meth:`finalize`, so a validation pass per epoch
+    starts its workers once.
 
     The positional order is Delira 0.4.1's ``BaseDataManager(data, batch_size,
     n_process_augmentation, transforms, sampler_cls, sampler_kwargs)``
@@ -300,6 +124,9 @@ class DataManager(object):
         self.seed = check_seed(seed)
         # Fail now, not at the first epoch, on sampler arguments it does not take.
         sampler_cls.from_dataset(dataset, **self.sampler_kwargs)
+        self._kept_pass = None
+        self._pass_running = False
+        self._pass_lock = threading.Lock()
 
     def __len__(self):
         """Returns the number of batches in one epoch."""
@@ -308,12 +135,66 @@ class DataManager(object):
         return -(-len(self.dataset) // self.batch_size)
 
     def __iter__(self):
-        iterator = self.get_iterator(repeat=False)
+        iterator, kept = self._pass_iterator()
         try:
-            for batch in iterator:
-                yield batch
+            yield from iterator
         finally:
-            iterator.finalize()
+            if kept:
+                iterator.reset()
+                with self._pass_lock:
+                    self._pass_running = False
+            else:
+                iterator.finalize()
+
+    def _pass_iterator(self):
+        """The iterator of a ``for`` loop, and whether it is the kept one.
+
+        With workers, loops reuse one iterator and its worker processes, kept
+        until finalize() or until the manager is garbage-collected; a loop
+        nested in another gets an iterator of its own.
+        """
+        with self._pass_lock:
+            if not self.n_process_augmentation or self._pass_running:
+                return self.get_iterator(repeat=False), False
+            if self._kept_pass is None:
+                self._kept_pass = self.get_iterator(repeat=False)
+                # The iterator holds no reference to the manager, so this runs when it goes.
+                weakref.finalize(self, self._kept_pass.finalize)
+            else:
+                # A new sampler for every loop, as a new iterator would have.
+                self._kept_pass.restart(self._sampler())
+            self._pass_running = True
+            return self._kept_pass, True
+
+    def finalize(self):
+        """Stops the worker processes kept for iterating over the manager.
+
+        A ``for`` loop over a manager with ``n_process_augmentation`` workers
+        keeps them for the next loop (a validation pass per epoch starts them
+        once); they also stop when the manager is garbage-collected. Iterators
+        from :meth:`get_iterator` have workers of their own and a ``finalize``
+        of their own. Calling it again does nothing; a later loop starts new
+        workers.
+
+        Example:
+            >>> manager = DataManager([{"x": 1}] * 4, 2)
+            >>> [len(batch["x"]) for batch in manager]
+            [2, 2]
+            >>> manager.finalize()
+        """
+        if self._kept_pass is not None:
+            self._kept_pass.finalize()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        # The worker processes belong to this object; a copy starts its own.
+        state.update(_kept_pass=None, _pass_running=False)
+        del state['_pass_lock']
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._pass_lock = threading.Lock()
 
     def epoch_plan(self, sampler, epoch):
         """Returns the dataset indices of each batch of ``epoch``.
@@ -331,7 +212,7 @@ class DataManager(object):
             >>> [list(b) for b in manager.epoch_plan(SequentialSampler(range(5)), 0)]
             [[0, 1], [2, 3], [4]]
         """
-        return _EpochPlan(sampler.epoch_order(epoch), self.batch_size, len(self), epoch=epoch)
+        return EpochPlan(sampler.epoch_order(epoch), self.batch_size, len(self))
 
     def get_iterator(self, repeat=True):
         """Returns a Chainer iterator over batch dicts.
@@ -352,7 +233,14 @@ class DataManager(object):
             >>> [len(iterator.next()["x"]) for _ in range(4)], iterator.epoch
             ([2, 1, 2, 1], 2)
         """
-        return _BatchIterator(self, repeat)
+        return BatchIterator(self._source(), self._sampler(), self.batch_size, len(self), repeat,
+                             self.n_process_augmentation)
+
+    def _sampler(self):
+        return self.sampler_cls.from_dataset(self.dataset, **self.sampler_kwargs)
+
+    def _source(self):
+        return BatchSource(self.dataset, self.transforms, self.seed)
 
     def batch_keys(self):
         """Returns the keys of this manager's batches (builds one batch in process).
@@ -364,8 +252,7 @@ class DataManager(object):
             >>> DataManager([{"data": 1, "label": 0}], 1).batch_keys()
             ['data', 'label']
         """
-        plan = [range(min(self.batch_size, len(self.dataset)))]
-        return list(_BatchBuilder(self.dataset, self.transforms, self.seed)(plan, 0))
+        return list(self._source().build(range(min(self.batch_size, len(self.dataset)))))
 
     def replace(self, **changes):
         """Returns a manager with the same settings except ``changes``.
@@ -385,11 +272,9 @@ class DataManager(object):
         if 'data' in changes:
             changes = dict(changes)
             changes['dataset'] = changes.pop('data')
-        settings = dict(dataset=self.dataset, batch_size=self.batch_size,
-                        transforms=self.transforms, sampler_cls=self.sampler_cls,
-                        n_process_augmentation=self.n_process_augmentation,
-                        drop_last=self.drop_last, sampler_kwargs=self.sampler_kwargs,
-                        seed=self.seed)
+        # The settings are the constructor's arguments, each kept under its own name.
+        settings = {name: getattr(self, name)
+                    for name in inspect.signature(DataManager).parameters if name != 'data'}
         unknown = set(changes) - set(settings)
         if unknown:
             raise TypeError('replace: unknown DataManager arguments {}'.format(sorted(unknown)))

@@ -2,6 +2,7 @@
 import numpy
 
 from researchutils._checks import check_seed
+from researchutils._numpy_random import seeded_permutation
 from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
 
 
@@ -10,7 +11,8 @@ class RandomSampler(AbstractSampler):
 
     The permutation of epoch ``e`` depends only on ``(seed, e)``, so a resumed
     run repeats no order and skips none. The seed is part of the serialized
-    state.
+    state. It is the rule of the decorable iterators' seeded shuffle: position
+    ``k`` of epoch ``e`` holds ``indices[RandomState([seed, e]).permutation(n)[k]]``.
 
     Args:
         indices (sequence of int): The dataset indices to visit.
@@ -47,9 +49,8 @@ class RandomSampler(AbstractSampler):
             >>> RandomSampler(range(4), seed=1).epoch_order(0).shape
             (4,)
         """
-        random_state = numpy.random.default_rng([self.seed, int(epoch)])
         return numpy.asarray(self.indices, dtype=numpy.int64)[
-            random_state.permutation(len(self.indices))]
+            seeded_permutation(self.seed, int(epoch), len(self.indices))]
 
     def serialize(self, serializer):
         """Saves or loads the seed.

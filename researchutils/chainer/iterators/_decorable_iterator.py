@@ -20,62 +20,11 @@ from chainer.iterators import _statemachine
 from chainer.iterators.order_samplers import ShuffleOrderSampler
 
 from researchutils._checks import check_bool, check_positive_int, check_seed
-from researchutils._errors import add_note as _add_note
-from researchutils.chainer.iterators._numpy_random import seeded_numpy_random
+from researchutils._numpy_random import seeded_permutation
+from researchutils.chainer.iterators._example_source import ExampleSource
 from researchutils.chainer.iterators.unmodifiable_decorable_list import UnmodifiableDecorableList
 
 _Planned = collections.namedtuple('_Planned', ('state', 'indices', 'handle'))
-
-
-def chunk_bounds(size, parts):
-    """Splits ``range(size)`` into at most ``parts`` contiguous ``(start, stop)`` pairs."""
-    parts = max(1, min(parts, size))
-    edges = [size * k // parts for k in range(parts + 1)]
-    return list(zip(edges[:-1], edges[1:]))
-
-
-class ExampleSource(object):
-    """Makes the examples of a batch; picklable, so worker processes get a copy.
-
-    With a seed, the ``numpy.random`` draws made for example ``index`` in epoch
-    ``epoch`` come from ``numpy.random.RandomState([seed, epoch, index])``.
-    """
-
-    def __init__(self, view, seed):
-        self.view = view
-        self.seed = seed
-        # Looked up once: make() runs for every batch.
-        self._items = view.items
-        self._decor_fun = view.decor_fun
-
-    def make(self, indices, epochs):
-        """Returns the examples at ``indices``; ``epochs`` matter only with a seed."""
-        items = self._items
-        decor_fun = self._decor_fun
-        batch = []
-        append = batch.append
-        try:
-            if self.seed is not None:
-                get = self.view._get
-                for index, epoch in zip(indices, epochs):
-                    with seeded_numpy_random([self.seed, epoch, index]):
-                        append(get(index))
-            elif decor_fun is None:
-                for index in indices:
-                    append(items[index])
-            else:
-                for index in indices:
-                    append(decor_fun(items, index))
-        except Exception as exc:
-            index = indices[len(batch)]
-            if decor_fun is None:
-                what = 'dataset[{}]'.format(index)
-            else:
-                what = 'decor_fun(dataset, {})'.format(index)
-            epoch = '' if epochs is None else ', epoch {}'.format(epochs[len(batch)])
-            _add_note(exc, 'raised by {} (dataset index {}{})'.format(what, index, epoch))
-            raise
-        return batch
 
 
 class _SeededShuffle(object):
@@ -85,7 +34,7 @@ class _SeededShuffle(object):
         self.seed = seed
 
     def order(self, epoch, size):
-        return numpy.random.RandomState([self.seed, epoch]).permutation(size)
+        return seeded_permutation(self.seed, epoch, size)
 
     def __repr__(self):
         return '{}(seed={})'.format(type(self).__name__, self.seed)

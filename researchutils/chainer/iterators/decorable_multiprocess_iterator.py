@@ -1,56 +1,19 @@
 """DecorableMultiprocessIterator: MultiprocessIterator with ``decor_fun`` and ``end_index``."""
-import functools
-import multiprocessing
 import os
-import pickle
 import warnings
 
 from chainer.iterators import MultiprocessIterator
 
 from researchutils._checks import check_positive_int, check_timeout
+from researchutils._process_pool import LazyPool
+from researchutils._process_worker import check_sendable, current_context
 from researchutils.chainer.iterators._decorable_iterator import PrefetchingIterator
-from researchutils.chainer.iterators._process_pool import ProcessPool, WorkerDiedError
 
 
 def _default_n_processes():
     if hasattr(os, 'sched_getaffinity'):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
-
-
-class _Discard(object):
-    """A file that forgets what is written to it: measures picklability, keeps nothing."""
-
-    def write(self, data):
-        # Large buffers (NumPy arrays under protocol 5) arrive as PickleBuffer objects.
-        return memoryview(data).nbytes
-
-
-def _pickle_for_workers(source, start_method, sink=None):
-    """Pickles what the workers need (into ``sink`` if given), or says which argument
-    cannot be pickled."""
-    try:
-        if sink is None:
-            return pickle.dumps(source, protocol=pickle.HIGHEST_PROTOCOL)
-        pickle.Pickler(sink, protocol=pickle.HIGHEST_PROTOCOL).dump(source)
-        return None
-    except Exception as exc:
-        error = exc
-    for name, value in (('decor_fun', source.view.decor_fun), ('dataset', source.view.items)):
-        try:
-            pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:
-            error = exc
-            culprit = '{} {!r}'.format(name, value) if name == 'decor_fun' else name
-            break
-    else:
-        culprit = 'the dataset or decor_fun'
-    raise TypeError(
-        'DecorableMultiprocessIterator: {} cannot be pickled ({}: {}), but the {!r} start '
-        'method of multiprocessing sends it to the worker processes by pickling. Define '
-        'decor_fun at module level (not as a lambda or a nested function), make the dataset '
-        'picklable, or use the "fork" start method.'.format(
-            culprit, type(error).__name__, error, start_method)) from error
 
 
 class DecorableMultiprocessIterator(PrefetchingIterator):
@@ -169,35 +132,19 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
         self._ahead = self.n_prefetch
         super(DecorableMultiprocessIterator, self).__init__(
             dataset, batch_size, repeat, shuffle, decor_fun, end_index, order_sampler, seed)
-        # The start method in force now, without fixing the process-wide default the way
-        # multiprocessing.get_context() would (set_start_method must stay possible).
-        start_method = (multiprocessing.get_start_method(allow_none=True)
-                        or multiprocessing.get_all_start_methods()[0])
-        self._context = multiprocessing.get_context(start_method)
-        if start_method != 'fork':
-            # Fail now if the workers could not be sent what they need; the bytes are
-            # not kept (an in-memory dataset would be held twice), but made again
-            # whenever a worker starts.
-            _pickle_for_workers(self._source, start_method, _Discard())
+        self._context = current_context()
+        # Fail now if the workers could not be sent what they need.
+        check_sendable(self._source, self._context, type(self).__name__)
 
     def _submit(self, indices, epochs):
         if self._pool is None:
-            start_method = self._context.get_start_method()
-            pickle_source = (None if start_method == 'fork' else functools.partial(
-                _pickle_for_workers, self._source, start_method))
-            self._pool = ProcessPool(self._source, pickle_source, self._context,
-                                     self.n_processes, self.maxtasksperchild)
+            self._pool = LazyPool(self._source, self._context, self.n_processes,
+                                  self.maxtasksperchild, type(self).__name__)
         # Twice as many chunks as workers balances the load at little cost.
-        return self._pool, self._pool.submit(indices, epochs, 2 * self.n_processes)
+        return self._pool.submit(indices, epochs, 2 * self.n_processes)
 
     def _collect(self, handle):
-        pool, batch_id = handle
-        try:
-            return pool.collect(batch_id, self.dataset_timeout, self._warn_timeout)
-        except WorkerDiedError:
-            with self._lock:
-                self._close()
-            raise
+        return self._pool.collect(handle, self.dataset_timeout, self._warn_timeout)
 
     def _warn_timeout(self):
         warnings.warn('DecorableMultiprocessIterator: a batch has taken more than {} s '
@@ -205,11 +152,10 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
                           self.dataset_timeout), self.TimeoutWarning)
 
     def _cancel(self, handle):
-        pool, batch_id = handle
-        pool.cancel(batch_id)
+        self._pool.cancel(handle)
 
     def _close(self):
-        pool = getattr(self, '_pool', None)
-        self._pool = None
-        if pool is not None:
-            pool.close()
+        # The LazyPool stays: handles still held by a next() in another thread see
+        # their ProcessPool closed and say so.
+        if self._pool is not None:
+            self._pool.close()

@@ -5,7 +5,8 @@ import threading
 import warnings
 
 from researchutils._checks import check_positive_int
-from researchutils.chainer.iterators._decorable_iterator import PrefetchingIterator, chunk_bounds
+from researchutils._process_pool import chunk_bounds
+from researchutils.chainer.iterators._decorable_iterator import PrefetchingIterator
 
 # How long next() waits for decor_fun before it warns that it is still waiting.
 _WARN_AFTER_S = 30.0

@@ -9,11 +9,10 @@ one training or evaluation step on a batch made by
 import abc
 
 import chainer
-import numpy as np
-from chainer import backend
 from chainer.utils import type_check
 
 from researchutils._errors import add_note as _add_note
+from researchutils.chainer._batch_arrays import send_arrays, to_float
 
 
 class _AbstractChainMeta(type(chainer.Chain), abc.ABCMeta):
@@ -29,20 +28,6 @@ def _detach(value):
     if isinstance(value, (list, tuple)):
         return type(value)(_detach(item) for item in value)
     return value
-
-
-def _to_float(value, kind, name):
-    """A loss or metric result (Variable, 0-d or size-1 array, scalar) as a Python float."""
-    if isinstance(value, chainer.Variable):
-        value = value.array
-    if backend.get_array_module(value) is not np:
-        value = backend.CpuDevice().send(value)
-    value = np.asarray(value)
-    if value.size != 1:
-        raise ValueError(
-            '{} {!r} must return a scalar, got an array of shape {}'.format(
-                kind, name, value.shape))
-    return float(value.reshape(()))
 
 
 def _checked_outputs(preds):
@@ -231,8 +216,8 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
                 preds = _checked_outputs(model(data_dict['data']))
                 loss_vars = _call_all(losses, 'loss', preds['pred'], targets)
                 metric_results = _call_all(metrics, 'metric', preds['pred'], targets)
-        loss_vals = {name: _to_float(value, 'loss', name) for name, value in loss_vars.items()}
-        metric_vals = {name: _to_float(value, 'metric', name)
+        loss_vals = {name: to_float(value, 'loss', name) for name, value in loss_vars.items()}
+        metric_vals = {name: to_float(value, 'metric', name)
                        for name, value in metric_results.items()}
         return metric_vals, loss_vals, _detach(preds)
 
@@ -269,18 +254,5 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
         if 'data' not in batch:
             raise ValueError('batch must hold a "data" entry, got keys {!r}'.format(
                 sorted(batch)))
-        devices = {'data': _as_device(input_device, 'input_device')}
-        output = _as_device(output_device, 'output_device')
-        prepared = {}
-        for key, value in batch.items():
-            if isinstance(value, chainer.Variable):
-                value = value.array
-            if backend.get_array_module(value) is np:
-                value = np.asarray(value)
-            if value.dtype.kind not in 'biuf':
-                raise TypeError('batch[{!r}] must be numeric, got dtype {}'.format(
-                    key, value.dtype))
-            if value.dtype.kind == 'f' and value.dtype != np.float32:
-                value = value.astype(np.float32)
-            prepared[key] = devices.get(key, output).send(value)
-        return prepared
+        return send_arrays(batch, {'data': _as_device(input_device, 'input_device')},
+                           _as_device(output_device, 'output_device'))

@@ -6,7 +6,7 @@ import numpy
 from chainer import backend
 
 from researchutils._errors import add_note as _add_note
-from researchutils.chainer.models.abstract_network import _to_float
+from researchutils.chainer._batch_arrays import send_arrays, to_float
 
 
 def convert_to_numpy(value):
@@ -72,8 +72,10 @@ class Predictor(object):
             a dict of NumPy arrays (default :func:`convert_to_numpy`).
         prepare_batch_fn (callable or None): Gets the dict of the batch entries
             named in ``key_mapping`` and returns it ready for the model. By
-            default they are sent to the model's device, floating arrays as
-            float32.
+            default they are prepared as
+            :meth:`~researchutils.chainer.models.AbstractChainerNetwork.prepare_batch`
+            prepares a training batch (floating arrays as float32, integer
+            ones kept, anything else refused) and sent to the model's device.
 
     Example:
         >>> import chainer.links as L
@@ -103,14 +105,7 @@ class Predictor(object):
         self.prepare_batch_fn = prepare_batch_fn or self._send_to_model_device
 
     def _send_to_model_device(self, batch):
-        device = self.model.device
-        prepared = {}
-        for key, value in batch.items():
-            value = numpy.asarray(value) if backend.get_array_module(value) is numpy else value
-            if value.dtype.kind == 'f' and value.dtype != numpy.float32:
-                value = value.astype(numpy.float32)
-            prepared[key] = device.send(value)
-        return prepared
+        return send_arrays(batch, {}, self.model.device)
 
     def check_batch_keys(self, keys):
         """Raises if a batch with ``keys`` lacks an entry that ``key_mapping`` names.
@@ -217,7 +212,7 @@ class Predictor(object):
                     _add_note(error, 'raised by metric {!r} on batch {} ({} examples)'.format(
                         name, batch_index, _batch_length(batch)))
                     raise
-                metric_vals[name] = _to_float(value, 'metric', name)
+                metric_vals[name] = to_float(value, 'metric', name)
             yield batch, preds, metric_vals
 
     @staticmethod

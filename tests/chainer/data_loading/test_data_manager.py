@@ -317,3 +317,194 @@ def test_a_path_as_data_is_refused_with_what_to_pass():
 def test_missing_batch_size_is_refused():
     with pytest.raises(TypeError, match='batch_size'):
         DataManager(Numbers(3))
+
+
+def test_replace_keeps_every_other_setting():
+    manager = DataManager(Numbers(9), 2, 0, add_one, RandomSampler, {'seed': 3},
+                          drop_last=True, seed=8)
+    replaced = manager.replace(batch_size=4)
+    assert replaced.batch_size == 4
+    assert (replaced.dataset, replaced.n_process_augmentation, replaced.transforms) == (
+        manager.dataset, 0, add_one)
+    assert (replaced.sampler_cls, replaced.sampler_kwargs) == (RandomSampler, {'seed': 3})
+    assert (replaced.drop_last, replaced.seed) == (True, 8)
+
+
+def test_replace_refuses_an_unknown_setting_naming_it():
+    with pytest.raises(TypeError, match='batchsize'):
+        DataManager(Numbers(4), 2).replace(batchsize=4)
+
+
+def _pids(batches):
+    return {int(pid) for batch in batches for pid in batch['pid']}
+
+
+@pytest.mark.timeout(120)
+def test_an_iterator_starts_its_workers_once_for_all_epochs():
+    manager = DataManager(Numbers(8), 2, transforms=add_pid, n_process_augmentation=2)
+    iterator = manager.get_iterator()
+    try:
+        batches = [iterator.next() for _ in range(3 * len(manager))]
+    finally:
+        iterator.finalize()
+    assert iterator.epoch == 3
+    assert len(_pids(batches)) == 2
+
+
+@pytest.mark.timeout(120)
+def test_passes_over_a_manager_reuse_its_workers():
+    manager = DataManager(Numbers(8), 2, transforms=add_pid, n_process_augmentation=2)
+    try:
+        passes = [list(manager) for _ in range(3)]
+    finally:
+        manager.finalize()
+    assert [len(batches) for batches in passes] == [4, 4, 4]
+    assert len(_pids(batch for batches in passes for batch in batches)) == 2
+
+
+@pytest.mark.timeout(120)
+def test_training_and_validation_passes_start_two_workers_each():
+    # Three epochs of training plus a validation pass after each, as an experiment runs them.
+    train = DataManager(Numbers(8), 2, transforms=add_pid, n_process_augmentation=2)
+    val = DataManager(Numbers(6), 2, transforms=add_pid, n_process_augmentation=2)
+    iterator = train.get_iterator()
+    train_batches, val_batches = [], []
+    try:
+        for _ in range(3):
+            train_batches += [iterator.next() for _ in range(len(train))]
+            val_batches += list(val)
+    finally:
+        iterator.finalize()
+        val.finalize()
+    assert len(_pids(train_batches)) == 2
+    assert len(_pids(val_batches)) == 2
+    assert not _pids(train_batches) & _pids(val_batches)
+
+
+@pytest.mark.timeout(60)
+def test_finalize_leaves_no_worker_process():
+    import multiprocessing
+    manager = DataManager(Numbers(8), 2, transforms=add_one, n_process_augmentation=2)
+    iterator = manager.get_iterator()
+    iterator.next()
+    list(manager)
+    iterator.finalize()
+    manager.finalize()
+    assert multiprocessing.active_children() == []
+
+
+@pytest.mark.timeout(60)
+def test_breaking_out_of_a_pass_starts_the_next_pass_at_the_first_batch():
+    manager = DataManager(Numbers(8), 2, transforms=add_one, n_process_augmentation=2)
+    try:
+        for _ in manager:
+            break
+        assert firsts(manager) == [[1, 2], [3, 4], [5, 6], [7, 8]]
+    finally:
+        manager.finalize()
+
+
+@pytest.mark.timeout(60)
+def test_a_nested_pass_over_the_same_manager_gets_its_own_batches():
+    manager = DataManager(Numbers(4), 2, n_process_augmentation=2)
+    try:
+        pairs = [(firsts([outer]), firsts(manager)) for outer in manager]
+    finally:
+        manager.finalize()
+    assert pairs == [([[0, 1]], [[0, 1], [2, 3]]), ([[2, 3]], [[0, 1], [2, 3]])]
+
+
+@pytest.mark.timeout(120)
+def test_workers_of_the_spawn_start_method_give_the_in_process_batches():
+    import multiprocessing
+    manager = DataManager(Numbers(12), 4, transforms=add_one, n_process_augmentation=2)
+    previous = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method('spawn', force=True)
+    try:
+        iterator = manager.get_iterator()
+        try:
+            got = firsts(iterator.next() for _ in range(2 * len(manager)))
+        finally:
+            iterator.finalize()
+    finally:
+        multiprocessing.set_start_method(previous, force=True)
+    assert got == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]] * 2
+
+
+@pytest.mark.timeout(60)
+def test_a_transform_that_cannot_be_pickled_is_refused_under_spawn_naming_it():
+    import multiprocessing
+    previous = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method('spawn', force=True)
+    try:
+        manager = DataManager(Numbers(4), 2, transforms=lambda batch: batch,
+                              n_process_augmentation=2)
+        with pytest.raises(TypeError, match='transforms'):
+            manager.get_iterator()
+    finally:
+        multiprocessing.set_start_method(previous, force=True)
+
+
+@pytest.mark.timeout(60)
+def test_each_pass_over_a_manager_with_workers_draws_a_new_unseeded_order():
+    # As without workers, where every pass builds a new RandomSampler.
+    def two_passes(manager):
+        np.random.seed(4)
+        try:
+            return firsts(manager), firsts(manager)
+        finally:
+            manager.finalize()
+
+    expected = two_passes(DataManager(Numbers(12), 4, sampler_cls=RandomSampler))
+    assert expected[0] != expected[1]
+    assert two_passes(DataManager(Numbers(12), 4, sampler_cls=RandomSampler,
+                                  n_process_augmentation=2)) == expected
+
+
+class CountsPickling(Numbers):
+    """Numbers that count how often the main process pickles them."""
+
+    pickled = 0
+
+    def __getstate__(self):
+        type(self).pickled += 1
+        return self.__dict__
+
+
+@pytest.mark.timeout(120)
+def test_under_spawn_the_dataset_is_sent_to_each_worker_once_for_all_epochs():
+    import multiprocessing
+    CountsPickling.pickled = 0
+    previous = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method('spawn', force=True)
+    try:
+        manager = DataManager(CountsPickling(8), 2, n_process_augmentation=2)
+        iterator = manager.get_iterator()
+        try:
+            for _ in range(3 * len(manager)):
+                iterator.next()
+        finally:
+            iterator.finalize()
+    finally:
+        multiprocessing.set_start_method(previous, force=True)
+    # Once to check at get_iterator() that it can be sent, then once per worker.
+    assert CountsPickling.pickled == 1 + 2
+
+
+@pytest.mark.timeout(60)
+def test_a_copy_of_a_manager_iterates_with_workers_of_its_own():
+    import copy
+    import pickle
+    manager = DataManager(Numbers(4), 2, transforms=add_pid, n_process_augmentation=2)
+    try:
+        original = _pids(manager)
+        copied = copy.copy(manager)
+        unpickled = pickle.loads(pickle.dumps(manager))
+        try:
+            assert not _pids(copied) & original
+            assert not _pids(unpickled) & original
+        finally:
+            copied.finalize()
+            unpickled.finalize()
+    finally:
+        manager.finalize()

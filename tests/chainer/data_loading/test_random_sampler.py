@@ -57,3 +57,21 @@ def test_non_integer_seed_is_refused_with_type_error():
 def test_seed_of_2_to_the_32_is_refused_like_data_manager():
     with pytest.raises(ValueError, match='seed'):
         RandomSampler(range(3), seed=2 ** 32)
+
+
+def test_order_of_epoch_is_the_decorable_iterators_seeded_shuffle():
+    # One rule for a seeded epoch order: RandomState([seed, epoch]).permutation(n),
+    # as the decorable iterators document and test it.
+    from researchutils.chainer.iterators import DecorableSerialIterator
+    iterator = DecorableSerialIterator(list(range(12)), 12, seed=9)
+    for epoch in range(3):
+        expected = np.random.RandomState([9, epoch]).permutation(12)
+        np.testing.assert_array_equal(RandomSampler(range(12), seed=9).epoch_order(epoch),
+                                      expected)
+        assert iterator.next() == expected.tolist()
+
+
+def test_order_of_epoch_permutes_the_given_indices_by_the_seeded_rule():
+    indices = np.array([40, 10, 30, 20])
+    expected = indices[np.random.RandomState([3, 1]).permutation(4)]
+    np.testing.assert_array_equal(RandomSampler(indices, seed=3).epoch_order(1), expected)

@@ -179,3 +179,18 @@ def test_predict_all_joins_nested_outputs_and_gives_a_scalar_output_one_row_per_
     preds, _ = Predictor(ScalarAndNested(), {'x': 'data'}).predict_all(DataManager(data, 2))
     assert preds['pred'].shape == (5, 2)
     np.testing.assert_allclose(preds['extra']['total'], [2.0, 10.0, 8.0])
+
+
+def test_default_preparation_refuses_a_non_numeric_entry_as_training_does():
+    predictor = Predictor(L.Linear(3, 2), {'x': 'data'})
+    with pytest.raises(TypeError, match=r"batch\['data'\] must be numeric"):
+        predictor.predict({'data': np.array([['a', 'b', 'c']])})
+
+
+def test_default_preparation_takes_a_variable_entry_as_training_does():
+    model = L.Linear(3, 2)
+    data = np.arange(6, dtype=np.float64).reshape(2, 3)
+    expected = data.astype(np.float32) @ model.W.array.T + model.b.array
+    got = Predictor(model, {'x': 'data'}).predict({'data': chainer.Variable(data)})['pred']
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=1e-6)

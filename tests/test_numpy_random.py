@@ -3,7 +3,7 @@ import threading
 import chainer
 import numpy
 
-from researchutils.chainer.iterators._numpy_random import seeded_numpy_random
+from researchutils._numpy_random import seeded_numpy_random
 
 
 def test_draws_in_block_follow_randomstate_of_key():

@@ -1,60 +1,55 @@
-"""Worker processes of DecorableMultiprocessIterator (private).
+"""A pool of worker processes that make the items of submitted batches (private).
+
+Shared by :class:`~researchutils.chainer.iterators.DecorableMultiprocessIterator`
+(an item is an example) and the iterators of
+:class:`~researchutils.chainer.data_loading.DataManager` (an item is a whole
+batch). A *source* is a picklable object with a ``seed`` attribute and a method
+``make(items, keys)`` that returns the made items; a worker gets its copy once,
+when it starts.
 
 The main process puts chunks of a batch on one task queue; each worker takes a
-chunk, makes its examples and sends them back pickled, or sends the exception
-it raised.
-
-Each worker sends its results through a one-way pipe of its own, whose write
-end only that worker holds: the main process closes its copy as soon as the
-worker has started. The main process waits on all the read ends and the
-workers' sentinels at once (:func:`multiprocessing.connection.wait`) and reads
-without blocking, a frame at a time, so:
+chunk, makes its items and sends them back through a pipe of its own
+(:mod:`researchutils._process_pipe`). The main process waits on all the read
+ends and the workers' sentinels at once (:func:`multiprocessing.connection.wait`),
+so:
 
 * a worker that dies, even in the middle of sending a large result, ends its
-  pipe (end of file, or its sentinel fires); the half-sent message is dropped
-  and the death is reported at once, never waited on;
+  pipe (end of file, or its sentinel fires); the death is reported at once,
+  never waited on;
 * no lock is shared by the writers, so a dying worker cannot block the others;
 * a partly arrived message never blocks the main process, so the
   ``dataset_timeout`` warnings keep coming while one is slow.
 
-A thread in each worker does the sending, so the worker goes on making
-examples while a large message waits for the main process, which reads only
-inside ``next()``. The pickled examples travel as they are, not pickled again.
-
 The task queue stays shared: a worker killed while it reads a task can leave
 the queue's read lock held and half a task in its pipe, which would stall the
 other workers, but the main process reports that death through the worker's
-result pipe and then shuts the whole pool down, queue included; the next
-``next()`` starts a fresh one.
+result pipe and then shuts the whole pool down, queue included; the owner
+starts a fresh one (:class:`LazyPool` does) and retries.
 """
+import collections
 import multiprocessing.connection
 import os
 import pickle
-import queue
-import random
 import signal
-import struct
 import threading
 import time
-import traceback
 
-import numpy
+from researchutils._process_pipe import IDLE_CHECK_S, Inbox
+from researchutils._process_worker import pickle_source, worker_main
 
-from researchutils._errors import add_note as _add_note
-from researchutils.chainer.iterators._decorable_iterator import chunk_bounds
-
-# Seconds an idle worker waits for a task before it checks that its parent lives;
-# also the longest the main process sleeps between looks at its workers.
-_IDLE_CHECK_S = 1.0
 # Seconds the main process gives a worker whose pipe ended to be reaped, so that
 # its exit code can be reported.
 _EXIT_WAIT_S = 1.0
 # Seconds close() gives terminated workers to exit, and then killed ones.
 _TERMINATE_WAIT_S = 2.0
 _KILL_WAIT_S = 5.0
-# A message on a result pipe: the sizes of its two parts, the pickle of
-# (kind, batch_id, start), and the payload, bytes that the worker pickled.
-_FRAME_HEADER = struct.Struct('!QQ')
+
+
+def chunk_bounds(size, parts):
+    """Splits ``range(size)`` into at most ``parts`` contiguous ``(start, stop)`` pairs."""
+    parts = max(1, min(parts, size))
+    edges = [size * k // parts for k in range(parts + 1)]
+    return list(zip(edges[:-1], edges[1:]))
 
 
 class WorkerDiedError(RuntimeError):
@@ -72,167 +67,7 @@ class _RemoteTraceback(Exception):
         return self.args[0]
 
 
-def _exception_payload(exc):
-    text = traceback.format_exc()
-    try:
-        data = pickle.dumps(exc)
-        pickle.loads(data)
-    except Exception:  # the exception itself cannot travel; its text and notes can
-        stand_in = RuntimeError('{}: {} (the original exception could not be pickled)'.format(
-            type(exc).__qualname__, exc))
-        for note in getattr(exc, '__notes__', ()):
-            _add_note(stand_in, note)
-        data = pickle.dumps(stand_in)
-    return pickle.dumps((data, text, os.getpid()))
-
-
-def _pickle_examples(examples, indices):
-    try:
-        return pickle.dumps(examples, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as exc:
-        for example, index in zip(examples, indices):
-            try:
-                pickle.dumps(example, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:
-                if hasattr(exc, 'add_note'):
-                    exc.add_note('the example at dataset index {} cannot be pickled to '
-                                 'be sent to the main process'.format(index))
-                break
-        raise
-
-
-def _write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-class _Outbox(object):
-    """Sends a worker's messages from a thread of its own.
-
-    Making examples goes on while a large message waits for the main process,
-    which reads only inside ``next()``.
-    """
-
-    def __init__(self, fd):
-        self._fd = fd
-        self._messages = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._send_all, daemon=True)
-        self._thread.start()
-
-    def put(self, kind, batch_id=None, start=None, payload=b''):
-        self._messages.put((kind, batch_id, start, payload))
-
-    def flush(self, parent_pid):
-        """Waits until every message is sent, or the main process is gone."""
-        self._messages.put(None)
-        while self._thread.is_alive() and os.getppid() == parent_pid:
-            self._thread.join(_IDLE_CHECK_S)
-
-    def _send_all(self):
-        while True:
-            message = self._messages.get()
-            if message is None:
-                return
-            kind, batch_id, start, payload = message
-            head = pickle.dumps((kind, batch_id, start), protocol=pickle.HIGHEST_PROTOCOL)
-            try:
-                _write_all(self._fd, _FRAME_HEADER.pack(len(head), len(payload)) + head)
-                _write_all(self._fd, payload)
-            except BrokenPipeError:
-                # The main process closed the pool, or is gone: nobody will read.
-                os._exit(0)
-
-
-def _worker_main(source, pickled, tasks, results, maxtasksperchild, parent_pid):
-    # Ctrl-C is for the main process, which then finalizes the workers.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    outbox = _Outbox(results.fileno())
-    _serve(source, pickled, tasks, outbox, maxtasksperchild, parent_pid)
-    outbox.flush(parent_pid)
-
-
-def _serve(source, pickled, tasks, outbox, maxtasksperchild, parent_pid):
-    try:
-        if pickled:
-            source = pickle.loads(source)
-    except BaseException as exc:
-        outbox.put('fatal', payload=_exception_payload(exc))
-        return
-    if source.seed is None:
-        # Forked workers inherit one random state; give each its own.
-        numpy.random.seed()
-        random.seed()
-    done = 0
-    while maxtasksperchild is None or done < maxtasksperchild:
-        try:
-            task = tasks.get(timeout=_IDLE_CHECK_S)
-        except queue.Empty:
-            if os.getppid() != parent_pid:  # orphaned: the main process is gone
-                return
-            continue
-        if task is None:
-            return
-        batch_id, start, indices, epochs = task
-        try:
-            kind, payload = 'ok', _pickle_examples(source.make(indices, epochs), indices)
-        except BaseException as exc:  # re-raised by the main process
-            kind, payload = 'error', _exception_payload(exc)
-        outbox.put(kind, batch_id, start, payload)
-        done += len(indices)
-    outbox.put('retire')
-
-
-class _Inbox(object):
-    """The main process's end of one worker's result pipe, read without blocking."""
-
-    def __init__(self, connection):
-        self.connection = connection
-        self._fd = connection.fileno()
-        os.set_blocking(self._fd, False)
-        self._header = b''
-        self._head_size = 0
-        self._body = None
-        self._filled = 0
-
-    def read(self):
-        """Returns the messages completed by what the pipe holds now, and whether it ended.
-
-        A message is ``(kind, batch_id, start, payload)``, the payload a
-        memoryview of the bytes sent. Once the worker's end is closed, a message
-        it had begun is lost.
-        """
-        messages = []
-        while True:
-            try:
-                if self._body is None:
-                    chunk = os.read(self._fd, _FRAME_HEADER.size - len(self._header))
-                    received = len(chunk)
-                    self._header += chunk
-                else:
-                    received = os.readv(self._fd, [memoryview(self._body)[self._filled:]])
-                    self._filled += received
-            except BlockingIOError:
-                return messages, False
-            if not received:
-                return messages, True
-            if self._body is None and len(self._header) == _FRAME_HEADER.size:
-                self._head_size, payload_size = _FRAME_HEADER.unpack(self._header)
-                self._body = bytearray(self._head_size + payload_size)
-                self._header = b''
-                self._filled = 0
-            elif self._body is not None and self._filled == len(self._body):
-                body = memoryview(self._body)
-                messages.append(pickle.loads(body[:self._head_size])
-                                + (body[self._head_size:],))
-                self._body = None
-
-
-class _Worker(object):
-
-    def __init__(self, process, inbox):
-        self.process = process
-        self.inbox = inbox
+_Worker = collections.namedtuple('_Worker', ('process', 'inbox'))
 
 
 class _PendingBatch(object):
@@ -260,13 +95,14 @@ def _describe_exit(exitcode):
 
 
 class ProcessPool(object):
-    """``n_processes`` worker processes making the chunks of submitted batches."""
+    """``n_processes`` worker processes making the chunks of submitted batches.
 
-    def __init__(self, source, pickle_source, context, n_processes, maxtasksperchild):
+    ``owner`` names what the pool works for, in process names and messages.
+    """
+
+    def __init__(self, source, context, n_processes, maxtasksperchild, owner):
         self._source = source
-        # For start methods other than fork: makes the pickled source for a new worker.
-        # Made per start rather than kept, so an in-memory dataset is not held twice.
-        self._pickle_source = pickle_source
+        self._owner = owner
         self._context = context
         self._maxtasksperchild = maxtasksperchild
         self._tasks = context.Queue()
@@ -292,27 +128,35 @@ class ProcessPool(object):
             self._start_worker_locked(slot)
 
     def _start_worker_locked(self, slot):
-        pickled = self._pickle_source is not None
+        start_method = self._context.get_start_method()
+        # Other start methods send the source pickled, made per start rather than
+        # kept, so an in-memory dataset is not held twice.
+        pickled = start_method != 'fork'
         reader, writer = self._context.Pipe(duplex=False)
         process = self._context.Process(
-            target=_worker_main,
-            args=(self._pickle_source() if pickled else self._source, pickled, self._tasks,
+            target=worker_main,
+            args=(pickle_source(self._source, start_method, self._owner) if pickled
+                  else self._source, pickled, self._tasks,
                   writer, self._maxtasksperchild, os.getpid()),
-            name='DecorableMultiprocessIterator-{}'.format(slot), daemon=True)
+            name='{}-{}'.format(self._owner, slot), daemon=True)
         try:
             process.start()
         finally:
             # The worker now holds the only write end: its death ends the pipe.
             writer.close()
-        self._workers[slot] = _Worker(process, _Inbox(reader))
+        self._workers[slot] = _Worker(process, Inbox(reader))
 
-    def submit(self, indices, epochs, n_chunks):
+    def submit(self, items, keys, n_chunks):
+        """Queues ``source.make(items, keys)`` in up to ``n_chunks`` chunks; returns its id.
+
+        ``keys`` is None or a sequence as long as ``items``, chunked alike.
+        """
         batch_id = next(self._batch_ids)
-        bounds = chunk_bounds(len(indices), n_chunks)
+        bounds = chunk_bounds(len(items), n_chunks)
         self._batches[batch_id] = _PendingBatch(len(bounds))
         for start, stop in bounds:
-            self._tasks.put((batch_id, start, indices[start:stop],
-                             None if epochs is None else epochs[start:stop]))
+            self._tasks.put((batch_id, start, items[start:stop],
+                             None if keys is None else keys[start:stop]))
         return batch_id
 
     def cancel(self, batch_id):
@@ -350,7 +194,7 @@ class ProcessPool(object):
         self._receive(0)
         next_warning = None if dataset_timeout is None else time.monotonic() + dataset_timeout
         while not pending.done:
-            timeout = _IDLE_CHECK_S
+            timeout = IDLE_CHECK_S
             if next_warning is not None:
                 timeout = min(timeout, max(0.0, next_warning - time.monotonic()))
             self._receive(timeout)
@@ -397,10 +241,10 @@ class ProcessPool(object):
                 continue
             # Its pipe ended, or it exited while a process it started keeps a copy open.
             raise WorkerDiedError(
-                'worker process {} of DecorableMultiprocessIterator {} while it had '
-                'examples to make; its examples are lost. The workers are shut down; '
-                'the next call to next() starts new ones and retries the '
-                'batch'.format(worker.process.pid, _describe_exit(worker.process.exitcode)))
+                'worker process {} of {} {} while it had examples to make; its examples '
+                'are lost. The workers are shut down; the next call to next() starts new '
+                'ones and retries the batch'.format(
+                    worker.process.pid, self._owner, _describe_exit(worker.process.exitcode)))
 
     def _handle(self, slot, message):
         kind, batch_id, start, payload = message
@@ -409,7 +253,7 @@ class ProcessPool(object):
                 if self._closed:  # close() stops it with the others
                     return
                 worker = self._workers.pop(slot)
-            worker.process.join(_IDLE_CHECK_S)
+            worker.process.join(IDLE_CHECK_S)
             worker.inbox.connection.close()
             self._start_worker(slot)
             return
@@ -475,3 +319,45 @@ def _raise_remote(data, text, pid):
         raise RuntimeError('an exception raised in worker process {} could not be '
                            'unpickled'.format(pid)) from cause
     raise exc from cause
+
+
+class LazyPool(object):
+    """A :class:`ProcessPool` started at the first :meth:`submit` and kept until
+    :meth:`close`, or until a worker dies (the next :meth:`submit` starts a fresh one).
+
+    Not picklable: an owner that is copied or pickled drops it and makes another.
+    """
+
+    def __init__(self, source, context, n_processes, maxtasksperchild, owner):
+        # What each ProcessPool is made of.
+        self._settings = (source, context, n_processes, maxtasksperchild, owner)
+        self._pool = None
+
+    def submit(self, items, keys, n_chunks):
+        """Queues ``source.make(items, keys)``; returns the handle :meth:`collect` takes."""
+        if self._pool is None:
+            self._pool = ProcessPool(*self._settings)
+        return self._pool, self._pool.submit(items, keys, n_chunks)
+
+    def collect(self, handle, dataset_timeout, on_timeout):
+        """Returns the made items; see :meth:`ProcessPool.collect`."""
+        pool, batch_id = handle
+        try:
+            return pool.collect(batch_id, dataset_timeout, on_timeout)
+        except WorkerDiedError:
+            if pool is self._pool:
+                self.close()
+            raise
+
+    def cancel(self, handle):
+        pool, batch_id = handle
+        pool.cancel(batch_id)
+
+    def close(self):
+        """Stops the workers, if any; leaves no child process."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def __getstate__(self):
+        raise TypeError('{}: worker processes cannot be pickled'.format(self._settings[-1]))

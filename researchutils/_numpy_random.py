@@ -1,4 +1,8 @@
-"""Per-call NumPy random states for ``decor_fun`` (private).
+"""Seeded NumPy randomness shared by the iterators and the data managers (private).
+
+:func:`seeded_permutation` is the one rule for a seeded epoch order.
+:func:`seeded_numpy_random` gives per-call NumPy random states for ``decor_fun``
+and ``transforms``.
 
 ``numpy.random.rand`` and its siblings are bound methods of one process-wide
 ``RandomState``, so two threads that each seed it would interleave their draws.
@@ -74,6 +78,20 @@ def _install():
                 continue
             setattr(numpy.random, name, _ThreadLocalDispatch(name, method_name, original))
         _installed = True
+
+
+def seeded_permutation(seed, epoch, size):
+    """The order of ``epoch`` under ``seed``: ``RandomState([seed, epoch]).permutation(size)``.
+
+    Args:
+        seed (int): In ``[0, 2**32)``.
+        epoch (int): The epoch, 0-based.
+        size (int): How many positions to permute.
+
+    Returns:
+        numpy.ndarray: A permutation of ``range(size)``.
+    """
+    return numpy.random.RandomState([seed, epoch]).permutation(size)
 
 
 @contextlib.contextmanager

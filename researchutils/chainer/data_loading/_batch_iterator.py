@@ -1,0 +1,138 @@
+"""The Chainer iterator over a DataManager's batches (private; see DataManager.get_iterator)."""
+import collections
+import warnings
+
+import chainer
+from chainer.iterators import MultiprocessIterator
+
+from researchutils._process_pool import LazyPool
+from researchutils._process_worker import check_sendable, current_context
+from researchutils.chainer.data_loading._batches import EpochPlan
+
+_OWNER = 'DataManager'
+# Seconds after which a batch still being made causes a warning, and again every as long.
+_DATASET_TIMEOUT_S = 30.0
+# Batches kept in the making per worker process, so that none waits for the next task.
+_AHEAD_PER_PROCESS = 2
+
+
+def _warn_timeout():
+    warnings.warn('DataManager: a batch has taken more than {} s; still waiting for the '
+                  'worker processes'.format(_DATASET_TIMEOUT_S),
+                  MultiprocessIterator.TimeoutWarning)
+
+
+class BatchIterator(chainer.dataset.Iterator):
+    """Chainer iterator over the batches that ``source`` makes, one epoch plan at a time.
+
+    With ``n_processes`` worker processes it owns one pool from its first batch to
+    :meth:`finalize`, sending the source to each worker once, and keeps
+    ``2 * n_processes`` batches in the making, across epoch ends. After an error
+    the state stays before the failed batch, so the next call retries it (with
+    fresh workers if one died). It holds no reference to its DataManager.
+    """
+
+    def __init__(self, source, sampler, batch_size, n_batches, repeat, n_processes):
+        # Set first: Chainer's Iterator.__del__ calls finalize() even if __init__ raised.
+        self._planned = collections.deque()  # (epoch, position, handle) of batches submitted
+        self._pool = None
+        if n_processes:
+            context = current_context()
+            check_sendable(source, context, _OWNER)
+            self._pool = LazyPool(source, context, n_processes, None, _OWNER)
+        self._ahead = _AHEAD_PER_PROCESS * n_processes
+        self._cached_plan = (None, None)
+        self._source, self.sampler, self.repeat = source, sampler, repeat
+        self.batch_size, self._n_batches = batch_size, n_batches
+        self.reset()
+
+    def restart(self, sampler):
+        """Rewinds to the start of epoch 0 with a new sampler; the worker processes stay."""
+        self.sampler = sampler
+        self._cached_plan = (None, None)
+        self.reset()
+
+    def reset(self):
+        """Rewinds to the start of epoch 0; the worker processes stay."""
+        self._discard_planned()
+        self.epoch = 0
+        self.position = 0
+        self.is_new_epoch = False
+        self.previous_epoch_detail = None
+
+    @property
+    def epoch_detail(self):
+        return self.epoch + self.position / self._n_batches
+
+    def __next__(self):
+        if not self.repeat and self.epoch > 0:
+            raise StopIteration
+        if self._pool is None:
+            spot = (self.epoch, self.position)
+            batch = self._source.build(self._indices(spot), spot)
+        else:
+            batch = self._next_from_workers()
+        self.previous_epoch_detail = self.epoch_detail
+        self.position += 1
+        self.is_new_epoch = self.position == self._n_batches
+        if self.is_new_epoch:
+            self.epoch += 1
+            self.position = 0
+        return batch
+
+    next = __next__
+
+    def _next_from_workers(self):
+        planned = self._planned
+        spot = planned[-1][:2] if planned else None
+        while len(planned) < self._ahead:
+            spot = (self.epoch, self.position) if spot is None else self._after(spot)
+            if spot is None:
+                break
+            keys = None if self._source.seed is None else [spot]
+            planned.append(spot + (self._pool.submit([self._indices(spot)], keys, 1),))
+        try:
+            batch, = self._pool.collect(planned[0][2], _DATASET_TIMEOUT_S, _warn_timeout)
+        except BaseException:
+            self._discard_planned()
+            raise
+        planned.popleft()
+        return batch
+
+    def _after(self, spot):
+        """The batch after ``spot``, or None where a run without repeat ends."""
+        epoch, position = spot[0], spot[1] + 1
+        if position < self._n_batches:
+            return epoch, position
+        return (epoch + 1, 0) if self.repeat else None
+
+    def _indices(self, spot):
+        epoch, position = spot
+        cached_epoch, plan = self._cached_plan
+        if cached_epoch != epoch:
+            plan = EpochPlan(self.sampler.epoch_order(epoch), self.batch_size, self._n_batches)
+            self._cached_plan = (epoch, plan)
+        return plan[position]
+
+    def _discard_planned(self):
+        while self._planned:
+            self._pool.cancel(self._planned.popleft()[2])
+
+    def finalize(self):
+        """Stops the worker processes, leaving no child; a later batch starts new ones."""
+        self._discard_planned()
+        if self._pool is not None:
+            self._pool.close()
+
+    def serialize(self, serializer):
+        self.epoch = int(serializer('epoch', self.epoch))
+        self.position = int(serializer('position', self.position))
+        self.is_new_epoch = bool(serializer('is_new_epoch', self.is_new_epoch))
+        # -1 stands for None, as in Chainer's snapshots, which cannot hold None.
+        previous = serializer('previous_epoch_detail', (
+            -1. if self.previous_epoch_detail is None else self.previous_epoch_detail))
+        self.previous_epoch_detail = None if previous < 0 else float(previous)
+        self.sampler.serialize(serializer['sampler'])
+        if isinstance(serializer, chainer.serializer.Deserializer):
+            self._discard_planned()
+            self._cached_plan = (None, None)
