@@ -238,7 +238,8 @@ def run_setups(args):
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--epochs', type=int, default=24, help='training epochs (24)')
+    parser.add_argument('--epochs', type=int, default=None,
+                        help='training epochs (24; 12 for each of the two --actions runs)')
     parser.add_argument('--out', default='result',
                         help='folder of the run; the experiment lives in OUT/{}'.format(
                             EXPERIMENT_NAME))
@@ -257,6 +258,8 @@ def parse_args(argv):
                         'model and the same model without actions (in OUT/{} and OUT/{}) and '
                         'compare them'.format(WITH_ACTIONS, WITHOUT_ACTIONS))
     args = parser.parse_args(argv)
+    if args.epochs is None:
+        args.epochs = 12 if args.actions else 24
     for name in ('epochs', 'train_clips', 'val_clips', 'batch_size', 'hidden'):
         if getattr(args, name) < 1:
             parser.error('--{} must be at least 1, got {}'.format(

@@ -1,4 +1,5 @@
 """The demo's clips (examples/video_prediction/bouncing_balls.py): balls pushed by actions."""
+import doctest
 import os
 import sys
 
@@ -8,6 +9,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, 'examples', 'video_prediction'))
 
+import bouncing_balls  # noqa: E402
 from bouncing_balls import (  # noqa: E402
     ACTION_NAMES,
     FRAME_SIZE,
@@ -93,3 +95,7 @@ def test_without_pushes_the_balls_move_as_in_the_action_free_clips():
 def test_bad_actions_are_refused(actions, message):
     with pytest.raises(ValueError, match=message):
         render_pushed_clip([1], 0, n_frames=8, actions=actions)
+
+
+def test_the_docstring_examples_run():
+    assert doctest.testmod(bouncing_balls).failed == 0
