@@ -13,9 +13,16 @@ while ``k`` grows (1, then 3, then 5). It uses the whole toolkit:
 * a :class:`~researchutils.chainer.training.extensions.SlackReport` when ``SLACK_BOT_TOKEN``
   and ``SLACK_CHANNEL`` are set.
 
+With ``--actions`` it runs the paper's own setting instead: every clip's balls are pushed
+by a known random action at each frame (drawn from the clip's seed), and it trains an
+:class:`~model.ActionConditionedVideoPredictor` twice, once with the actions and once with
+them replaced by a constant, the same way and from the same seed, then compares their
+held-out errors.
+
 Run ``python examples/video_prediction/train.py --help`` for the options.
 """
 import argparse
+import collections
 import json
 import os
 import shutil
@@ -26,9 +33,15 @@ import chainer
 import numpy as np
 
 # The script's folder is on sys.path when it runs as a script: its helper modules.
-from bouncing_balls import FRAME_SIZE, render_clip
+from bouncing_balls import ACTION_DIRECTIONS, FRAME_SIZE, render_clip, render_pushed_clip
 from figures import save_frames_png
-from model import VideoPredictor, k_step_error, k_step_loss, repeat_last_frame_error
+from model import (
+    ActionConditionedVideoPredictor,
+    VideoPredictor,
+    k_step_error,
+    k_step_loss,
+    repeat_last_frame_error,
+)
 
 from researchutils.chainer.data_loading import (
     AbstractDataset,
@@ -43,6 +56,10 @@ from researchutils.chainer.training import ChainerExperiment, Parameters, Predic
 CONTEXT = 3
 MAX_K_STEP = 5
 EXPERIMENT_NAME = 'video_prediction'
+# The --actions comparison: the same network with and without the actions.
+WITH_ACTIONS, WITHOUT_ACTIONS = 'video_prediction_with_actions', 'video_prediction_without_actions'
+N_PIXELS = FRAME_SIZE * FRAME_SIZE
+N_ACTIONS = len(ACTION_DIRECTIONS)
 # Held-out clips use seeds far from the training seeds.
 HELD_OUT_SEED_OFFSET = 10 ** 8
 
@@ -68,17 +85,56 @@ def render_plain(seeds, index):
     return {'data': frames[:CONTEXT], 'label': frames[CONTEXT:]}
 
 
+def _mirror_table(axis):
+    """Action index to the action that mirroring a clip along ``axis`` (0: y, 1: x) makes."""
+    mirrored = ACTION_DIRECTIONS * np.where(np.arange(2) == axis, -1, 1)
+    return np.array([np.flatnonzero((ACTION_DIRECTIONS == row).all(axis=1))[0]
+                     for row in mirrored])
+
+
+MIRRORED_ACTION_Y, MIRRORED_ACTION_X = _mirror_table(0), _mirror_table(1)
+
+
+def steps_example(frames, actions):
+    """A pushed clip as ``{"data": steps, "label": future}`` for the action-conditioned model.
+
+    Row ``t`` of ``steps`` (``(CONTEXT + MAX_K_STEP - 1, H * W + N_ACTIONS)``) holds frame
+    ``t`` while it is observed (zeros after) and the one-hot action taken at frame ``t``.
+    """
+    steps = np.zeros((len(actions), N_PIXELS + N_ACTIONS), np.float32)
+    steps[:CONTEXT, :N_PIXELS] = frames[:CONTEXT].reshape(CONTEXT, N_PIXELS)
+    steps[np.arange(len(actions)), N_PIXELS + actions] = 1
+    return {'data': steps, 'label': np.ascontiguousarray(frames[CONTEXT:])}
+
+
+def render_pushed_example(seeds, index):
+    """``decor_fun`` of the --actions runs: a pushed clip, randomly mirrored with its actions.
+
+    Mirroring the frames along an axis turns each push along that axis around.
+    """
+    frames, actions = render_pushed_clip(seeds, index, n_frames=CONTEXT + MAX_K_STEP)
+    if np.random.uniform() < 0.5:
+        frames, actions = frames[:, :, ::-1], MIRRORED_ACTION_X[actions]
+    if np.random.uniform() < 0.5:
+        frames, actions = frames[:, ::-1, :], MIRRORED_ACTION_Y[actions]
+    return steps_example(frames, actions)
+
+
+def render_pushed_plain(seeds, index):
+    """``decor_fun`` for held-out pushed clips: rendered as they are."""
+    return steps_example(*render_pushed_clip(seeds, index, n_frames=CONTEXT + MAX_K_STEP))
+
+
 class BouncingBallsClips(AbstractDataset):
-    """Clips as dicts ``{"data": (CONTEXT, H, W), "label": (MAX_K_STEP, H, W)}``.
+    """Clips as dicts ``{"data": ..., "label": (MAX_K_STEP, H, W)}``, made by ``decor_fun``.
 
     Nothing is stored but the seeds: each example is rendered when it is read.
     """
 
-    def __init__(self, first_seed, n_clips, augment):
+    def __init__(self, first_seed, n_clips, decor_fun):
         super().__init__()
         self.clips = UnmodifiableDecorableList(
-            range(first_seed, first_seed + n_clips),
-            decor_fun=render_example if augment else render_plain)
+            range(first_seed, first_seed + n_clips), decor_fun=decor_fun)
 
     def __getitem__(self, index):
         return self.clips[index]
@@ -125,12 +181,14 @@ class FinalFigures(chainer.training.Extension):
 
     priority = chainer.training.PRIORITY_READER
 
-    def __init__(self, clips):
+    def __init__(self, clips, last_seen):
         self.clips = clips
+        self.last_seen = last_seen
 
     def __call__(self, trainer):
         model = trainer.updater.get_optimizer('main').target
-        write_frames_png(os.path.join(trainer.out, 'frames.png'), model, self.clips)
+        write_frames_png(os.path.join(trainer.out, 'frames.png'), model, self.clips,
+                         self.last_seen)
         plot = os.path.join(trainer.out, 'loss.png')
         if os.path.exists(plot):
             final = os.path.join(trainer.out, 'final_loss.png')
@@ -138,18 +196,50 @@ class FinalFigures(chainer.training.Extension):
             os.replace(final + '.tmp', final)
 
 
-def write_frames_png(path, model, clips):
-    observed = np.stack([clip['data'] for clip in clips])
+def write_frames_png(path, model, clips, last_seen):
+    data = np.stack([clip['data'] for clip in clips])
     future = np.stack([clip['label'] for clip in clips])
     with chainer.using_config('train', False), chainer.no_backprop_mode():
-        pred = model(model.xp.asarray(observed))['pred']
+        pred = model(model.xp.asarray(data))['pred']
     pred = chainer.backends.cuda.to_cpu(pred.array).reshape(future.shape)
-    save_frames_png(path, future, pred, context_frame=observed[:, -1])
+    save_frames_png(path, future, pred, context_frame=last_seen(data))
+
+
+def last_frames(data):
+    """The last observed frame of each action-free clip of ``data`` (B, CONTEXT, H, W)."""
+    return np.asarray(data)[:, -1]
+
+
+def last_frames_of_steps(data):
+    """The last observed frame of each pushed clip of ``data`` (B, steps, H * W + actions)."""
+    return np.asarray(data)[:, CONTEXT - 1, :N_PIXELS].reshape(-1, FRAME_SIZE, FRAME_SIZE)
+
+
+# What the runs differ in: the folder, the model, its argument fed with batch["data"], the
+# decor_fun of the training and the held-out clips, and where a clip's last seen frame is.
+RunSetup = collections.namedtuple('RunSetup', [
+    'name', 'model_cls', 'model_params', 'key_mapping', 'train_render', 'held_out_render',
+    'last_seen'])
+
+
+def run_setups(args):
+    """The main demo's one run, or with ``--actions`` the two runs it compares."""
+    model_params = {'frame_size': FRAME_SIZE, 'n_hidden': args.hidden, 'context': CONTEXT,
+                    'clip': 1.0, 'eval_k_step': MAX_K_STEP}
+    if not args.actions:
+        return [RunSetup(EXPERIMENT_NAME, VideoPredictor, model_params, {'frames': 'data'},
+                         render_example, render_plain, last_frames)]
+    return [RunSetup(name, ActionConditionedVideoPredictor,
+                     dict(model_params, n_actions=N_ACTIONS, use_actions=use_actions),
+                     {'steps': 'data'}, render_pushed_example, render_pushed_plain,
+                     last_frames_of_steps)
+            for name, use_actions in ((WITH_ACTIONS, True), (WITHOUT_ACTIONS, False))]
 
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--epochs', type=int, default=24, help='training epochs (24)')
+    parser.add_argument('--epochs', type=int, default=None,
+                        help='training epochs (24; 12 for each of the two --actions runs)')
     parser.add_argument('--out', default='result',
                         help='folder of the run; the experiment lives in OUT/{}'.format(
                             EXPERIMENT_NAME))
@@ -163,7 +253,13 @@ def parse_args(argv):
     parser.add_argument('--hidden', type=int, default=256, help='LSTM units (256)')
     parser.add_argument('--workers', type=int, default=2,
                         help='worker processes rendering clips (2)')
+    parser.add_argument('--actions', action='store_true',
+                        help='balls pushed by known actions: train the action-conditioned '
+                        'model and the same model without actions (in OUT/{} and OUT/{}) and '
+                        'compare them'.format(WITH_ACTIONS, WITHOUT_ACTIONS))
     args = parser.parse_args(argv)
+    if args.epochs is None:
+        args.epochs = 12 if args.actions else 24
     for name in ('epochs', 'train_clips', 'val_clips', 'batch_size', 'hidden'):
         if getattr(args, name) < 1:
             parser.error('--{} must be at least 1, got {}'.format(
@@ -173,18 +269,35 @@ def parse_args(argv):
     return args
 
 
-def _prepare_output(args):
-    run_dir = os.path.join(args.out, EXPERIMENT_NAME)
+def _finished_epoch(run_dir):
+    """The last epoch of a finished run in ``run_dir``; None if it has not finished."""
+    state = os.path.join(run_dir, 'run_state.json')
+    if not os.path.exists(state):
+        return None
+    with open(state) as f:
+        return json.load(f).get('epoch')
+
+
+def _prepare_outputs(args, names):
+    """The runs' folders in ``args.out``. With --resume, runs that finished are reused and
+    the others continue (or start); without it, earlier runs are moved aside."""
+    run_dirs = [os.path.join(args.out, name) for name in names]
     if args.resume:
-        if not os.path.isdir(run_dir):
-            sys.exit('--resume: there is no run to continue in {}'.format(run_dir))
-        state = os.path.join(run_dir, 'run_state.json')
-        if os.path.exists(state):
-            with open(state) as f:
-                epoch = json.load(f).get('epoch')
-            sys.exit('--resume: the run in {} already finished (epoch {}); start a new run '
-                     'without --resume'.format(run_dir, epoch))
-        return run_dir
+        if not any(os.path.isdir(run_dir) for run_dir in run_dirs):
+            sys.exit('--resume: there is no run to continue in {}'.format(
+                ' or '.join(run_dirs)))
+        epochs = [_finished_epoch(run_dir) for run_dir in run_dirs]
+        if all(epoch is not None for epoch in epochs):
+            sys.exit('--resume: {}; start a new run without --resume'.format('; '.join(
+                'the run in {} already finished (epoch {})'.format(run_dir, epoch)
+                for run_dir, epoch in zip(run_dirs, epochs))))
+        return run_dirs
+    for run_dir in run_dirs:
+        _move_aside(run_dir)
+    return run_dirs
+
+
+def _move_aside(run_dir):
     if os.path.exists(run_dir):
         # A fresh run never trains on top of an old one, and never deletes it.
         stamp = '{}-{}'.format(run_dir, time.strftime('%Y%m%d-%H%M%S'))
@@ -194,7 +307,6 @@ def _prepare_output(args):
             kept = '{}-{}'.format(stamp, number)
         os.replace(run_dir, kept)
         print('moved the previous run to {} (use --resume to continue a run)'.format(kept))
-    return run_dir
 
 
 def _slack_extensions(args):
@@ -215,13 +327,11 @@ def _slack_extensions(args):
     return [(report, (1, 'epoch'))]
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    started = time.time()
-    run_dir = _prepare_output(args)
+def train_and_evaluate(args, setup, run_dir):
+    """Trains (or resumes, or reloads) one run, writes its outputs, and returns the held-out
+    ``MAX_K_STEP``-step errors per clip of its model and of the repeat-last-frame baseline."""
     params = Parameters(fixed_params={
-        'model': {'frame_size': FRAME_SIZE, 'n_hidden': args.hidden, 'context': CONTEXT,
-                  'clip': 1.0, 'eval_k_step': MAX_K_STEP},
+        'model': setup.model_params,
         'training': {
             'batch_size': args.batch_size, 'num_epochs': args.epochs,
             'optimizer_cls': chainer.optimizers.Adam, 'optimizer_params': {'alpha': 1e-3},
@@ -230,20 +340,20 @@ def main(argv=None):
             'lr_sched_cls': None, 'lr_sched_params': {},
         },
     })
-    train = DataManager(BouncingBallsClips(0, args.train_clips, augment=True),
+    train = DataManager(BouncingBallsClips(0, args.train_clips, setup.train_render),
                         args.batch_size, sampler_cls=RandomSampler,
                         sampler_kwargs={'seed': args.seed}, n_process_augmentation=args.workers,
                         drop_last=True, seed=args.seed)
-    held_out = BouncingBallsClips(HELD_OUT_SEED_OFFSET, args.val_clips, augment=False)
+    held_out = BouncingBallsClips(HELD_OUT_SEED_OFFSET, args.val_clips, setup.held_out_render)
     val = DataManager(held_out, 64, sampler_cls=SequentialSampler)
     figure_clips = [held_out[i] for i in range(min(4, len(held_out)))]
     extensions = [(KStepCurriculum(args.epochs), (1, 'epoch')),
-                  (FinalFigures(figure_clips),
+                  (FinalFigures(figure_clips, setup.last_seen),
                    chainer.training.triggers.ManualScheduleTrigger([args.epochs], 'epoch'))]
     extensions += _slack_extensions(args)
     experiment = ChainerExperiment(
-        params, VideoPredictor, name=EXPERIMENT_NAME, save_path=args.out,
-        key_mapping={'frames': 'data'}, gpu_ids=[args.gpu] if args.gpu >= 0 else [],
+        params, setup.model_cls, name=setup.name, save_path=args.out,
+        key_mapping=setup.key_mapping, gpu_ids=[args.gpu] if args.gpu >= 0 else [],
         extensions=extensions, seed=args.seed)
     if not os.path.exists(os.path.join(run_dir, 'experiment.json')):
         experiment.save()
@@ -251,22 +361,53 @@ def main(argv=None):
 
     # The final weights: the same ones the figure shows and the errors below measure.
     save_model(os.path.join(run_dir, 'video_predictor.npz'), model)
-    write_frames_png(os.path.join(run_dir, 'frames.png'), model, figure_clips)
+    write_frames_png(os.path.join(run_dir, 'frames.png'), model, figure_clips,
+                     setup.last_seen)
 
-    model_error = Predictor(model, {'frames': 'data'}).evaluate(
+    model_error = Predictor(model, setup.key_mapping).evaluate(
         val, {'k_step_error': k_step_error})['k_step_error']
     batches = list(val)
     baseline = float(np.average(
-        [repeat_last_frame_error(batch['data'], batch['label'], MAX_K_STEP) for batch in batches],
+        [repeat_last_frame_error(setup.last_seen(batch['data'])[:, None], batch['label'],
+                                 MAX_K_STEP) for batch in batches],
         weights=[len(batch['data']) for batch in batches]))
+    return model_error, baseline
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    started = time.time()
+    setups = run_setups(args)
+    run_dirs = _prepare_outputs(args, [setup.name for setup in setups])
+    errors = [train_and_evaluate(args, setup, run_dir)
+              for setup, run_dir in zip(setups, run_dirs)]
+    if args.actions:
+        return _compare_actions(errors, run_dirs, time.time() - started)
+    (model_error, baseline), = errors
     print('held-out {}-step error per clip: model {:.4f}, repeat-last-frame baseline {:.4f}'
           .format(MAX_K_STEP, model_error, baseline))
     print('outputs in {}: video_predictor.npz, frames.png, loss.png, log, snapshots '
-          '({:.0f} s)'.format(run_dir, time.time() - started))
+          '({:.0f} s)'.format(run_dirs[0], time.time() - started))
     if not model_error < baseline:
         print('the model did NOT beat the baseline; train longer (--epochs)')
         return 1
     print('the model beats the baseline by {:.0%}'.format(1 - model_error / baseline))
+    return 0
+
+
+def _compare_actions(errors, run_dirs, seconds):
+    (with_actions, baseline), (without_actions, _) = errors
+    print('held-out {}-step error per clip: with actions {:.4f}, without actions {:.4f}, '
+          'repeat-last-frame baseline {:.4f}'.format(MAX_K_STEP, with_actions,
+                                                     without_actions, baseline))
+    print('outputs in {} and {}: video_predictor.npz, frames.png, loss.png, log, snapshots '
+          '({:.0f} s)'.format(run_dirs[0], run_dirs[1], seconds))
+    if not with_actions < min(without_actions, baseline):
+        print('the model with actions did NOT beat both the model without them and the '
+              'baseline; train longer (--epochs)')
+        return 1
+    print('the actions lower the error by {:.0%} (and the baseline\'s by {:.0%})'.format(
+        1 - with_actions / without_actions, 1 - with_actions / baseline))
     return 0
 
 

@@ -58,6 +58,45 @@ def test_tiny_run_writes_its_outputs_and_beats_the_baseline(tmp_path):
     assert 'Slack: set SLACK_BOT_TOKEN' in result.stdout
 
 
+def _action_errors(stdout):
+    match = re.search(r'with actions ([0-9.]+), without actions ([0-9.]+), '
+                      r'repeat-last-frame baseline ([0-9.]+)', stdout)
+    assert match, stdout
+    return tuple(float(group) for group in match.groups())
+
+
+@pytest.fixture(scope='module')
+def tiny_actions_run(tmp_path_factory):
+    """One tiny --actions run, shared by the tests that read it: (its folder, its result)."""
+    out = tmp_path_factory.mktemp('actions')
+    # At this size the two models are too close to call; the exit status says which won.
+    return out, _run(out, '--actions', '--epochs', '3', check=False)
+
+
+def test_tiny_actions_run_trains_both_models_writes_their_outputs_and_learns(
+        tiny_actions_run):
+    out, result = tiny_actions_run
+    with_actions, without_actions, baseline = _action_errors(result.stdout)
+    assert with_actions < baseline and without_actions < baseline
+    for name in ('video_prediction_with_actions', 'video_prediction_without_actions'):
+        run_dir = out / name
+        for output in ('video_predictor.npz', 'frames.png', 'loss.png', 'log',
+                       'experiment.json'):
+            assert (run_dir / output).stat().st_size > 0, (name, output)
+        with open(str(run_dir / 'log')) as f:
+            assert [row['k_step'] for row in json.load(f)] == [1, 3, 5]
+    # The action-free demo's folder is not touched.
+    assert not (out / 'video_prediction').exists()
+
+
+def test_resume_of_a_finished_actions_run_names_both_runs(tiny_actions_run):
+    out, _ = tiny_actions_run
+    result = _run(out, '--actions', '--epochs', '3', '--resume', check=False)
+    assert result.returncode != 0
+    for name in ('video_prediction_with_actions', 'video_prediction_without_actions'):
+        assert '{} already finished (epoch 3)'.format(out / name) in result.stderr
+
+
 def test_the_same_seed_gives_the_same_numbers(tmp_path):
     first = _run(tmp_path / 'a', '--epochs', '2', '--seed', '3')
     second = _run(tmp_path / 'b', '--epochs', '2', '--seed', '3')
