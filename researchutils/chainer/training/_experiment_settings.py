@@ -19,7 +19,7 @@ from researchutils._checks import (
     check_positive_int,
     check_seed,
 )
-from researchutils.chainer.training import train_utils
+from researchutils.chainer.training import json_values, train_utils
 from researchutils.chainer.training._scores import check_val_score_mode
 from researchutils.chainer.training.parameters import Parameters
 
@@ -192,7 +192,7 @@ def to_json(experiment):
     data = {'format': FORMAT}
     data.update((setting.name, setting.encode(getattr(experiment, setting.name)))
                 for setting in SETTINGS if setting.encode is not None)
-    return train_utils.to_json_value(data, 'ChainerExperiment')
+    return json_values.to_json_value(data, 'ChainerExperiment')
 
 
 def from_json(data, where, allowed_modules):

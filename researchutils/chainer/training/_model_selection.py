@@ -7,7 +7,7 @@ import numpy
 
 from researchutils._checks import check_int, check_probability, check_seed
 from researchutils.chainer.data_loading import DataManager
-from researchutils.chainer.training import _experiment_settings, train_utils
+from researchutils.chainer.training import _experiment_settings, json_values, train_utils
 from researchutils.chainer.training._scores import improves
 from researchutils.chainer.training._trees import merge
 from researchutils.chainer.training.extensions.stop_on_non_number import TrainingDiverged
@@ -158,11 +158,11 @@ def _write_summary(path, val_score_key, results, best_params, best_score):
     def number(score):
         return None if math.isnan(score) else score
 
-    train_utils.atomic_write_text(path, train_utils.dumps_json({
+    train_utils.atomic_write_text(path, json_values.dumps_json({
         'val_score_key': val_score_key,
-        'results': [{'choice': train_utils.to_json_value(choice, 'choice'),
+        'results': [{'choice': json_values.to_json_value(choice, 'choice'),
                      'score': number(score)} for choice, score in results],
-        'best_choice': None if best_params is None else train_utils.to_json_value(
+        'best_choice': None if best_params is None else json_values.to_json_value(
             best_params.choice, 'choice'),
         'best_score': number(best_score)}))
 

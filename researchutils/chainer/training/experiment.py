@@ -16,6 +16,7 @@ from researchutils.chainer.training import (
     _model_files,
     _model_selection,
     _trainer,
+    json_values,
     train_utils,
 )
 from researchutils.chainer.training.predictor import Predictor
@@ -234,7 +235,7 @@ class ChainerExperiment(object):
         if self._is_writer:
             _model_files.replace_model(os.path.join(self.output_dir, _model_files.FINAL_MODEL),
                                        model)
-            train_utils.atomic_write_text(state_path, train_utils.dumps_json(
+            train_utils.atomic_write_text(state_path, json_values.dumps_json(
                 {'finished': True, 'epoch': trainer.updater.epoch}))
         if self.comm is not None:
             self.comm.mpi_comm.barrier()
@@ -382,7 +383,7 @@ class ChainerExperiment(object):
         """
         path = os.path.join(self.output_dir, _model_files.SETTINGS_FILE)
         if self._is_writer:
-            train_utils.atomic_write_text(path, train_utils.dumps_json(
+            train_utils.atomic_write_text(path, json_values.dumps_json(
                 _experiment_settings.to_json(self)))
         return path
 

@@ -1,7 +1,7 @@
 """Parameters: nested hyper-parameters with a "model" and a "training" part."""
 import itertools
 
-from researchutils.chainer.training import train_utils
+from researchutils.chainer.training import json_values
 from researchutils.chainer.training._trees import copy_tree, leaves, merge, set_path, walk
 
 _PARTS = ('model', 'training')
@@ -163,7 +163,7 @@ class Parameters(object):
             >>> Parameters({"training": {"num_epochs": 3}}).to_json()["fixed_params"]
             {'training': {'num_epochs': 3}}
         """
-        return {name: train_utils.to_json_value(tree, name) for name, tree in self._trees()}
+        return {name: json_values.to_json_value(tree, name) for name, tree in self._trees()}
 
     @classmethod
     def from_json(cls, data, allowed_modules=(), model_package=None):
@@ -198,7 +198,7 @@ class Parameters(object):
             >>> Parameters.from_json(Parameters({"model": {"n": 2}}).to_json()).model
             {'n': 2}
         """
-        return cls(*[train_utils.from_json_value(data[name], name, allowed_modules,
+        return cls(*[json_values.from_json_value(data[name], name, allowed_modules,
                                                  model_package=model_package)
                      for name in ('fixed_params', 'variable_params')])
 

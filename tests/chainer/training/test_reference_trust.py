@@ -7,12 +7,17 @@ import chainer.functions as F
 import numpy as np
 import pytest
 
-from researchutils.chainer.training import Parameters, create_optims_default_chainer, train_utils
+from researchutils.chainer.training import (
+    Parameters,
+    create_optims_default_chainer,
+    json_values,
+    train_utils,
+)
 from tests.chainer.training import tasks
 
 
 def decode(training, **kwargs):
-    return train_utils.from_json_value({'training': training}, 'fixed_params', **kwargs)
+    return json_values.from_json_value({'training': training}, 'fixed_params', **kwargs)
 
 
 # lr_sched_cls: Chainer's *Shift schedulers, or a class of a module the caller allows -------
@@ -34,7 +39,7 @@ def test_lr_sched_cls_outside_the_scheduler_allowlist_is_refused(reference):
                                   'WarmupShift'])
 def test_chainers_shift_schedulers_resolve_as_lr_sched_cls(name):
     cls = getattr(chainer.training.extensions, name)
-    data = train_utils.to_json_value({'lr_sched_cls': cls})
+    data = json_values.to_json_value({'lr_sched_cls': cls})
     assert decode(data)['training']['lr_sched_cls'] is cls
 
 
@@ -61,7 +66,7 @@ def test_keyword_parameters_hold_plain_values_only(key):
 def test_plain_keyword_parameters_round_trip():
     training = {'lr_sched_params': {'attr': 'alpha', 'rate': 0.9, 'init': None},
                 'lr_sched_trigger': (2, 'epoch'), 'optimizer_params': {'alpha': 1e-3}}
-    assert decode(train_utils.to_json_value(training))['training'] == training
+    assert decode(json_values.to_json_value(training))['training'] == training
 
 
 # Generic callables (losses, metrics, model arguments) come from a few namespaces -------------
@@ -89,18 +94,18 @@ def test_a_loss_outside_the_function_namespaces_is_refused(reference):
 @pytest.mark.parametrize('function', [F.mean_squared_error, F.softmax_cross_entropy,
                                       F.relu])
 def test_chainer_functions_resolve_as_losses(function):
-    data = train_utils.to_json_value({'losses': {'L': function}})
+    data = json_values.to_json_value({'losses': {'L': function}})
     assert decode(data)['training']['losses']['L'] is function
 
 
 def test_researchutils_functions_resolve_as_losses():
     from researchutils.chainer.functions import average_k_step_squared_error
-    data = train_utils.to_json_value({'losses': {'L': average_k_step_squared_error}})
+    data = json_values.to_json_value({'losses': {'L': average_k_step_squared_error}})
     assert decode(data)['training']['losses']['L'] is average_k_step_squared_error
 
 
 def test_functions_of_the_model_package_resolve_as_metrics():
-    data = train_utils.to_json_value({'val_metrics': {'MSE': tasks.mean_squared_error}})
+    data = json_values.to_json_value({'val_metrics': {'MSE': tasks.mean_squared_error}})
     assert decode(data, model_package='tests')['training']['val_metrics']['MSE'] is (
         tasks.mean_squared_error)
 
@@ -109,7 +114,7 @@ def test_optimizer_cls_comes_from_chainer_optimizers():
     with pytest.raises(ValueError, match='optimizer_cls'):
         decode({'optimizer_cls': {'__object__':
                                   'chainer.training.extensions._snapshot:_Snapshot'}})
-    data = train_utils.to_json_value({'optimizer_cls': chainer.optimizers.Adam})
+    data = json_values.to_json_value({'optimizer_cls': chainer.optimizers.Adam})
     assert decode(data)['training']['optimizer_cls'] is chainer.optimizers.Adam
 
 
@@ -162,7 +167,7 @@ def test_an_array_with_a_non_numeric_dtype_is_refused(dtype):
 @pytest.mark.parametrize('dtype', ['float32', 'int16', 'bool', 'complex64', 'uint8'])
 def test_an_array_with_a_numeric_dtype_round_trips(dtype):
     array = np.arange(3).astype(dtype)
-    decoded = decode(train_utils.to_json_value({'a': array}))['training']['a']
+    decoded = decode(json_values.to_json_value({'a': array}))['training']['a']
     assert decoded.dtype == np.dtype(dtype) and decoded.tolist() == array.tolist()
 
 
@@ -183,6 +188,6 @@ def test_a_scheduler_reached_through_its_package_resolves():
 def test_a_parameter_named_model_cls_gets_the_rule_of_functions():
     # model_cls may come from any imported module; inside the parameters that rule is not used.
     with pytest.raises(ValueError, match=r"model/model_cls.*'tests.chainer.training.tasks"):
-        train_utils.from_json_value(
+        json_values.from_json_value(
             {'model': {'model_cls': {'__object__': 'tests.chainer.training.tasks:Regressor'}}},
             'fixed_params')

@@ -6,10 +6,9 @@ import uuid
 
 import chainer
 import chainer.links as L
-import numpy as np
 import pytest
 
-from researchutils.chainer.training import create_optims_default_chainer, train_utils
+from researchutils.chainer.training import create_optims_default_chainer, json_values, train_utils
 
 
 def test_default_optimizer_is_set_up_on_the_whole_model():
@@ -57,18 +56,6 @@ def test_atomic_write_over_a_file_keeps_its_mode(tmp_path):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
 
 
-def test_json_values_round_trip():
-    value = {'trigger': (1, 'epoch'), 'array': np.arange(3, dtype=np.int16),
-             'optimizer_cls': chainer.optimizers.SGD, 'scalar': np.float32(0.5),
-             'list': [None, True]}
-    restored = train_utils.from_json_value(json.loads(json.dumps(
-        train_utils.to_json_value(value))))
-    assert restored['trigger'] == (1, 'epoch')
-    assert restored['optimizer_cls'] is chainer.optimizers.SGD
-    assert restored['array'].dtype == np.int16 and list(restored['array']) == [0, 1, 2]
-    assert restored['scalar'] == 0.5 and restored['list'] == [None, True]
-
-
 def test_a_local_function_cannot_be_saved_by_reference():
     def local():
         pass
@@ -96,26 +83,26 @@ def test_a_module_outside_the_trusted_ones_is_never_imported(planted_module):
     name, marker = planted_module
     reference = {'losses': {'L1': {'__object__': name + ':loss'}}}
     with pytest.raises(ValueError, match=r"training/losses/L1.*'{}:loss'".format(name)):
-        train_utils.from_json_value(reference, 'training')
+        json_values.from_json_value(reference, 'training')
     assert not marker.exists() and name not in sys.modules
 
 
 def test_a_module_the_caller_allows_is_imported(planted_module):
     name, marker = planted_module
-    value = train_utils.from_json_value({'losses': {'L1': {'__object__': name + ':loss'}}},
+    value = json_values.from_json_value({'losses': {'L1': {'__object__': name + ':loss'}}},
                                         'training', allowed_modules=[name])
     assert marker.exists() and value['losses']['L1'] is sys.modules[name].loss
 
 
 def test_a_function_of_an_untrusted_module_is_refused_even_when_imported():
     with pytest.raises(ValueError, match=r"losses/L1.*'os:system'"):
-        train_utils.from_json_value({'losses': {'L1': {'__object__': 'os:system'}}}, 'training')
+        json_values.from_json_value({'losses': {'L1': {'__object__': 'os:system'}}}, 'training')
 
 
 def test_a_foreign_function_reached_through_a_trusted_module_is_refused():
     # researchutils._files imports os, so os.replace is an attribute of it.
     with pytest.raises(ValueError, match=r"losses/L1.*'researchutils._files:os.replace'"):
-        train_utils.from_json_value(
+        json_values.from_json_value(
             {'losses': {'L1': {'__object__': 'researchutils._files:os.replace'}}}, 'training')
 
 
@@ -127,7 +114,7 @@ def test_a_foreign_function_reached_through_a_trusted_module_is_refused():
 ])
 def test_a_reference_of_the_wrong_kind_for_its_key_is_refused(key, reference):
     with pytest.raises(ValueError, match=r"training/{}.*'{}'".format(key, reference)):
-        train_utils.from_json_value({key: {'__object__': reference}}, 'training')
+        json_values.from_json_value({key: {'__object__': reference}}, 'training')
 
 
 @pytest.mark.parametrize('key, reference, expected', [
@@ -138,7 +125,7 @@ def test_a_reference_of_the_wrong_kind_for_its_key_is_refused(key, reference):
      chainer.functions.mean_squared_error),
 ])
 def test_references_of_the_right_kind_resolve(key, reference, expected):
-    assert train_utils.from_json_value({key: {'__object__': reference}},
+    assert json_values.from_json_value({key: {'__object__': reference}},
                                        'training')[key] is expected
 
 
