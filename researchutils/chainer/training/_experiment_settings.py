@@ -6,6 +6,7 @@ constructor's signature, ``replace``, and ``experiment.json`` (save and
 load) are all read from it.
 """
 import collections
+import collections.abc
 import functools
 import inspect
 import numbers
@@ -80,7 +81,12 @@ def _check_name(name):
 
 
 def _check_save_path(save_path):
-    return os.path.abspath('.') if save_path is None else os.fspath(save_path)
+    if save_path is None:
+        return os.path.abspath('.')
+    if not isinstance(save_path, (str, os.PathLike)):
+        raise TypeError('save_path must be None or a folder path (str or os.PathLike), got '
+                        '{!r}'.format(save_path))
+    return os.fspath(save_path)
 
 
 def _check_key_mapping(key_mapping):
@@ -97,6 +103,10 @@ def _check_optim_builder(optim_builder):
 
 
 def _check_extensions(extensions):
+    if isinstance(extensions, (str, bytes)) or not isinstance(extensions,
+                                                              collections.abc.Iterable):
+        raise TypeError('extensions must be a sequence of Chainer extensions or (extension, '
+                        'trigger) pairs, got {!r}'.format(extensions))
     extensions = list(extensions)
     for extension in extensions:
         target = extension[0] if isinstance(extension, tuple) else extension

@@ -5,7 +5,7 @@ import warnings
 
 import numpy
 
-from researchutils._checks import check_int, check_probability, check_seed
+from researchutils._checks import check_bool, check_int, check_probability, check_seed
 from researchutils.chainer.data_loading import DataManager
 from researchutils.chainer.training import _experiment_settings, json_values, train_utils
 from researchutils.chainer.training._scores import improves
@@ -116,6 +116,8 @@ def kfold(experiment, data, metrics, num_epochs, num_splits, shuffle, random_see
     val_split = check_probability(val_split, 'val_split', allow_zero=False, allow_one=False,
                                   allow_none=True)
     random_seed = check_seed(random_seed, 'random_seed')
+    shuffle = check_bool(shuffle, 'shuffle')
+    verbose = check_bool(verbose, 'verbose')
     train_changes = _manager_changes(train_kwargs, 'train_kwargs')
     test_changes = _manager_changes(test_kwargs, 'test_kwargs')
     params = experiment.params if params is None else _merged_params(experiment.params, params)

@@ -262,3 +262,13 @@ def test_integer_labels_with_an_l1_loss_fail_saying_to_make_them_float(tmp_path)
     experiment = ChainerExperiment(params, tasks.Regressor, save_path=str(tmp_path))
     with pytest.raises(TypeError, match=r"loss 'L1'.*'label'.*int64.*numpy.float32"):
         experiment.run(BaseDataManager(IntegerLabels(32), 8, 0, None))
+
+
+def test_run_leaves_no_worker_process_behind(tmp_path):
+    # The validation manager keeps its workers between passes; the run ends them.
+    import multiprocessing
+    train, val = tasks.make_managers(n_train=64, n_val=32, n_process_augmentation=1)
+    experiment(tmp_path, params=tasks.make_params(num_epochs=2)).run(train, val)
+    assert multiprocessing.active_children() == []
+    assert len(list(val)) == 1  # the manager still works, with new workers
+    val.finalize()

@@ -2,6 +2,7 @@
 import inspect
 import json
 import os
+import re
 import sys
 import uuid
 
@@ -245,3 +246,11 @@ def test_replace_keeps_every_setting_but_the_changed_ones(tmp_path):
     assert {name: getattr(changed, name) for name in settings} == dict(settings, name='other',
                                                                        seed=None)
     assert changed.extensions == [extension] and changed.params is exp.params
+
+
+@pytest.mark.parametrize('setting, value', [
+    ('extensions', None), ('extensions', 5), ('save_path', 123), ('save_path', ['runs'])])
+def test_a_setting_of_the_wrong_type_is_refused_naming_it(tmp_path, setting, value):
+    kwargs = {'name': 'exp', 'save_path': str(tmp_path), setting: value}
+    with pytest.raises(TypeError, match=r'{} must be .*{}'.format(setting, re.escape(repr(value)))):
+        ChainerExperiment(tasks.make_params(), tasks.Regressor, **kwargs)

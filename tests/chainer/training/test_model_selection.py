@@ -100,6 +100,8 @@ def test_kfold_with_one_slack_report_posts_each_folds_start_and_finished(tmp_pat
     (dict(num_splits=2, val_split=float('nan')), 'val_split'),
     (dict(num_splits=2, val_split=1.0), 'val_split'),
     (dict(num_splits=2, random_seed=-1), 'random_seed'),
+    (dict(num_splits=2, shuffle='no'), 'shuffle'),
+    (dict(num_splits=2, verbose=None), 'verbose'),
 ])
 def test_bad_kfold_arguments_are_refused_before_training(tmp_path, options, word):
     exp = experiment(tmp_path)

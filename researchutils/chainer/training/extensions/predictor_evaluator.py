@@ -60,6 +60,14 @@ class PredictorEvaluator(chainer.training.Extension):
         self._metrics, self._metric_keys = metrics, metric_keys
         self._comm = comm
 
+    def finalize(self):
+        """Stops the worker processes the manager kept between validation passes.
+
+        The Trainer calls it when its run ends, however it ends; the manager stays
+        usable (a later pass starts new workers).
+        """
+        self._manager.finalize()
+
     def __call__(self, trainer):
         sums, count = self._predictor.metric_sums(self._manager, self._metrics,
                                                   self._metric_keys)
