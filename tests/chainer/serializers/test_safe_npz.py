@@ -1,16 +1,24 @@
 """Tests of the npz reader that never unpickles (serializers/_safe_npz.py)."""
+import io
 import os
 import pickle
 import zipfile
 
+import chainer
+import chainer.links as L
 import numpy
 import pytest
+from chainer.serializers import npz as chainer_npz
+from chainer.training import extensions
 
+from researchutils.chainer import serializers
+from researchutils.chainer.serializers import _safe_npz
 from researchutils.chainer.serializers._safe_npz import (
     UnreadableFile,
     is_chainers_none,
     open_archive,
 )
+from tests.support.tiny_training import make_model, make_trainer
 
 
 class _Marker(object):
@@ -87,3 +95,206 @@ def test_open_archive_of_a_file_that_is_not_a_zip_names_it(tmp_path):
 def test_open_archive_of_a_directory_says_so(tmp_path):
     with pytest.raises(IsADirectoryError, match='is a directory'):
         open_archive(os.fspath(tmp_path))
+
+
+# A crafted npz cannot make the loaders use much more memory than the target holds,
+# nor hang.
+
+def _linear_arrays():
+    model = L.Linear(3, 2)
+    return {'W': model.W.array, 'b': model.b.array}
+
+
+def _write_member(archive, key, header, data, compress_type=zipfile.ZIP_DEFLATED):
+    buffer = io.BytesIO()
+    numpy.lib.format.write_array_header_1_0(buffer, header)
+    archive.writestr(zipfile.ZipInfo(key + '.npy'), buffer.getvalue() + data,
+                     compress_type=compress_type)
+
+
+def _write_npz(path, arrays, extra=None, compress_type=zipfile.ZIP_DEFLATED):
+    """``arrays`` as numpy writes them, plus ``extra``: key -> (header, data bytes)."""
+    with zipfile.ZipFile(path, 'w', compression=zipfile.ZIP_DEFLATED) as archive:
+        for key, value in arrays.items():
+            buffer = io.BytesIO()
+            numpy.lib.format.write_array(buffer, numpy.asarray(value))
+            archive.writestr(key + '.npy', buffer.getvalue())
+        for key, (header, data) in (extra or {}).items():
+            _write_member(archive, key, header, data, compress_type)
+    return path
+
+
+# Compression methods and flags -------------------------------------------------------------
+
+@pytest.mark.parametrize('method', [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_a_member_compressed_other_than_deflate_is_refused_naming_file_and_member(tmp_path,
+                                                                                 method):
+    # zipfile decompresses bzip2 and lzma members whole on the first read.
+    path = _write_npz(str(tmp_path / 'm.npz'), _linear_arrays(), {'junk': (
+        {'descr': '<f8', 'fortran_order': False, 'shape': (0,)}, bytes(1000))},
+        compress_type=method)
+    with pytest.raises(ValueError, match=r"m\.npz.*junk.*compress"):
+        serializers.load_model(path, L.Linear(3, 2))
+
+
+def _patched_zip(tmp_path, local_offset, central_offset, value, name):
+    buffer = io.BytesIO()
+    chainer_npz.save_npz(buffer, L.Linear(3, 2), compression=False)
+    data = bytearray(buffer.getvalue())
+    for signature, offset in ((b'PK\x03\x04', local_offset), (b'PK\x01\x02', central_offset)):
+        at = data.find(signature)
+        while at >= 0:
+            value(data, at + offset)
+            at = data.find(signature, at + 1)
+    path = tmp_path / name
+    path.write_bytes(bytes(data))
+    return str(path)
+
+
+def test_an_encrypted_member_is_refused_naming_the_file(tmp_path):
+    def set_flag(data, at):
+        data[at] |= 1
+
+    path = _patched_zip(tmp_path, 6, 8, set_flag, 'encrypted.npz')
+    with pytest.raises(ValueError, match=r"encrypted\.npz.*encrypted"):
+        serializers.load_model(path, L.Linear(3, 2))
+
+
+def test_an_unknown_compression_method_is_refused_naming_the_file(tmp_path):
+    def set_method(data, at):
+        data[at:at + 2] = (99).to_bytes(2, 'little')
+
+    path = _patched_zip(tmp_path, 8, 10, set_method, 'method99.npz')
+    with pytest.raises(ValueError, match=r"method99\.npz.*compress"):
+        serializers.load_model(path, L.Linear(3, 2))
+
+
+# Sizes: the header, the member size and the target agree -----------------------------------
+
+def test_a_member_larger_than_its_header_says_is_refused(tmp_path):
+    arrays = _linear_arrays()
+    path = _write_npz(str(tmp_path / 'long.npz'), {'b': arrays['b']}, {'W': (
+        {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}, bytes(24 + 10 ** 6))})
+    with pytest.raises(ValueError, match=r"long\.npz.*'W'.*bytes"):
+        serializers.load_model(path, L.Linear(3, 2))
+
+
+@pytest.mark.parametrize('descr', ['|V1024', [('a', '<f8'), ('b', '<f8')], '|S8', '<U4',
+                                   '<M8[s]'])
+def test_an_array_of_a_non_numeric_dtype_is_refused_at_opening(tmp_path, descr):
+    dtype = numpy.dtype(descr)
+    path = _write_npz(str(tmp_path / 'void.npz'), {'b': numpy.zeros(2, 'f')}, {'W': (
+        {'descr': numpy.lib.format.dtype_to_descr(dtype), 'fortran_order': False,
+         'shape': (2, 3)}, bytes(6 * dtype.itemsize))})
+    with pytest.raises(ValueError, match=r"void\.npz.*'W'.*dtype"):
+        serializers.load_model(path, L.Linear(3, 2))
+
+
+def test_a_subarray_dtype_is_refused_at_opening(tmp_path):
+    path = str(tmp_path / 'sub.npz')
+    with zipfile.ZipFile(path, 'w') as archive:
+        buffer = io.BytesIO()
+        numpy.lib.format.write_array_header_1_0(
+            buffer, {'descr': [('', '<f8', (4, 4))], 'fortran_order': False, 'shape': (2, 3)})
+        archive.writestr('W.npy', buffer.getvalue() + bytes(6 * 128))
+    with pytest.raises(ValueError, match=r"sub\.npz.*'W'.*dtype"):
+        serializers.load_model(path, L.Linear(3, 2))
+
+
+def test_a_wider_numeric_dtype_than_the_parameter_still_loads(tmp_path):
+    # Chainer casts on load: float64 arrays load into a float32 model.
+    arrays = {key: value.astype(numpy.float64) for key, value in _linear_arrays().items()}
+    path = _write_npz(str(tmp_path / 'f8.npz'), arrays)
+    model = serializers.load_model(path, L.Linear(3, 2))
+    numpy.testing.assert_array_equal(model.W.array, arrays['W'].astype(numpy.float32))
+
+
+def _snapshot_with(tmp_path, key, value):
+    trainer = make_trainer(tmp_path / 'run', stop_iteration=4)
+    trainer.extend(extensions.snapshot(filename='snap'), trigger=(4, 'iteration'))
+    trainer.run()
+    with numpy.load(str(tmp_path / 'run' / 'snap'), allow_pickle=True) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    assert key in arrays
+    arrays[key] = value
+    path = str(tmp_path / 'crafted_snapshot')
+    with open(path, 'wb') as stream:
+        numpy.savez_compressed(stream, **arrays)
+    return path
+
+
+def test_an_array_where_the_trainer_holds_a_number_is_refused(tmp_path):
+    path = _snapshot_with(tmp_path, 'updater/iterator:main/current_position',
+                          numpy.zeros(10 ** 5))
+    with pytest.raises(ValueError, match=r"crafted_snapshot.*current_position.*shape"):
+        serializers.load_snapshot(path, make_trainer(tmp_path / 'resumed'))
+
+
+def test_chainers_own_snapshot_with_its_log_string_loads(tmp_path):
+    trainer = make_trainer(tmp_path / 'run', stop_iteration=4)
+    trainer.extend(extensions.LogReport(trigger=(1, 'iteration')))
+    trainer.extend(extensions.snapshot(filename='snap'), trigger=(4, 'iteration'))
+    trainer.run()
+    resumed = make_trainer(tmp_path / 'resumed', stop_iteration=8)
+    resumed.extend(extensions.LogReport(trigger=(1, 'iteration')))
+    serializers.load_snapshot(str(tmp_path / 'run' / 'snap'), resumed)
+    assert resumed.updater.iteration == 4
+    assert len(resumed.get_extension('LogReport').log) == 4
+
+
+def test_an_array_into_a_lazy_parameter_is_capped(tmp_path, monkeypatch):
+    monkeypatch.setattr(_safe_npz, 'MAX_UNSIZED_BYTES', 1000)
+    path = _write_npz(str(tmp_path / 'lazy.npz'), {'W': numpy.zeros((2, 200), 'f'),
+                                                   'b': numpy.zeros(2, 'f')})
+    with pytest.raises(ValueError, match=r"lazy\.npz.*'W'.*1000"):
+        serializers.load_model(path, L.Linear(None, 2))
+    small = _write_npz(str(tmp_path / 'small.npz'), {'W': numpy.ones((2, 100), 'f'),
+                                                     'b': numpy.zeros(2, 'f')})
+    assert serializers.load_model(small, L.Linear(None, 2)).W.shape == (2, 100)
+
+
+# Chainer's None is recognised without state that a file can change --------------------------
+
+def _mutator_pickle():
+    # GLOBAL numpy.dtype, then BUILD on it: a pickle that calls __setstate__ on what
+    # find_class returned.
+    return (b'\x80\x02cnumpy\ndtype\n(cnumpy.core.multiarray\n_reconstruct\n)}Ntb.')
+
+
+def test_a_crafted_none_pickle_leaves_genuine_nones_loadable(tmp_path):
+    buffer = io.BytesIO()
+    numpy.lib.format.write_array_header_1_0(
+        buffer, {'descr': '|O', 'fortran_order': False, 'shape': ()})
+    crafted = str(tmp_path / 'mutator.npz')
+    with zipfile.ZipFile(crafted, 'w') as archive:
+        archive.writestr('W.npy', buffer.getvalue() + _mutator_pickle())
+        archive.writestr('b.npy', buffer.getvalue() + _mutator_pickle())
+    with pytest.raises(ValueError, match='object array'):
+        serializers.load_model(crafted, L.Linear(None, 2))
+    genuine = str(tmp_path / 'lazy.npz')
+    chainer_npz.save_npz(genuine, L.Linear(None, 2))
+    assert serializers.load_model(genuine, L.Linear(None, 2)).W.array is None
+
+
+@pytest.mark.parametrize('protocol', [2, 3, 4])
+def test_numpys_pickles_of_none_are_chainers_none(protocol):
+    assert _safe_npz.is_chainers_none(pickle.dumps(numpy.asarray(None), protocol=protocol))
+
+
+def test_the_none_in_a_real_chainer_snapshot_is_recognised(tmp_path):
+    model = L.Classifier(L.Linear(None, 2))
+    optimizer = chainer.optimizers.Adam()
+    optimizer.setup(model)
+    path = str(tmp_path / 'lazy.npz')
+    chainer_npz.save_npz(path, model)
+    with _safe_npz.open_archive(path) as archive:
+        assert archive.shapes['predictor/W'] is None
+
+
+# Only regular files are opened --------------------------------------------------------------
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    path = str(tmp_path / 'model.npz')
+    os.mkfifo(path)
+    with pytest.raises(ValueError, match=r"model\.npz.*regular file"):
+        serializers.load_model(path, make_model())

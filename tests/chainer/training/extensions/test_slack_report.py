@@ -335,3 +335,16 @@ def test_under_mpi_rank_zero_reports_and_a_failing_rank_names_itself(tmp_path):
             assert '(rank 0 of %d)' % comm.size in server.texts()[0]
             assert 'finished' in server.texts()[-1]
     comm.mpi_comm.barrier()
+
+
+# Uploads stay under the trainer's out: never an absolute path or "..".
+
+@pytest.mark.parametrize('path', ['/etc/passwd', '../secret.txt', 'plots/../../secret.txt',
+                                  '..', ''])
+def test_an_upload_path_outside_the_trainer_out_is_refused_naming_it(server, path):
+    with pytest.raises(ValueError, match=r"upload.*{}".format(repr(path).replace('.', r'\.'))):
+        SlackReport(server.client(), upload=['loss.png', path])
+
+
+def test_relative_upload_paths_under_the_trainer_out_are_accepted(server):
+    SlackReport(server.client(), upload=['loss.png', 'plots/metrics.png', 'plots/./x.png'])
