@@ -2,6 +2,8 @@
 import statistics
 import time
 
+import numpy
+
 
 def compare(candidates, repeat=15, number=20, warmup=3):
     """Time each callable in ``candidates`` (a dict name -> fn) in alternating rounds.
@@ -29,3 +31,10 @@ def report(title, medians, baseline):
     for name, seconds in medians.items():
         print('  {:<44s} {:9.3f} ms   {:5.3f}x {}'.format(
             name, seconds * 1e3, seconds / base, baseline))
+
+
+def synchronizer(device):
+    """A function that waits for ``device``'s pending work (nothing to wait for on the CPU)."""
+    if device.xp is numpy:
+        return lambda: None
+    return device.device.synchronize

@@ -17,7 +17,7 @@ import chainer.links as L
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import compare, report  # noqa: E402
+from _timing import compare, report, synchronizer  # noqa: E402
 
 from researchutils.chainer.links import ConvLSTM  # noqa: E402
 
@@ -52,7 +52,7 @@ class PlainConvLSTM(chainer.Chain):
 
 
 def _bench(device, batch, channels, units, size, ksize=3):
-    sync = _synchronizer(device)
+    sync = synchronizer(device)
     rng = np.random.RandomState(0)
     spatial = (size, size)
     x = device.send(rng.uniform(-1, 1, (batch, channels) + spatial).astype(np.float32))
@@ -93,12 +93,6 @@ def _bench(device, batch, channels, units, size, ksize=3):
            'float32'.format('CPU' if device.xp is np else 'GPU', batch, channels, units,
                             size, size, ksize),
            medians, 'plain L.Convolution2D + F.lstm')
-
-
-def _synchronizer(device):
-    if device.xp is np:
-        return lambda: None
-    return device.device.synchronize
 
 
 def main():

@@ -14,13 +14,13 @@ import chainer.links as L
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import compare, report  # noqa: E402
+from _timing import compare, report, synchronizer  # noqa: E402
 
 from researchutils.chainer.links import DeconvolutionPS  # noqa: E402
 
 
 def _bench(device, batch, in_channels, out_channels, size, ksize=4, stride=2, pad=1):
-    sync = _synchronizer(device)
+    sync = synchronizer(device)
     rng = np.random.RandomState(0)
     x = device.send(rng.uniform(-1, 1, (batch, in_channels, size, size)).astype(np.float32))
     ours = DeconvolutionPS(in_channels, out_channels, ksize, stride, pad)
@@ -47,12 +47,6 @@ def _bench(device, batch, in_channels, out_channels, size, ksize=4, stride=2, pa
                                    out_channels, size, size, shape[2], shape[3], ksize,
                                    stride, pad),
            medians, 'L.Deconvolution2D')
-
-
-def _synchronizer(device):
-    if device.xp is np:
-        return lambda: None
-    return device.device.synchronize
 
 
 def main():

@@ -12,7 +12,7 @@ import numpy as np
 from chainer import function_node
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import compare, report  # noqa: E402
+from _timing import compare, report, synchronizer  # noqa: E402
 
 from researchutils.chainer.functions import average_k_step_squared_error, grad_clip_lstm  # noqa: E402
 
@@ -43,7 +43,7 @@ def bench_lstm(device):
 
 def _bench_lstm_size(device, batch, units):
     xp = device.xp
-    sync = _synchronizer(device)
+    sync = synchronizer(device)
     rng = np.random.RandomState(0)
     c_prev = device.send(rng.uniform(-1, 1, (batch, units)).astype(np.float32))
     x = device.send(rng.uniform(-3, 3, (batch, 4 * units)).astype(np.float32))
@@ -71,7 +71,7 @@ def _bench_lstm_size(device, batch, units):
 
 
 def bench_k_step(device):
-    sync = _synchronizer(device)
+    sync = synchronizer(device)
     rng = np.random.RandomState(0)
     shape = (32, 5, 3, 32, 32)
     x1 = device.send(rng.uniform(-1, 1, shape).astype(np.float32))
@@ -90,12 +90,6 @@ def bench_k_step(device):
     })
     report('k-step loss forward+backward, shape {} float32'.format(shape), medians,
            'F.sum(F.squared_difference) / (2k)')
-
-
-def _synchronizer(device):
-    if device.xp is np:
-        return lambda: None
-    return device.device.synchronize
 
 
 def main():

@@ -139,3 +139,13 @@ def assert_same_weights(first, second):
 if __name__ == '__main__':
     save_path, num_epochs = sys.argv[1], int(sys.argv[2])
     make_experiment(save_path, num_epochs, extensions=[SlowEpochs(0.4)]).run(*make_managers())
+
+
+def edit_saved_experiment(exp, edit):
+    """Saves ``exp``, lets ``edit(saved)`` change its experiment.json data, writes it back."""
+    path = exp.save()
+    with open(path) as stream:
+        saved = json.load(stream)
+    edit(saved)
+    with open(path, 'w') as stream:
+        json.dump(saved, stream)

@@ -280,12 +280,7 @@ def test_run_leaves_no_worker_process_behind(tmp_path):
 def saved_experiment(tmp_path, edit):
     exp = ChainerExperiment(tasks.make_params(num_epochs=1), tasks.Regressor, name='exp',
                             save_path=str(tmp_path / 'runs'), seed=0)
-    path = exp.save()
-    with open(path) as stream:
-        saved = json.load(stream)
-    edit(saved)
-    with open(path, 'w') as stream:
-        json.dump(saved, stream)
+    tasks.edit_saved_experiment(exp, edit)
     return exp.output_dir
 
 

@@ -19,15 +19,6 @@ from tests.chainer.training import tasks
 from tests.chainer.training.tasks import assert_same_weights, experiment, weights
 
 
-def _edit_saved_experiment(exp, edit):
-    path = exp.save()
-    with open(path) as stream:
-        saved = json.load(stream)
-    edit(saved)
-    with open(path, 'w') as stream:
-        json.dump(saved, stream)
-
-
 def test_save_writes_readable_json_that_load_restores(tmp_path):
     exp = experiment(tmp_path, val_score_key='MSE', checkpoint_freq=3)
     path = exp.save()
@@ -57,7 +48,7 @@ def test_experiment_json_naming_os_system_is_refused_and_runs_nothing(tmp_path):
         training['lr_sched_params'] = {'command': 'mkdir ' + marker}
 
     exp = experiment(tmp_path / 'runs', tasks.make_params(num_epochs=1))
-    _edit_saved_experiment(exp, plant)
+    tasks.edit_saved_experiment(exp, plant)
     with pytest.raises(ValueError, match=r"training/lr_sched_cls.*'os:system'"):
         ChainerExperiment.load(exp.output_dir).run(*tasks.make_managers(n_train=64))
     assert not os.path.exists(marker)
@@ -70,7 +61,7 @@ def test_experiment_json_naming_an_unimported_model_module_never_imports_it(tmp_
     (tmp_path / (name + '.py')).write_text('import os\nos.mkdir({!r})\n'.format(str(marker)))
     monkeypatch.syspath_prepend(str(tmp_path))
     exp = experiment(tmp_path / 'runs')
-    _edit_saved_experiment(exp, lambda saved: saved.update(model_cls=name + ':Model'))
+    tasks.edit_saved_experiment(exp, lambda saved: saved.update(model_cls=name + ':Model'))
     with pytest.raises(ValueError, match=r"model_cls.*'{}:Model'.*allowed_modules".format(name)):
         ChainerExperiment.load(exp.output_dir)
     assert not marker.exists() and name not in sys.modules
