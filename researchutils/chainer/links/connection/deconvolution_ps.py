@@ -5,6 +5,7 @@ Tests: ``tests/chainer/links/connection/test_deconvolution_ps.py``.
 import chainer
 import chainer.functions as F
 import chainer.links as L
+import numpy
 from chainer.utils import conv
 
 from researchutils._checks import check_int
@@ -18,6 +19,31 @@ def _ceil_div(a, b):
     return -(-a // b)
 
 
+def _stride1_convolution(x, W, b, pad, by_col2im):
+    """``F.convolution_2d(x, W, b, pad=pad)``, computed one of two ways.
+
+    ``by_col2im=False`` is that call: Chainer's CPU code gathers the input into a buffer of
+    ``in_channels * kh * kw`` rows (im2col), one per weight column. ``by_col2im=True``
+    computes the same correlation as a stride-1 transposed convolution with the kernel
+    flipped and its two channel axes swapped: it first multiplies ``x`` by the weight
+    (``out_channels * kh * kw`` rows) and then adds the products, each shifted by its
+    kernel offset (col2im). The two give the same values up to float rounding, and the
+    gradients reach ``W`` and ``b`` through plain functions either way (double backward,
+    CuPy); the second is cheaper when ``out_channels < in_channels``.
+    """
+    if not by_col2im:
+        return F.convolution_2d(x, W, b, pad=pad)
+    kernel = W.shape[2:]
+    # A deconvolution with pad q gives H - 1 + k - 2q rows; q = k - 1 - p gives the
+    # convolution's H + 2p - k + 1. A larger p (q < 0) becomes zero rows around x.
+    extra = [max(0, p - (k - 1)) for p, k in zip(pad, kernel)]
+    if any(extra):
+        x = F.pad(x, ((0, 0), (0, 0), (extra[0],) * 2, (extra[1],) * 2), 'constant')
+    flipped = F.transpose(F.flip(F.flip(W, 2), 3), (1, 0, 2, 3))
+    return F.deconvolution_2d(
+        x, flipped, b, pad=tuple(max(0, k - 1 - p) for p, k in zip(pad, kernel)))
+
+
 class DeconvolutionPS(chainer.Chain):
     """Two-dimensional up-sampling by a convolution followed by a pixel shuffle.
 
@@ -28,9 +54,15 @@ class DeconvolutionPS(chainer.Chain):
     moves channel ``(dy * sx + dx) * out_channels + c`` to channel ``c``, pixel
     ``(sy * i + dy, sx * j + dx)`` (the layout of :func:`chainer.functions.depth2space`).
     A transposed convolution with the same arguments computes the same family of
-    functions. On the CPU this one is faster when ``out_channels * sy * sx`` is at least
-    about ``in_channels`` (the usual decoder layer) and slower with very few output
-    channels and a large kernel (``benchmarks/bench_deconvolution_ps.py``).
+    functions.
+
+    On the CPU the stride-1 convolution is computed in whichever of two equivalent ways
+    needs the smaller buffer: Chainer's convolution (im2col, ``in_channels * kh' * kw'``
+    rows) when ``out_channels * sy * sx >= in_channels`` (the usual decoder layer), and
+    otherwise as a transposed convolution with the same weight flipped (col2im,
+    ``out_channels * sy * sx * kh' * kw'`` rows; an output layer with few channels). Both
+    use the same parameters and give the same values up to float rounding. On the GPU it
+    is always Chainer's (cuDNN) convolution. Timings: ``benchmarks/bench_deconvolution_ps.py``.
 
     For the same arguments and input, the output has the shape that
     :class:`chainer.links.Deconvolution2D` gives:
@@ -143,7 +175,8 @@ class DeconvolutionPS(chainer.Chain):
             conv_pad.append(max(0, _ceil_div(total, 2)))
             crop.append((conv_pad[-1] - total // 2) * s)
         W, b = self.conv.W, self.conv.b
-        h = F.convolution_2d(x, W, b, pad=tuple(conv_pad))
+        by_col2im = self.xp is numpy and W.shape[0] < W.shape[1]
+        h = _stride1_convolution(x, W, b, tuple(conv_pad), by_col2im)
         h = self._shuffle(h)
         if h.shape[2:] != tuple(out_sizes) or any(crop):
             h = h[:, :, crop[0]:crop[0] + out_sizes[0], crop[1]:crop[1] + out_sizes[1]]

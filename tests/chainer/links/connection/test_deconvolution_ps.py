@@ -221,3 +221,126 @@ def test_gpu_values_and_gradients_match_cpu():
     np.testing.assert_allclose(ys[0], ys[1], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(link.conv.W.grad, chainer.backends.cuda.to_cpu(gpu.conv.W.grad),
                                rtol=1e-3, atol=1e-4)
+
+
+def _function_names(y):
+    names, stack = set(), [y.creator_node]
+    while stack:
+        node = stack.pop()
+        if node is not None:
+            names.add(node.label)
+            stack.extend(x.creator_node for x in node.inputs)
+    return names
+
+
+def test_few_output_channels_take_the_transposed_convolution_on_the_cpu():
+    # 8 -> 1 channel, stride 2: the convolution has 4 output channels, fewer than 8 inputs.
+    y = DeconvolutionPS(8, 1, 8, 2, 3)(np.zeros((1, 8, 5, 5), np.float32))
+    names = _function_names(y)
+    assert 'Deconvolution2DFunction' in names and 'Convolution2DFunction' not in names
+
+
+def test_decoder_layer_keeps_the_convolution_on_the_cpu():
+    # 3 -> 5 channels, stride 2: 20 output channels, more than 3 inputs.
+    y = DeconvolutionPS(3, 5, 4, 2, 1)(np.zeros((1, 3, 5, 5), np.float32))
+    names = _function_names(y)
+    assert 'Convolution2DFunction' in names and 'Deconvolution2DFunction' not in names
+
+
+@pytest.mark.parametrize('ksize, stride, pad, outsize', SHAPE_GRID)
+def test_few_output_channels_shape_equals_deconvolution2d(ksize, stride, pad, outsize):
+    x = np.random.RandomState(0).uniform(-1, 1, (2, 13, 6, 7)).astype(np.float32)
+    expected = L.Deconvolution2D(13, 1, ksize, stride, pad, outsize=outsize)(x).shape
+    assert DeconvolutionPS(13, 1, ksize, stride, pad, outsize=outsize)(x).shape == expected
+
+
+@pytest.mark.parametrize('ksize, stride, pad, outsize, nobias', [
+    (8, 2, 3, None, False), (4, 2, 1, None, True), (3, 2, 0, None, False),
+    (5, 3, 2, None, False), (6, 2, 4, None, True), ((4, 3), (2, 1), (0, 1), None, False),
+    ((5, 3), (2, 3), (0, 2), None, False), (4, 2, 1, (13, 13), False),
+    (4, 2, 1, (11, 14), True), (2, 3, 0, None, False), (1, 1, 0, None, False),
+])
+def test_few_output_channels_values_equal_numpy_subpixel_convolution(
+        ksize, stride, pad, outsize, nobias):
+    rng = np.random.RandomState(6)
+    x = rng.uniform(-1, 1, (2, 19, 6, 7))
+    with chainer.using_config('dtype', np.float64):
+        link = DeconvolutionPS(19, 2, ksize, stride, pad, outsize=outsize, nobias=nobias,
+                               initial_bias=chainer.initializers.Uniform(1.0))
+    assert link.conv.W.shape[0] < 19  # the transposed-convolution path
+    b = None if nobias else link.conv.b.array
+    expected = _numpy_deconvolution_ps(x, link.conv.W.array, b, ksize, stride, pad, outsize)
+    np.testing.assert_allclose(link(x).array, expected, rtol=1e-12, atol=1e-12)
+
+
+# Kernel, padding (up to the largest DeconvolutionPS asks for: the kernel size) and input.
+PATH_GRID = [((kh, kw), (ph, pw), (5, 6))
+             for kh, kw in [(1, 1), (2, 3), (4, 4), (3, 1)]
+             for ph, pw in [(0, 0), (kh - 1, kw - 1), (kh, kw), (kh, 0)]] + [
+    ((3, 3), (1, 2), (1, 1)), ((4, 2), (4, 2), (1, 3)), ((2, 2), (1, 0), (7, 2))]
+
+
+@pytest.mark.parametrize('kernel, pad, size', PATH_GRID)
+@pytest.mark.parametrize('nobias', [False, True])
+def test_both_paths_give_the_same_values_and_gradients(kernel, pad, size, nobias):
+    rng = np.random.RandomState(7)
+    x = rng.uniform(-1, 1, (2, 5) + size)
+    W = rng.uniform(-1, 1, (3, 5) + kernel)
+    b = None if nobias else rng.uniform(-1, 1, 3)
+    results = []
+    for by_col2im in (False, True):
+        xv, Wv = chainer.Variable(x.copy()), chainer.Variable(W.copy())
+        bv = None if nobias else chainer.Variable(b.copy())
+        y = deconvolution_ps._stride1_convolution(xv, Wv, bv, pad, by_col2im)
+        gy = np.random.RandomState(8).uniform(-1, 1, y.shape)
+        chainer.functions.sum(y * gy).backward()
+        results.append([y.array, xv.grad, Wv.grad] + ([] if nobias else [bv.grad]))
+    # Plain NumPy correlation for the values.
+    padded = np.pad(x, ((0, 0), (0, 0), (pad[0],) * 2, (pad[1],) * 2))
+    out_h, out_w = padded.shape[2] - kernel[0] + 1, padded.shape[3] - kernel[1] + 1
+    expected = np.zeros((2, 3, out_h, out_w))
+    for i in range(out_h):
+        for j in range(out_w):
+            patch = padded[:, :, i:i + kernel[0], j:j + kernel[1]]
+            expected[:, :, i, j] = np.einsum('bckl,ockl->bo', patch, W)
+    if b is not None:
+        expected += b[None, :, None, None]
+    np.testing.assert_allclose(results[0][0], expected, rtol=1e-12, atol=1e-12)
+    for im2col, col2im in zip(*results):
+        assert im2col.shape == col2im.shape
+        np.testing.assert_allclose(col2im, im2col, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize('ksize, stride, pad, outsize, nobias', [
+    (8, 2, 3, None, False), ((4, 3), (2, 1), (0, 1), None, False), (3, 2, 0, (8, 10), True),
+    (5, 3, 1, (13, 14), False)])
+def test_few_output_channels_gradients(ksize, stride, pad, outsize, nobias):
+    rng = np.random.RandomState(9)
+    with chainer.using_config('dtype', np.float64):
+        link = DeconvolutionPS(11, 1, ksize, stride, pad, outsize=outsize, nobias=nobias,
+                               initial_bias=chainer.initializers.Uniform(1.0))
+    assert link.conv.W.shape[0] < 11  # the transposed-convolution path
+    x = rng.uniform(-1, 1, (2, 11, 4, 5))
+    gy = rng.uniform(-1, 1, link(x).shape)
+    params = (link.conv.W,) if nobias else (link.conv.W, link.conv.b)
+    gradient_check.check_backward(link, x, gy, params, eps=1e-6, atol=1e-7, rtol=1e-6)
+
+
+def test_few_output_channels_double_backward():
+    rng = np.random.RandomState(10)
+    with chainer.using_config('dtype', np.float64):
+        link = DeconvolutionPS(5, 1, 5, 2, 2, initial_bias=chainer.initializers.Uniform(1.0))
+    assert link.conv.W.shape[0] < 5  # the transposed-convolution path
+    x = rng.uniform(-1, 1, (2, 5, 3, 4))
+    gy = rng.uniform(-1, 1, link(x).shape)
+
+    def squared(x):
+        y = link(x)
+        return y * y
+
+    gradient_check.check_double_backward(
+        squared, x, gy, rng.uniform(-1, 1, x.shape),
+        params=(link.conv.W, link.conv.b),
+        params_grad_grad=(rng.uniform(-1, 1, link.conv.W.shape),
+                          rng.uniform(-1, 1, link.conv.b.shape)),
+        eps=1e-6, atol=1e-6, rtol=1e-5)
