@@ -59,28 +59,29 @@ def calibrate(target_s=0.002):
     return loops
 
 
-def data_manager_seconds(dataset, start_method):
+def _iterator_seconds(make_iterator, start_method):
+    """Seconds to build the iterator, draw EPOCHS epochs of batches and finalize it."""
     multiprocessing.set_start_method(start_method, force=True)
     started = time.perf_counter()
-    iterator = DataManager(dataset, BATCH, n_process_augmentation=2).get_iterator()
+    iterator = make_iterator()
     try:
         for _ in range(EPOCHS * N_EXAMPLES // BATCH):
             iterator.next()
     finally:
         iterator.finalize()
     return time.perf_counter() - started
+
+
+def data_manager_seconds(dataset, start_method):
+    return _iterator_seconds(
+        lambda: DataManager(dataset, BATCH, n_process_augmentation=2).get_iterator(),
+        start_method)
 
 
 def chainer_seconds(dataset, start_method):
-    multiprocessing.set_start_method(start_method, force=True)
-    started = time.perf_counter()
-    iterator = MultiprocessIterator(dataset, BATCH, shuffle=False, n_processes=2)
-    try:
-        for _ in range(EPOCHS * N_EXAMPLES // BATCH):
-            iterator.next()
-    finally:
-        iterator.finalize()
-    return time.perf_counter() - started
+    return _iterator_seconds(
+        lambda: MultiprocessIterator(dataset, BATCH, shuffle=False, n_processes=2),
+        start_method)
 
 
 def _make_examples(dataset, indices):

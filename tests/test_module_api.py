@@ -1,15 +1,13 @@
 """The non-Chainer modules (arrays, files, image, math, task) keep the original researchutils'
 names, positional arguments and defaults; every public name is documented with an example and
 listed in the API reference."""
-import glob
 import importlib
 import inspect
 import math
-import os
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.support.api_reference import api_reference_text
 
 # The original researchutils' signatures: (name, default) in positional order; `...` is no
 # default. `titles` defaulted to a shared list, [], and now defaults to None (no titles either).
@@ -72,14 +70,6 @@ def _module(name):
     return importlib.import_module(name)
 
 
-def _api_text():
-    text = ''
-    for path in glob.glob(os.path.join(ROOT, 'docs', 'api', '*.rst')):
-        with open(path) as f:
-            text += f.read()
-    return text
-
-
 @pytest.mark.parametrize('module_name', sorted(ORIGINAL))
 def test_public_names_are_the_original_ones(module_name):
     assert sorted(_module(module_name).__all__) == sorted(ORIGINAL[module_name])
@@ -104,7 +94,7 @@ def test_every_function_has_a_docstring_with_an_example(module_name, function_na
 
 @pytest.mark.parametrize('module_name', sorted(ORIGINAL))
 def test_every_module_is_in_the_api_reference(module_name):
-    assert '.. automodule:: {}\n'.format(module_name) in _api_text()
+    assert '.. automodule:: {}\n'.format(module_name) in api_reference_text()
 
 
 @pytest.mark.parametrize('package_name, modules', [

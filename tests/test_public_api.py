@@ -1,15 +1,13 @@
 """Every public name is re-exported from its package, documented, and in the API reference."""
-import glob
 import importlib
 import inspect
-import os
 import pkgutil
 
 import pytest
 
 import researchutils.chainer
+from tests.support.api_reference import api_reference_text
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = [
     'researchutils.chainer.functions',
     'researchutils.chainer.links',
@@ -23,14 +21,6 @@ PACKAGES = [
     'researchutils.chainer.training.triggers',
     'researchutils.chainer.training.updaters',
 ]
-
-
-def _api_text():
-    text = ''
-    for path in glob.glob(os.path.join(ROOT, 'docs', 'api', '*.rst')):
-        with open(path) as f:
-            text += f.read()
-    return text
 
 
 def _public_definitions(package_name):
@@ -84,7 +74,7 @@ def _nested_package_exports(package, name):
 
 @pytest.mark.parametrize('package_name', PACKAGES)
 def test_every_public_name_is_in_the_api_reference(package_name):
-    text = _api_text()
+    text = api_reference_text()
     package = importlib.import_module(package_name)
     if 'automodule:: {}\n'.format(package_name) in text:
         return
