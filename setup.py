@@ -3,14 +3,19 @@ import os
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
-# Chainer 7.8.1 imports numpy.distutils, which NumPy leaves out of its Python 3.12 wheels.
-# This one line, installed as a .pth file at the top of site-packages, runs at every
-# interpreter start; on 3.12 it imports researchutils/_py312_compat.py, which registers a
-# meta-path finder supplying numpy.distutils.system_info only where NumPy has none. It
-# imports nothing else (no NumPy), so `import chainer` works first thing in any script.
-PTH_NAME = 'researchutils_py312_compat.pth'
-PTH_LINE = ("import sys; sys.version_info[:2] == (3, 12) and "
-            "__import__('researchutils._py312_compat')\n")
+# Chainer 7.8.1 reads names that today's NumPy and setuptools no longer have. This one line,
+# installed as a .pth file at the top of site-packages, runs at every interpreter start and,
+# when the researchutils package is there (a leftover line stays silent), imports
+# researchutils/_chainer_compat, which registers a finder that completes those Chainer
+# modules only where the stack lacks what they read. It imports nothing else (no NumPy), so
+# `import chainer` works first thing in any script.
+PTH_NAME = 'researchutils_chainer_compat.pth'
+PTH_LINE = ("import importlib.util as u; u.find_spec('researchutils') and "
+            "__import__('researchutils._chainer_compat')\n")
+# researchutils 0.1 wrote this file; installing over a copy left behind replaces it with a
+# line that does nothing, and uninstalling removes it.
+OLD_PTH_NAME = 'researchutils_py312_compat.pth'
+OLD_PTH_LINE = '# superseded by researchutils_chainer_compat.pth\n'
 
 
 class build_py_with_pth(build_py):
@@ -28,8 +33,9 @@ class build_py_with_pth(build_py):
         else:
             root = self.build_lib
         self.mkpath(root)
-        with open(os.path.join(root, PTH_NAME), 'w', encoding='utf-8') as f:
-            f.write(PTH_LINE)
+        for name, line in ((PTH_NAME, PTH_LINE), (OLD_PTH_NAME, OLD_PTH_LINE)):
+            with open(os.path.join(root, name), 'w', encoding='utf-8') as f:
+                f.write(line)
 
 
 here = os.path.abspath(os.path.dirname(__file__))
@@ -59,24 +65,20 @@ setup(
     long_description_content_type='text/markdown',
     license='MIT',
     packages=find_packages(include=['researchutils', 'researchutils.*']),
-    # Chainer 7.8.1 (its last release) uses np.sctypes, gone in NumPy 2, which has the
-    # only wheels for Python 3.13, and imports pkg_resources, gone in setuptools 81.
-    # Its numpy.distutils import (gone in Python 3.12) is met by the .pth above.
-    python_requires='>=3.8,<3.13',
+    # Tested on Python 3.11-3.13 with NumPy 1.26 and 2.x; what Chainer 7.8.1 (its last
+    # release) lacks on those stacks is supplied by the .pth above.
+    python_requires='>=3.11',
     install_requires=[
         'chainer>=7.8,<8',
-        'numpy>=1.17,<2',
-        'setuptools<81',
+        'numpy>=1.26',
     ],
     extras_require=extras,
     cmdclass={'build_py': build_py_with_pth},
     classifiers=[
         'Programming Language :: Python :: 3',
-        'Programming Language :: Python :: 3.8',
-        'Programming Language :: Python :: 3.9',
-        'Programming Language :: Python :: 3.10',
         'Programming Language :: Python :: 3.11',
         'Programming Language :: Python :: 3.12',
+        'Programming Language :: Python :: 3.13',
         'Topic :: Scientific/Engineering :: Artificial Intelligence',
     ],
 )
