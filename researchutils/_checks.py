@@ -193,8 +193,10 @@ def check_bool(value, name, *, allow_none=False):
     """
     if value is None and allow_none:
         return None
-    # numpy.bool_ by name: this module imports the standard library only.
-    if isinstance(value, bool) or type(value).__name__ == 'bool_':
+    # NumPy's bool by name (numpy.bool_, named numpy.bool in NumPy 2): this module imports
+    # the standard library only.
+    if isinstance(value, bool) or (type(value).__module__ == 'numpy' and
+                                   type(value).__name__ in ('bool_', 'bool')):
         return bool(value)
     if isinstance(value, numbers.Integral) and value in (0, 1):
         return bool(value)

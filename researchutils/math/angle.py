@@ -36,8 +36,8 @@ def fit_angle_in_rad_range(angles, min_angle=0.0, max_angle=2 * math.pi):
         >>> from researchutils.math.angle import fit_angle_in_rad_range
         >>> fit_angle_in_rad_range([-math.pi / 2, 5 * math.pi]) / math.pi
         array([1.5, 1. ])
-        >>> fit_angle_in_rad_range(math.pi, min_angle=-math.pi, max_angle=math.pi) / math.pi
-        -1.0
+        >>> float(fit_angle_in_rad_range(math.pi, min_angle=-math.pi, max_angle=math.pi))
+        -3.141592653589793
     """
     return _fit(angles, min_angle, max_angle, 2 * math.pi, '2 pi')
 

@@ -37,10 +37,11 @@ def to_json_value(value, where='value'):
         >>> to_json_value({"lr": numpy.float64(0.5), "trigger": (1, "epoch")})
         {'lr': 0.5, 'trigger': {'__tuple__': [1, 'epoch']}}
     """
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
+    # NumPy scalars first: numpy.float64 is also a float, and would stay a NumPy scalar.
     if isinstance(value, numpy.generic):
         return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
     if isinstance(value, numpy.ndarray):
         return {'__ndarray__': value.tolist(), 'dtype': str(value.dtype)}
     if isinstance(value, dict):
