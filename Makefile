@@ -1,11 +1,20 @@
-# Two commands do all the set-up on a fresh machine with Python 3.11 or 3.12 and pip:
+# Two commands do all the set-up on a fresh machine with pip and Python 3.11, 3.12 or 3.13:
 #   make demo   runs the main example
 #   make test   lint, docs (warnings are errors), then pytest and, when mpiexec exists, the
-#               MPI tests under every supported Python found (3.11 in .venv, 3.12 in
-#               .venv-3.12; or 3.12 alone in .venv)
+#               MPI tests on every stack below whose Python is found
 SHELL := /bin/bash
 comma := ,
-SUPPORTED := 3.11 3.12
+
+# The stacks the suite runs on, oldest first: Python, the NumPy it gets, the setuptools it
+# gets at run time. 3.11: NumPy 1.26 and a setuptools with pkg_resources (the stack Chainer
+# knew); 3.12: the first NumPy 2; 3.13: the newest NumPy and setuptools (no pkg_resources).
+SUPPORTED := 3.11 3.12 3.13
+NUMPY_3.11 := numpy==1.26.*
+NUMPY_3.12 := numpy==2.0.*
+NUMPY_3.13 := numpy>=2
+SETUPTOOLS_3.11 := setuptools<70
+SETUPTOOLS_3.12 := setuptools
+SETUPTOOLS_3.13 := setuptools
 
 # $(call find_python,3.12): the first python3.12 that really runs and can make a venv, by
 # its real path: the one on PATH (a pyenv shim for a version pyenv has not selected exists
@@ -17,8 +26,9 @@ find_python = $(shell for p in "$$(command -v python$(1))" \
     2>/dev/null) && { echo "$$real"; break; }; done)
 version_of = $(shell $(1) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 
-# PYTHON_3.11 / PYTHON_3.12 name the interpreters (`make test PYTHON_3.12=` skips 3.12);
-# PYTHON, the one for .venv (lint, docs, demo, bench), defaults to the first found.
+# PYTHON_3.11 / PYTHON_3.12 / PYTHON_3.13 name the interpreters (`make test PYTHON_3.12=`
+# leaves that stack out); PYTHON, the one for .venv (lint, docs, demo, bench), defaults to
+# the first found.
 $(foreach v,$(SUPPORTED),$(if $(filter undefined,$(origin PYTHON_$(v))),\
     $(eval PYTHON_$(v) := $(call find_python,$(v)))))
 ifeq ($(origin PYTHON),undefined)
@@ -27,14 +37,16 @@ endif
 PY_VERSION := $(call version_of,$(PYTHON))
 VENV := .venv
 PY := $(VENV)/bin/python
-# Every other supported interpreter found gets a venv of its own for the test suite.
+# Every other stack whose Python is found gets a venv of its own for the test suite.
 TEST_VERSIONS := $(foreach v,$(filter-out $(PY_VERSION),$(SUPPORTED)),$(if $(PYTHON_$(v)),$(v)))
 VENVS := $(VENV) $(foreach v,$(TEST_VERSIONS),.venv-$(v))
 
-# Chainer's sdist only builds with setuptools < 70 inside pip's build isolation.
+# Chainer ships only as an sdist whose setup.py imports pkg_resources: it builds only with
+# setuptools < 70 inside pip's build isolation (build constraints, pip >= 25.3). Nothing
+# pins setuptools at run time. constraints.txt keeps the lint and docs tools on the major
+# versions this project was checked with.
+export PIP_BUILD_CONSTRAINT := $(CURDIR)/build-constraints.txt
 export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
-# pip >= 25.3 deprecates PIP_CONSTRAINT for isolated builds in favour of build constraints.
-export PIP_BUILD_CONSTRAINT := $(CURDIR)/constraints.txt
 HAVE_MPI := $(shell command -v mpiexec >/dev/null 2>&1 && echo yes)
 EXTRAS := test,docs,slack,plot$(if $(HAVE_MPI),$(comma)mpi)
 MPIEXEC := mpiexec --allow-run-as-root --oversubscribe -n 2
@@ -47,19 +59,19 @@ STAMPS :=
 all: test
 
 # $(call venv_rules,DIR,INTERPRETER,VERSION): DIR/bin/python, with researchutils installed
-# editable. The stamp records the Python version and the extras, so a second run reinstalls
-# only when those, setup.py or the constraints changed, and a venv of another version is
-# made anew.
+# editable on that version's stack. The stamp records the Python version and the extras, so
+# a second run reinstalls only when those, setup.py, the Makefile or the constraints
+# changed, and a venv of another version is made anew.
 define venv_rules
 STAMPS += $(1)/.installed-$(3)-$(EXTRAS)
-$(1)/.installed-$(3)-$(EXTRAS): setup.py constraints.txt researchutils/_version.py
-	@test -n '$(3)' || { echo 'No Python 3.11 or 3.12 found that runs ($(2)): set PYTHON=' >&2; exit 1; }
+$(1)/.installed-$(3)-$(EXTRAS): setup.py Makefile constraints.txt build-constraints.txt researchutils/_version.py
+	@test -n '$(3)' || { echo 'No Python 3.11, 3.12 or 3.13 found that runs ($(2)): set PYTHON=' >&2; exit 1; }
 	@if [ -e $(1) ] && ! $(1)/bin/python -c 'import sys; \
 	        sys.exit(sys.version_info[:2] != ($(subst .,$(comma),$(3))))' 2>/dev/null; then \
 	    echo '$(1) is not a Python $(3) environment: making it anew'; rm -rf $(1); fi
 	test -x $(1)/bin/python || $(2) -m venv $(1)
-	$(1)/bin/python -m pip install -q --upgrade pip 'setuptools<70' wheel
-	$(1)/bin/python -m pip install -q -e '.[$(EXTRAS)]'
+	$(1)/bin/python -m pip install -q --upgrade 'pip>=25.3'
+	$(1)/bin/python -m pip install -q --upgrade -e '.[$(EXTRAS)]' '$(NUMPY_$(3))' '$(SETUPTOOLS_$(3))'
 	rm -f $(1)/.installed-*
 	touch $$@
 endef
@@ -78,7 +90,9 @@ docs: install
 # The suite under each venv in turn; the first failure stops make.
 test-unit: $(STAMPS)
 	@set -e; for venv in $(VENVS); do \
-	    echo "== pytest, $$($$venv/bin/python --version) ($$venv)"; \
+	    echo "== pytest, $$($$venv/bin/python -c 'import sys, numpy, chainer; \
+	        print("Python %d.%d.%d" % sys.version_info[:3], "NumPy", numpy.__version__, \
+	        "Chainer", chainer.__version__)') ($$venv)"; \
 	    $$venv/bin/python -m pytest -m 'not mpi' $(PYTEST_ARGS); done
 
 test-mpi: $(STAMPS)
