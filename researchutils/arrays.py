@@ -1,4 +1,5 @@
 """Small array helpers: one-hot matrices and the inverse of ``zip`` (NumPy only)."""
+import math
 import numbers
 
 import numpy as np
@@ -30,8 +31,13 @@ def one_hot(indices, shape, on_value=1, off_value=0, dtype=None):
 
     Raises:
         ValueError: ``shape`` does not have two entries, the number of indices is not
-            the number of columns, or an index is outside ``[0, rows)``.
-        TypeError: An index is not an integer.
+            the number of columns, an index is outside ``[0, rows)``, or
+            ``on_value`` or ``off_value`` does not fit ``dtype``: out of an integer
+            type's range (300 in ``int8`` would wrap to 44), not a whole number for
+            an integer type, not 0 or 1 for ``bool``, or finite but beyond a float
+            type's range (it would become infinity).
+        TypeError: An index is not an integer, or ``on_value`` or ``off_value``
+            is not a number where ``dtype`` holds numbers.
 
     Example:
 
@@ -54,6 +60,9 @@ def one_hot(indices, shape, on_value=1, off_value=0, dtype=None):
                          '(shape={!r})'.format(len(indices), columns, shape))
     if dtype is None:
         dtype = _default_dtype(on_value, off_value)
+    dtype = np.dtype(dtype)
+    for name, value in (('on_value', on_value), ('off_value', off_value)):
+        _check_fits(name, value, dtype)
     result = np.full(shape, off_value, dtype=dtype)
     result[indices, np.arange(columns)] = on_value
     return result
@@ -73,6 +82,44 @@ def _row_indices(indices, rows):
         raise ValueError('indices[{}] = {} is outside the {} rows [0, {})'.format(
             position, values[position], rows, rows))
     return values
+
+
+def _check_fits(name, value, dtype):
+    # Checked in Python numbers: NumPy 1 wraps an out-of-range integer silently,
+    # NumPy 2 raises OverflowError without naming the argument.
+    if dtype.kind not in 'biuf':
+        return
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if not isinstance(value, numbers.Real):
+        raise TypeError('{} must be a real number for an array of dtype {}, got {!r}'.format(
+            name, dtype.name, value))
+    if dtype.kind == 'f':
+        try:
+            as_float = float(value)
+        except OverflowError:  # an int beyond float64
+            as_float = math.inf
+        else:
+            if not math.isfinite(as_float):
+                return  # NaN or infinity was asked for
+        # Just above the type's largest value still rounds down to it.
+        with np.errstate(over='ignore'):
+            fits = bool(np.isfinite(np.float64(as_float).astype(dtype)))
+        if not fits:
+            raise ValueError('{}={!r} does not fit dtype {}: it would become infinity'.format(
+                name, value, dtype.name))
+        return
+    if isinstance(value, numbers.Integral):
+        whole = int(value)
+    elif float(value).is_integer():
+        whole = int(value)
+    else:
+        raise ValueError('{}={!r} does not fit dtype {}: it holds whole numbers only'.format(
+            name, value, dtype.name))
+    low, high = (0, 1) if dtype.kind == 'b' else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    if not low <= whole <= high:
+        raise ValueError('{}={!r} does not fit dtype {}, which holds [{}, {}]'.format(
+            name, value, dtype.name, low, high))
 
 
 def _default_dtype(on_value, off_value):

@@ -180,6 +180,10 @@ def read_text_from_file(file_path):
     Returns:
         str: Its text.
 
+    Raises:
+        UnicodeDecodeError: The file is not UTF-8 (Latin-1, say); the error
+            carries a note naming the file.
+
     Example:
 
         >>> import os, tempfile
@@ -190,7 +194,12 @@ def read_text_from_file(file_path):
         'hello'
     """
     with open(file_path, 'r', encoding='utf-8', newline='') as f:
-        return f.read()
+        try:
+            return f.read()
+        except UnicodeDecodeError as error:
+            add_note(error, 'while reading the text file {!r} as UTF-8'.format(
+                os.fspath(file_path)))
+            raise
 
 
 def save_pickle(file_path, data):

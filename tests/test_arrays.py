@@ -55,6 +55,40 @@ def test_one_hot_float_values_default_to_float32(values):
     np.testing.assert_array_equal(result, expected)
 
 
+@pytest.mark.parametrize('values, dtype, name', [
+    ({'on_value': 300}, np.int8, 'on_value'),        # would wrap to 44
+    ({'on_value': -129}, np.int8, 'on_value'),
+    ({'off_value': -1}, np.uint8, 'off_value'),       # would wrap to 255
+    ({'on_value': 2 ** 31}, np.int32, 'on_value'),
+    ({'on_value': 0.5}, np.int16, 'on_value'),        # would truncate to 0
+    ({'on_value': float('nan')}, np.int8, 'on_value'),
+    ({'on_value': 2}, np.bool_, 'on_value'),
+    ({'on_value': 1e39}, np.float32, 'on_value'),     # would become inf
+    ({'off_value': -70000.0}, np.float16, 'off_value'),
+    ({'on_value': 2 ** 63}, None, 'on_value'),        # beyond every default integer type
+])
+def test_one_hot_value_that_does_not_fit_the_dtype_is_refused_naming_it(values, dtype, name):
+    with pytest.raises(ValueError, match=name):
+        arrays.one_hot([0, 1], (2, 2), dtype=dtype, **values)
+
+
+@pytest.mark.parametrize('on_value, off_value, dtype', [
+    (127, -128, np.int8), (255, 0, np.uint8), (3.0, -2.0, np.int32), (True, False, np.bool_),
+    (65504.0, -65504.0, np.float16), (float(np.finfo(np.float32).max), -np.inf, np.float32),
+    (np.nan, 0.0, np.float64)])
+def test_one_hot_values_at_the_edges_of_the_dtype_are_kept_exactly(on_value, off_value, dtype):
+    result = arrays.one_hot([1, 0], (2, 2), on_value=on_value, off_value=off_value,
+                            dtype=dtype)
+    assert result.dtype == dtype
+    np.testing.assert_array_equal(result, _reference_one_hot([1, 0], 2, on_value, off_value,
+                                                             dtype))
+
+
+def test_one_hot_value_that_is_not_a_number_is_refused_for_a_numeric_dtype():
+    with pytest.raises(TypeError, match='on_value'):
+        arrays.one_hot([0], (1, 1), on_value='1', dtype=np.int8)
+
+
 def test_one_hot_shape_with_three_dimensions_is_refused():
     with pytest.raises(ValueError, match='shape'):
         arrays.one_hot(range(9), (3, 3, 3))

@@ -179,6 +179,14 @@ def test_write_text_into_a_missing_folder_names_it(tmp_path):
         files.write_text_to_file(tmp_path / 'missing' / 'note.txt', 'text')
 
 
+def test_read_text_of_a_latin1_file_keeps_the_error_and_names_the_file(tmp_path):
+    path = tmp_path / 'notes.txt'
+    path.write_bytes('caf\u00e9 au lait'.encode('latin-1'))
+    with pytest.raises(UnicodeDecodeError) as error:
+        files.read_text_from_file(path)
+    assert any(str(path) in note for note in getattr(error.value, '__notes__', []))
+
+
 def test_pickle_round_trips(tmp_path):
     data = {'name': 'run', 'values': [1, 2.5, None], 'nested': (b'\x00', {'a': 1})}
     path = str(tmp_path / 'data.pkl')

@@ -41,8 +41,8 @@ def show_image(image, title='', is_gray=False, *, save_path=None):
         str or None: The file saved, or None when the image was only shown.
 
     Raises:
-        ValueError: ``image`` is not an image, or ``save_path`` has an extension
-            matplotlib cannot write.
+        ValueError: ``image`` is not an image (a 0 x 0 array included), or
+            ``save_path`` has an extension matplotlib cannot write.
         FileNotFoundError: The folder of ``save_path`` does not exist.
 
     Example:
@@ -295,8 +295,13 @@ def _draw(axes, image, is_gray, **scale):
     return axes.imshow(image, cmap='gray' if is_gray else None, **scale)
 
 
+_IMAGE_SHAPES = '(H, W), (H, W, 3) or (H, W, 4) with H, W >= 1'
+
+
 def _is_image(array):
-    return array.ndim == 2 or (array.ndim == 3 and array.shape[-1] in (3, 4))
+    """The one rule for what an image (or a video's frame) is: drawable, so not 0 x 0."""
+    return ((array.ndim == 2 or (array.ndim == 3 and array.shape[-1] in (3, 4)))
+            and array.shape[0] > 0 and array.shape[1] > 0)
 
 
 def _images(name, images, allow_empty=False):
@@ -305,8 +310,8 @@ def _images(name, images, allow_empty=False):
         raise ValueError('{} is empty: there is nothing to show'.format(name))
     for index, image in enumerate(images):
         if not _is_image(image):
-            raise ValueError('{}[{}] must be an image (H, W), (H, W, 3) or (H, W, 4), got '
-                             'shape {}'.format(name, index, image.shape))
+            raise ValueError('{}[{}] must be an image {}, got shape {}'.format(
+                name, index, _IMAGE_SHAPES, image.shape))
     return images
 
 
@@ -318,8 +323,8 @@ def _videos(images):
         raise ValueError('images is empty: there is no video to animate')
     for index, video in enumerate(videos):
         if video.ndim < 3 or len(video) == 0 or not _is_image(video[0]):
-            raise ValueError('images[{}] must be a video: frames (H, W), (H, W, 3) or '
-                             '(H, W, 4), at least one; got shape {}'.format(index, video.shape))
+            raise ValueError('images[{}] must be a video: frames {}, at least one; got '
+                             'shape {}'.format(index, _IMAGE_SHAPES, video.shape))
         if len(video) != len(videos[0]):
             raise ValueError('images[{}] has {} frames, images[0] {}: the videos must have '
                              'one length'.format(index, len(video), len(videos[0])))

@@ -1,8 +1,9 @@
 """Angles wrapped into one turn of a chosen range, in radians or degrees (NumPy only)."""
 import math
-import numbers
 
 import numpy as np
+
+from researchutils._checks import check_float
 
 __all__ = ['fit_angle_in_rad_range', 'fit_angle_in_deg_range']
 
@@ -26,7 +27,8 @@ def fit_angle_in_rad_range(angles, min_angle=0.0, max_angle=2 * math.pi):
         scalar); float32 input stays float32, anything else becomes float64.
 
     Raises:
-        ValueError: ``min_angle`` is above ``max_angle`` or the range is narrower than a
+        ValueError: A bound is NaN or infinite (every angle would come back NaN),
+            ``min_angle`` is above ``max_angle``, or the range is narrower than a
             turn.
         TypeError: A bound is not a real number.
 
@@ -60,8 +62,8 @@ def fit_angle_in_deg_range(angles, min_angle=0.0, max_angle=360.0):
         numpy.ndarray: The wrapped angles, with the shape of ``angles``.
 
     Raises:
-        ValueError: ``min_angle`` is above ``max_angle`` or the range is narrower than
-            360 degrees.
+        ValueError: A bound is NaN or infinite, ``min_angle`` is above
+            ``max_angle``, or the range is narrower than 360 degrees.
         TypeError: A bound is not a real number.
 
     Example:
@@ -76,9 +78,8 @@ def fit_angle_in_deg_range(angles, min_angle=0.0, max_angle=360.0):
 
 
 def _fit(angles, min_angle, max_angle, turn, turn_text):
-    for name, value in (('min_angle', min_angle), ('max_angle', max_angle)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError('{} must be a real number, got {!r}'.format(name, value))
+    min_angle = check_float(min_angle, 'min_angle')
+    max_angle = check_float(max_angle, 'max_angle')
     if min_angle > max_angle:
         raise ValueError('min_angle ({!r}) must not be above max_angle ({!r})'.format(
             min_angle, max_angle))

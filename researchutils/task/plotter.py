@@ -7,6 +7,7 @@ import math
 import numbers
 
 from researchutils import _figures
+from researchutils._errors import add_note
 
 _figures.import_matplotlib('researchutils.task.plotter')
 
@@ -47,7 +48,9 @@ def draw_task(id, start_time, end_time, color, task_name, title, line_width=40, 
 
     Raises:
         ValueError: ``end_time`` is before ``start_time``, ``color`` is not a color,
-            or ``line_width`` is not positive.
+            ``line_width`` is not positive, or matplotlib cannot draw ``task_name``
+            or ``title`` (mathtext such as ``'$x^$'``); the chart is then left as
+            it was before the call.
         TypeError: A position or time is not a real number.
 
     Example:
@@ -75,11 +78,25 @@ def draw_task(id, start_time, end_time, color, task_name, title, line_width=40, 
         raise ValueError('color {!r} is not a matplotlib color'.format(color))
     save_path = _figures.check_save_path('save_path', save_path, _figures.figure_extensions())
     plt = _figures.pyplot()
+    had_figure = bool(plt.get_fignums())
     axes = plt.gca()
-    axes.hlines(id, start_time, end_time, colors=color, lw=line_width)
-    axes.text((start_time + end_time) / 2.0, id, task_name, ha='center', va='center')
-    axes.set_title(title)
     figure = axes.figure
+    previous_title = axes.get_title()
+    bar = axes.hlines(id, start_time, end_time, colors=color, lw=line_width)
+    label = axes.text((start_time + end_time) / 2.0, id, task_name, ha='center', va='center')
+    axes.set_title(title)
+    try:
+        for name, text in (('task_name', label), ('title', axes.title)):
+            _check_renders(name, text)
+    except BaseException:
+        # The chart is shared with later calls: a text that cannot be drawn must
+        # not stay in it, or every later draw_task fails on it.
+        bar.remove()
+        label.remove()
+        axes.set_title(previous_title)
+        if not had_figure:
+            plt.close(figure)
+        raise
     saved = _figures.save_figure(figure, save_path, 'tasks.png') if save_path else None
     if _figures.has_display():
         plt.show(block=block)
@@ -89,3 +106,15 @@ def draw_task(id, start_time, end_time, color, task_name, title, line_width=40, 
             _figures.warn_saved_without_display('task chart', saved)
         plt.close(figure)
     return saved
+
+
+def _check_renders(name, text):
+    """Lays ``text`` out now: matplotlib parses mathtext (``$...$``) only when drawing."""
+    try:
+        text.get_window_extent()
+    except ValueError as error:
+        raise ValueError('{} {!r} cannot be drawn by matplotlib: {}'.format(
+            name, text.get_text(), error)) from error
+    except Exception as error:  # LaTeX (text.usetex) failing, say: its own type
+        add_note(error, 'while drawing {} {!r}'.format(name, text.get_text()))
+        raise

@@ -3,6 +3,7 @@ figures are saved and the files opened with Pillow, and a recording backend stan
 a display (tests/support/recording_backend.py)."""
 import importlib.metadata
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -161,6 +162,23 @@ def test_show_images_of_nothing_is_refused():
 def test_show_image_of_a_vector_is_refused_naming_it():
     with pytest.raises(ValueError, match=r'images\[0\] .* shape \(5,\)'):
         viewer.show_image(np.zeros(5))
+
+
+@pytest.mark.parametrize('shape', [(0, 0), (0, 5), (5, 0), (0, 0, 3), (4, 0, 4)])
+def test_show_image_of_an_empty_image_is_refused_and_saves_nothing(shape, tmp_path):
+    with pytest.raises(ValueError, match=r'images\[0\] .* shape {}'.format(
+            re.escape(str(shape)))):
+        viewer.show_image(np.zeros(shape), save_path=str(tmp_path / 'empty.png'))
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('shape', [(3, 0, 0), (3, 0, 4, 3)])
+def test_animate_of_empty_frames_is_refused_naming_the_video(shape, tmp_path):
+    video = np.zeros((3, 4, 4) + shape[3:])
+    with pytest.raises(ValueError, match=r'images\[1\] must be a video.* shape {}'.format(
+            re.escape(str(shape)))):
+        viewer.animate(video, comparisons=np.zeros(shape), save_gif=str(tmp_path / 'empty.gif'))
+    assert os.listdir(tmp_path) == []
 
 
 def test_save_path_into_a_missing_folder_is_refused(tmp_path):

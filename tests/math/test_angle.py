@@ -75,6 +75,25 @@ def test_rad_non_numeric_bound_is_refused():
         fit_angle_in_rad_range([0.1], max_angle='6.28')
 
 
+@pytest.mark.parametrize('fit', [fit_angle_in_rad_range, fit_angle_in_deg_range])
+@pytest.mark.parametrize('bounds, name', [
+    ({'min_angle': math.nan}, 'min_angle'), ({'max_angle': math.nan}, 'max_angle'),
+    ({'min_angle': -math.inf, 'max_angle': math.inf}, 'min_angle'),
+    ({'max_angle': math.inf}, 'max_angle'), ({'min_angle': np.float32('nan')}, 'min_angle')])
+def test_non_finite_bound_is_refused_naming_it(fit, bounds, name):
+    with pytest.raises(ValueError, match='{} must be a finite number'.format(name)):
+        fit([0.1, 7.0], **bounds)
+
+
+def test_numpy_scalar_bounds_keep_float32_angles_float32():
+    angles = np.array([7.0, -1.0], dtype=np.float32)
+    result = fit_angle_in_rad_range(angles, min_angle=np.float64(-math.pi),
+                                    max_angle=np.float64(math.pi))
+    assert result.dtype == np.float32
+    expected = [math.remainder(7.0, 2 * math.pi), -1.0]
+    np.testing.assert_allclose(result, expected, rtol=1e-6)
+
+
 def test_deg_integer_angles_work():
     # The original subtracted a float in place from an integer array and failed.
     np.testing.assert_array_equal(fit_angle_in_deg_range([-90, 450, 360]), [270.0, 90.0, 0.0])

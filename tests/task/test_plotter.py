@@ -1,5 +1,6 @@
 """researchutils.task.plotter: task timelines drawn with real matplotlib (Agg), saved to PNG."""
 import os
+import re
 import subprocess
 import sys
 
@@ -96,6 +97,40 @@ def test_nothing_is_drawn_when_an_argument_is_refused():
     with pytest.raises(ValueError):
         plotter.draw_task(0, 0, 1, 'reddish', 'x', 't')
     assert plt.get_fignums() == []
+
+
+BAD_MATHTEXT = ['$x^$', r'cost $\frac{1}$', r'$\nosuchcommand$']
+
+
+@pytest.mark.parametrize('task_name', BAD_MATHTEXT)
+def test_a_label_matplotlib_cannot_draw_is_refused_naming_it_and_leaves_no_figure(task_name):
+    with pytest.raises(ValueError, match=re.escape('task_name {!r}'.format(task_name))):
+        plotter.draw_task(0, 0, 1, 'red', task_name, 'jobs', block=False)
+    assert plt.get_fignums() == []
+
+
+def test_a_failed_label_leaves_the_chart_as_it_was_and_later_tasks_draw(tmp_path):
+    plotter.draw_task(0, 0, 4, 'red', 'load', 'jobs', block=False)
+    with pytest.raises(ValueError, match='task_name'):
+        plotter.draw_task(1, 3, 9, 'blue', '$x^$', 'other title', block=False)
+    axes = plt.gca()
+    assert [text.get_text() for text in axes.texts] == ['load']
+    assert len(axes.collections) == 1 and axes.get_title() == 'jobs'
+    path = plotter.draw_task(2, 5, 6, 'lime', '$x^2$', 'jobs', save_path=str(tmp_path / 't.png'))
+    red, blue, lime = (_pixels_of(path, color) for color in
+                       [(255, 0, 0), (0, 0, 255), (0, 255, 0)])
+    assert red.sum() > 500 and lime.sum() > 100 and blue.sum() == 0
+    assert plt.get_fignums() == []
+
+
+def test_a_title_matplotlib_cannot_draw_is_refused_naming_it(tmp_path):
+    plotter.draw_task(0, 0, 4, 'red', 'load', 'jobs', block=False)
+    with pytest.raises(ValueError, match='title'):
+        plotter.draw_task(1, 3, 9, 'blue', 'train', r'$\frac{1}$')
+    axes = plt.gca()
+    assert [text.get_text() for text in axes.texts] == ['load']
+    assert axes.get_title() == 'jobs'
+    assert os.listdir(tmp_path) == []
 
 
 def test_with_a_display_the_chart_is_shown_as_in_the_original(tmp_path):
