@@ -6,8 +6,9 @@ after another, so the wrappers cannot be faster there; what is measured is their
 scattering the batch, gathering the outputs, summing the replicas' gradients and copying the
 parameters back. Runs alternate between the variants; each figure is the best of
 several rounds of several steps (the best, not the median, because the machine may be
-shared). The two hooks are also timed alone. A GPU row (k replicas on '@cupy:0') is added
-when CuPy sees a GPU.
+shared). The two hooks are also timed alone, and so is ``synchronize_replicas``, which every
+forward runs before the replicas (so that they never compute with weights the master no longer
+has). A GPU row (k replicas on '@cupy:0') is added when CuPy sees a GPU.
 
 Usage: ``python benchmarks/bench_data_parallel.py [--rounds 9] [--steps 20]``
 """
@@ -69,6 +70,13 @@ def _hook_time(optimizer, steps):
     return (time.perf_counter() - start) / steps
 
 
+def _synchronize_time(model, steps):
+    start = time.perf_counter()
+    for _ in range(steps):
+        model.synchronize_replicas()
+    return (time.perf_counter() - start) / steps
+
+
 def compare(name, sizes, batch_size, device, replica_counts, rounds, steps):
     rng = np.random.RandomState(0)
     batch = AbstractChainerNetwork.prepare_batch(
@@ -89,12 +97,14 @@ def compare(name, sizes, batch_size, device, replica_counts, rounds, steps):
     plain = min(times['plain'])
     print('{} ({}, batch {}, device {}): plain {:.3f} ms/step'.format(
         name, 'x'.join(str(s) for s in sizes), batch_size, device, plain * 1e3))
-    for label, _, optimizer in built[1:]:
+    for label, model, optimizer in built[1:]:
         best = min(times[label])
         hooks = min(_hook_time(optimizer, steps) for _ in range(rounds))
+        synchronize = min(_synchronize_time(model, steps) for _ in range(rounds))
         print('  {:5s} {:8.3f} ms/step  ratio to plain {:5.2f}  overhead {:+.3f} ms/step'
-              '  (hooks alone {:.3f} ms)'.format(
-                  label, best * 1e3, best / plain, (best - plain) * 1e3, hooks * 1e3))
+              '  (hooks alone {:.3f} ms, synchronize_replicas {:.3f} ms)'.format(
+                  label, best * 1e3, best / plain, (best - plain) * 1e3, hooks * 1e3,
+                  synchronize * 1e3))
 
 
 def main():

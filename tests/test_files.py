@@ -6,6 +6,7 @@ import os
 import pathlib
 import pickle
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -81,6 +82,51 @@ def test_search_does_not_loop_through_a_symlinked_folder(tmp_path):
     os.symlink(tmp_path / 'root', tmp_path / 'root' / 'loop')
     found = files.search_all_files_under(tmp_path / 'root')
     assert _relative(found, tmp_path / 'root') == ['a.txt']
+
+
+def _folder_past_path_max(parent):
+    """Makes folders nested under ``parent`` until a path is longer than the system allows.
+
+    A real folder that a search by path cannot read, even as root (who reads any folder
+    whatever its permission bits): its scandir fails with ENAMETOOLONG. Made with paths
+    relative to an open folder, which have no such limit. Returns the first folder whose
+    path is too long.
+    """
+    limit = os.pathconf(parent, 'PC_PATH_MAX')
+    name = 'd' * 200
+    folder = pathlib.Path(parent)
+    handle = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        while len(str(folder)) < limit:
+            os.mkdir(name, dir_fd=handle)
+            inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=handle)
+            os.close(handle)
+            handle = inner
+            folder = folder / name
+        os.close(os.open('lost.txt', os.O_WRONLY | os.O_CREAT, dir_fd=handle))
+    finally:
+        os.close(handle)
+    return folder
+
+
+def test_search_raises_naming_a_folder_it_cannot_read(tmp_path):
+    root = tmp_path / 'root'
+    _touch(root / 'a.txt')
+    unreadable = _folder_past_path_max(root)
+    try:
+        with pytest.raises(OSError) as raised:
+            files.search_all_files_under(root, exts='.txt')
+        assert raised.value.filename == str(unreadable)
+        assert str(unreadable) in str(raised.value)
+    finally:
+        shutil.rmtree(root)  # by open folders, so the long paths are no obstacle
+
+
+def test_search_does_not_list_a_file_whose_whole_name_is_the_extension(tmp_path):
+    for name in ['.txt', 'a.txt', 'sub/.txt', 'sub/.hidden.txt', '.tar.gz']:
+        _touch(tmp_path / 'root' / name)
+    found = files.search_all_files_under(tmp_path / 'root', exts=['.txt', '.tar.gz'])
+    assert _relative(found, tmp_path / 'root') == ['a.txt', 'sub/.hidden.txt']
 
 
 def test_search_missing_folder_is_refused(tmp_path):

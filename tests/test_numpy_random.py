@@ -29,6 +29,26 @@ def test_seed_in_block_does_not_touch_global_state():
     numpy.testing.assert_array_equal(numpy.random.rand(4), numpy.random.RandomState(5).rand(4))
 
 
+def test_outer_block_draws_stay_reproducible_after_a_nested_block_ends():
+    with seeded_numpy_random([0]):  # a finished block leaves a spare state to reuse
+        numpy.random.rand(2)
+    with seeded_numpy_random([7, 1]):
+        before = numpy.random.rand(3)
+        with seeded_numpy_random([9, 2]):
+            inner = numpy.random.rand(3)
+        after = numpy.random.rand(3)
+        with seeded_numpy_random([9, 2]):  # a second inner block, reusing the spare
+            second_inner = numpy.random.rand(3)
+        last = numpy.random.randint(0, 1000, 4)
+    outer_reference = numpy.random.RandomState([7, 1])
+    numpy.testing.assert_array_equal(before, outer_reference.rand(3))
+    numpy.testing.assert_array_equal(after, outer_reference.rand(3))
+    numpy.testing.assert_array_equal(last, outer_reference.randint(0, 1000, 4))
+    inner_reference = numpy.random.RandomState([9, 2]).rand(3)
+    numpy.testing.assert_array_equal(inner, inner_reference)
+    numpy.testing.assert_array_equal(second_inner, inner_reference)
+
+
 def test_threads_draw_independently_of_each_other_and_of_the_main_thread():
     barrier = threading.Barrier(3)
     results = {}

@@ -1,4 +1,5 @@
-"""Argument checks shared by the links: sizes given as an int or an (int, int) pair.
+"""Argument checks shared by the links: sizes given as an int or an (int, int) pair, and
+the arrays a step is called with.
 
 Single sizes go through :func:`researchutils._checks.check_int`, so the links accept and refuse
 the same values with the same words as the rest of the project.
@@ -7,6 +8,7 @@ Tests: ``tests/chainer/links/test_arguments.py``.
 """
 import numbers
 
+import chainer
 from chainer.utils import type_check
 
 from researchutils._checks import check_int
@@ -30,3 +32,18 @@ def check_image_batch(x):
     if x.ndim != 4:
         raise type_check.InvalidType('x.ndim == 4', 'x.ndim = {} (shape {})'.format(
             x.ndim, x.shape))
+
+
+def check_array(name, value, what):
+    """Refuses what is not an array or a :class:`chainer.Variable` (a list, say), naming it.
+
+    ``what`` says what the value is in the message ("the input x"). Lists are refused, not
+    converted: the dtype a list would become (float64) is rarely the link's.
+    """
+    if not isinstance(value, chainer.Variable) and not isinstance(
+            value, chainer.get_array_types()):
+        raise TypeError('{} must be an array or a chainer.Variable, got {} (convert it: '
+                        'numpy.asarray({}, numpy.float32))'.format(
+                            what, type(value).__name__, name))
+    if value.ndim == 0:
+        raise ValueError('{} must have a batch axis, shape (B, ...), got shape ()'.format(what))

@@ -3,13 +3,23 @@
 :class:`DataParallelChainerNetwork` splits each batch along the batch axis, runs one replica per
 chunk and concatenates the outputs on the output device. :class:`DataParallelChainerOptimizer`
 wraps any :class:`chainer.Optimizer`; its two hooks sum the replicas' gradients into the master
-before the update (:class:`ParallelOptimizerCumulateGradientsHook`) and copy the master's
-parameters back to the replicas after it (:class:`ParallelOptimizerUpdateModelParameters`). Only
-the master is updated by the optimizer, so training equals plain training on the full batch,
-except for layers whose forward depends on the batch, such as BatchNormalization (each replica
-normalizes its own chunk; the running statistics that are kept are the master's).
+before the update (:class:`ParallelOptimizerCumulateGradientsHook`) and bring the replicas to the
+master after it (:class:`ParallelOptimizerUpdateModelParameters`). Only the master is updated by
+the optimizer, so training equals plain training on the full batch, except for layers whose
+forward depends on the batch, such as BatchNormalization (each replica normalizes its own chunk;
+the running statistics that are kept are the master's).
+
+The replicas can never compute with other weights than the master's, whatever changed it (an
+update, ``load_model(path, dp.module)``, ``copyparams``, a new ``.array``): a replica on the
+master's device shares the master's parameter arrays, and every forward brings the replicas to
+the master before they run (see :meth:`DataParallelChainerNetwork.synchronize_replicas`).
+
+Tests: ``tests/chainer/models/test_data_parallel.py``.
 """
+import copy
+
 import chainer
+from chainer import backend
 
 from researchutils._checks import check_devices, check_non_negative_int
 from researchutils.chainer.models import _scatter_gather
@@ -32,6 +42,14 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
     master's parameters (with the master's names), and :meth:`serialize` reads and writes the
     master's state, so checkpoints move freely between the wrapper (any device count) and the
     plain module. :meth:`cleargrads` and :meth:`zerograds` act on every replica.
+
+    The replicas always compute with the master's weights, however they were changed: loading
+    into the wrapper or into ``module`` (``load_model(path, dp.module)``), ``copyparams``,
+    writing into or assigning a parameter's ``.array``, an update. A replica on the master's
+    device shares the master's parameter arrays (no copy, and no way to disagree); one on
+    another device gets a copy of them at the start of every forward that runs it (one
+    transfer of the parameters per forward, as the update hook made before). Persistent values
+    (BatchNormalization's running averages) are copied to every replica then too.
 
     Layers that mix samples of a batch see one chunk per replica: BatchNormalization in
     training mode normalizes each chunk with its own statistics, and the running averages that
@@ -95,12 +113,17 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
         self._output_device = output
         self.batch_dim = batch_dim
         master_params = list(module.namedparams())
-        # Parameter objects keep their identity through lazy initialization and device moves.
+        master_links = list(module.namedlinks())
+        # Parameter and Link objects keep their identity through lazy initialization and
+        # device moves, so the pairs are found once.
         self._parameter_pairs = []
+        self._link_pairs = []
         for replica in replicas:
             by_name = dict(replica.namedparams())
             self._parameter_pairs.append([(by_name[name], param) for name, param in master_params])
-        self._awaiting_initialization = any(param.array is None for _, param in master_params)
+            links = dict(replica.namedlinks())
+            self._link_pairs.append([(links[name], link) for name, link in master_links])
+        self._synchronize(across_devices=True)
         # A network with a static prepare_batch of its own keeps it behind the wrapper.
         self.prepare_batch = getattr(type(module), 'prepare_batch',
                                      AbstractChainerNetwork.prepare_batch)
@@ -145,11 +168,12 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
         outputs = []
         for index, (chunk_args, chunk_kwargs) in enumerate(zip(scattered_args,
                                                                scattered_kwargs)):
-            outputs.append(modules[index](*chunk_args, **chunk_kwargs))
-            if index == 0 and self._awaiting_initialization:
-                # Lazily initialized parameters now exist on the master; the replicas start
-                # from the same values instead of drawing their own.
+            if index == 1:
+                # After the master's chunk, so that parameters it initialized lazily are
+                # there too: whatever changed the master since the last forward reaches the
+                # replicas before they run.
                 self.synchronize_replicas()
+            outputs.append(modules[index](*chunk_args, **chunk_kwargs))
         return self._gather(outputs, self.batch_dim, self._output_device)
 
     @staticmethod
@@ -238,23 +262,49 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
                     master_param.grad += grad
 
     def synchronize_replicas(self):
-        """Copy the master's parameters and persistent values to every replica.
+        """Bring every replica to the master's parameters and persistent values.
 
-        What :class:`ParallelOptimizerUpdateModelParameters` runs after each update, and
-        :meth:`serialize` after loading.
+        A replica on the master's device is given the master's parameter arrays themselves
+        (it then follows every later change for free); one on another device gets a copy.
+        Persistent values are copied. :meth:`forward` runs this before the replicas run, and
+        :meth:`serialize` after loading, so there is no need to call it by hand.
 
         Example:
             >>> import chainer.links as L
+            >>> import numpy as np
             >>> model = DataParallelChainerNetwork(L.Linear(2, 1), ['@numpy'] * 2)
-            >>> model.module.b.array[...] = 3.0
+            >>> model.module.b.array = np.full(1, 3.0, np.float32)
             >>> model.synchronize_replicas()
             >>> model.modules[1].b.array.tolist()
             [3.0]
         """
-        for replica in self._replicas:
-            replica.copyparams(self.module, copy_persistent=True)
-        self._awaiting_initialization = any(
-            param.array is None for param in self.module.params())
+        self._synchronize(across_devices=True)
+
+    def _synchronize(self, across_devices):
+        """:meth:`synchronize_replicas`; ``across_devices=False`` leaves out the copies of
+        parameters to replicas on other devices (the next forward makes them)."""
+        array_types = chainer.get_array_types()
+        for device, parameter_pairs, link_pairs in zip(
+                self._devices[1:], self._parameter_pairs, self._link_pairs):
+            for replica_param, master_param in parameter_pairs:
+                array = master_param.array
+                if array is None or replica_param.array is array:
+                    continue
+                if master_param.device == device:
+                    if replica_param.array is None:
+                        replica_param.initialize(array.shape)  # gives it a gradient slot
+                    replica_param.array = array
+                elif across_devices:
+                    replica_param.copydata(master_param)
+            # Never shared: BatchNormalization updates them in place in each replica.
+            for replica_link, master_link in link_pairs:
+                for name in master_link._persistent:
+                    value = getattr(master_link, name)
+                    target = getattr(replica_link, name)
+                    if isinstance(value, array_types) and isinstance(target, array_types):
+                        backend.copyto(target, value)
+                    else:
+                        setattr(replica_link, name, copy.deepcopy(value))
 
 
 class ParallelOptimizerCumulateGradientsHook(object):
@@ -279,9 +329,12 @@ class ParallelOptimizerCumulateGradientsHook(object):
 
 
 class ParallelOptimizerUpdateModelParameters(object):
-    """Optimizer hook that copies the master's parameters to the replicas (after update).
+    """Optimizer hook that brings the replicas to the master after the update.
 
-    Persistent values (BatchNormalization's running averages) are copied too. Registered by
+    Replicas on the master's device share its parameter arrays, so they hold the updated
+    parameters at once; persistent values (BatchNormalization's running averages) are copied
+    to every replica. Replicas on other devices get the parameters at the start of the next
+    forward, which copies them anyway, so a step transfers them once. Registered by
     :meth:`DataParallelChainerOptimizer.setup`.
 
     Example:
@@ -295,7 +348,7 @@ class ParallelOptimizerUpdateModelParameters(object):
     call_for_each_param = False
 
     def __call__(self, optimizer):
-        optimizer.target.synchronize_replicas()
+        optimizer.target._synchronize(across_devices=False)
 
 
 _OWN_ATTRIBUTES = frozenset(['_optimizer', 'optimizer', 'setup', 'from_optimizer_class'])

@@ -186,6 +186,49 @@ def test_snapshot_mid_epoch_resumes_with_the_same_remaining_batches():
     assert resumed.epoch == iterator.epoch
 
 
+def _random_order(seed, workers=0):
+    return DataManager(Numbers(20), 3, sampler_cls=RandomSampler, sampler_kwargs={'seed': seed},
+                       n_process_augmentation=workers)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('workers', [0, 2])
+def test_a_used_iterator_loading_another_seeds_snapshot_continues_in_its_order(workers):
+    saved = _random_order(seed=0).get_iterator()
+    for _ in range(2):
+        saved.next()
+    state = {}
+    saved.serialize(chainer.serializers.DictionarySerializer(state))
+    expected = firsts(saved.next() for _ in range(9))  # the rest of epoch 0 and into epoch 1
+    # An iterator of seed 1 that already planned (and, with workers, started) its own batches.
+    used = _random_order(seed=1, workers=workers).get_iterator()
+    used.next()
+    used.serialize(chainer.serializers.NpzDeserializer(state))
+    try:
+        assert firsts(used.next() for _ in range(9)) == expected
+    finally:
+        used.finalize()
+    assert used.sampler.seed == 0
+
+
+def test_a_snapshot_after_exactly_one_batch_resumes_with_previous_epoch_detail_zero():
+    manager = DataManager(Numbers(20), 3)
+    iterator = manager.get_iterator()
+    iterator.next()
+    assert iterator.previous_epoch_detail == 0.0
+    state = {}
+    iterator.serialize(chainer.serializers.DictionarySerializer(state))
+    resumed = manager.get_iterator()
+    resumed.serialize(chainer.serializers.NpzDeserializer(state))
+    assert resumed.previous_epoch_detail == 0.0
+    assert resumed.epoch_detail == pytest.approx(1 / 7)
+    # And a snapshot before any batch still says None, as Chainer's iterators do.
+    fresh = {}
+    manager.get_iterator().serialize(chainer.serializers.DictionarySerializer(fresh))
+    resumed.serialize(chainer.serializers.NpzDeserializer(fresh))
+    assert resumed.previous_epoch_detail is None
+
+
 def _noise(manager, epochs=2):
     iterator = manager.get_iterator()
     batches = [iterator.next() for _ in range(epochs * len(manager))]

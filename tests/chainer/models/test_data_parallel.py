@@ -17,6 +17,7 @@ from researchutils.chainer.models import (
     ParallelOptimizerUpdateModelParameters,
     data_parallel,
 )
+from researchutils.chainer.serializers import load_model, save_model
 
 CPU = '@numpy'
 OPTIMIZERS = {
@@ -281,6 +282,79 @@ def test_plain_checkpoint_loads_into_every_replica_of_the_wrapper(tmp_path):
         _assert_params_equal(replica, plain, rtol=0, atol=0)
 
 
+class NormalizedMLP(MLP):
+    """An MLP with BatchNormalization, so persistent values matter in evaluation."""
+
+    def __init__(self, seed=0):
+        super().__init__(seed=seed)
+        with self.init_scope():
+            self.bn = L.BatchNormalization(5)
+
+    def forward(self, x):
+        return {'pred': self.l2(F.relu(self.bn(self.l1(x))))}
+
+
+def _load_with_researchutils(model, other, tmp_path):
+    path = str(tmp_path / 'other.npz')
+    save_model(path, other)
+    load_model(path, model.module)
+
+
+def _copyparams(model, other, tmp_path):
+    model.module.copyparams(other)
+
+
+def _assign_arrays(model, other, tmp_path):
+    for (_, param), (_, source) in zip(sorted(model.module.namedparams()),
+                                       sorted(other.namedparams())):
+        param.array = source.array.copy()
+    model.module.bn.avg_mean = other.bn.avg_mean.copy()
+    model.module.bn.avg_var = other.bn.avg_var.copy()
+
+
+def _write_into_arrays(model, other, tmp_path):
+    for (_, param), (_, source) in zip(sorted(model.module.namedparams()),
+                                       sorted(other.namedparams())):
+        param.array[...] = source.array
+    model.module.bn.avg_mean[...] = other.bn.avg_mean
+    model.module.bn.avg_var[...] = other.bn.avg_var
+
+
+def _other_weights():
+    """An NormalizedMLP unlike NormalizedMLP(): other weights, running statistics not 0 and 1."""
+    other = NormalizedMLP(seed=7)
+    rng = np.random.RandomState(8)
+    other.bn.gamma.array[...] = rng.uniform(0.5, 2, 5)
+    other.bn.beta.array[...] = rng.uniform(-1, 1, 5)
+    other.bn.avg_mean[...] = rng.uniform(-1, 1, 5)
+    other.bn.avg_var[...] = rng.uniform(0.5, 2, 5)
+    return other
+
+
+@pytest.mark.parametrize('change', [_load_with_researchutils, _copyparams, _assign_arrays,
+                                    _write_into_arrays])
+def test_every_row_uses_the_weights_the_module_was_given(change, tmp_path):
+    model = DataParallelChainerNetwork(NormalizedMLP(), [CPU] * 3)
+    x = _batches(1, size=7)[0]['data']
+    with chainer.using_config('train', False):
+        model(x)  # a forward before the change, as in a run that loads its best model
+        other = _other_weights()
+        change(model, other, tmp_path)
+        np.testing.assert_allclose(model(x)['pred'].array, other(x)['pred'].array,
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_weights_changed_after_a_training_step_reach_every_replica(tmp_path):
+    model, optimizer = _parallel(NormalizedMLP(), [CPU] * 2, OPTIMIZERS['Adam']())
+    _train(model, optimizer, _batches(1, size=6))
+    other = _other_weights()
+    _load_with_researchutils(model, other, tmp_path)
+    x = _batches(1, size=6, seed=3)[0]['data']
+    with chainer.using_config('train', False):
+        np.testing.assert_allclose(model(x)['pred'].array, other(x)['pred'].array,
+                                   rtol=1e-5, atol=1e-6)
+
+
 def test_batch_normalization_normalizes_each_chunk_with_its_own_statistics():
     x = np.random.RandomState(0).randn(7, 3).astype(np.float32)
     model = DataParallelChainerNetwork(NormalizedNet(), [CPU] * 3)
@@ -484,3 +558,16 @@ def test_gpu_batch_normalization_normalizes_each_chunk_with_its_own_statistics()
     expected = np.concatenate([(chunk - chunk.mean(0)) / np.sqrt(chunk.var(0) + 2e-5)
                                for chunk in (x[:3], x[3:5], x[5:])])
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize('change', [_load_with_researchutils, _copyparams])
+def test_gpu_every_row_uses_the_weights_the_module_was_given(change, tmp_path):
+    model = DataParallelChainerNetwork(NormalizedMLP(), ['@cupy:0', CPU, '@cupy:0'])
+    x = _batches(1, size=7)[0]['data']
+    with chainer.using_config('train', False):
+        model(x)
+        other = _other_weights()
+        change(model, other, tmp_path)
+        out = chainer.backend.CpuDevice().send(model(x)['pred'].array)
+        np.testing.assert_allclose(out, other(x)['pred'].array, rtol=1e-5, atol=1e-6)

@@ -84,6 +84,27 @@ def test_gather_backpropagates_into_every_replica_output():
     np.testing.assert_array_equal(parts[1].grad, [[3]])
 
 
+def test_gather_of_an_array_then_a_variable_is_a_variable_that_backpropagates():
+    # A replica may return an array where another returns a Variable (a branch that only
+    # some chunks take): the Variable's graph must survive, wherever it comes in the list.
+    first = np.array([[1], [2]], np.float32)
+    second = chainer.Variable(np.array([[3]], np.float32))
+    out = gather([{'pred': first}, {'pred': second}], 0, CPU)['pred']
+    assert isinstance(out, chainer.Variable)
+    np.testing.assert_array_equal(out.array, [[1], [2], [3]])
+    F.sum(out * np.array([[1], [2], [5]], np.float32)).backward()
+    np.testing.assert_array_equal(second.grad, [[5]])
+
+
+def test_gather_of_an_array_scalar_then_a_variable_scalar_stacks_them_differentiably():
+    loss = chainer.Variable(np.array(2, np.float32))
+    out = gather([np.array(1, np.float32), loss], 0, CPU)
+    assert isinstance(out, chainer.Variable)
+    np.testing.assert_array_equal(out.array, [1, 2])
+    F.sum(out * np.array([3, 4], np.float32)).backward()
+    assert loss.grad == 4
+
+
 def test_the_network_exposes_them_under_delira_names():
     assert DataParallelChainerNetwork._scatter is scatter
     assert DataParallelChainerNetwork._gather is gather

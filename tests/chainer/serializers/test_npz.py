@@ -482,3 +482,40 @@ def test_a_needed_array_of_the_wrong_shape_is_refused_before_its_data_is_read(tm
             serializers.load_model(path, make_model())
 
     assert _peak_memory_of(load) < (20 << 20)
+
+
+# A 1-D array of strings: numpy.savez writes it from a list of names, and no model holds one.
+
+def _with_strings(tmp_path, arrays, key):
+    arrays = dict(arrays)
+    arrays[key] = numpy.array(['conv1', 'conv2', 'fc'])  # dtype <U5, shape (3,)
+    path = str(tmp_path / 'strings.npz')
+    numpy.savez(path, **arrays)
+    return path
+
+
+def _snapshot_arrays(path):
+    with numpy.load(path, allow_pickle=True) as archive:  # our own file: its None markers
+        return {key: archive[key] for key in archive.files}
+
+
+@pytest.mark.parametrize('key', ['predictor/W', 'layer_names'])
+def test_load_model_refuses_a_1d_array_of_strings(tmp_path, key):
+    path = _with_strings(tmp_path, _model_arrays(make_model()), key)
+    model = make_model(seed=4)
+    before = _parameters(model)
+    with pytest.raises(ValueError, match=r"strings\.npz.*'{}'.*<U5".format(key)):
+        serializers.load_model(path, model)
+    for name, value in before.items():
+        numpy.testing.assert_array_equal(_parameters(model)[name], value)
+
+
+@pytest.mark.parametrize('key', ['updater/model:main/predictor/W', 'layer_names'])
+def test_snapshot_loaders_refuse_a_1d_array_of_strings(snapshot_run, tmp_path, key):
+    _, snapshot = snapshot_run
+    path = _with_strings(tmp_path, _snapshot_arrays(snapshot), key)
+    message = r"strings\.npz.*'{}'.*<U5".format(key)
+    with pytest.raises(ValueError, match=message):
+        serializers.load_model_from_snapshot(path, make_model(seed=4))
+    with pytest.raises(ValueError, match=message):
+        serializers.load_snapshot(path, make_trainer(tmp_path / 'resumed', stop_iteration=8))

@@ -5,8 +5,10 @@ Tests: ``tests/chainer/links/connection/test_action_conditioned_lstm.py``.
 import chainer
 import chainer.functions as F
 import chainer.links as L
+from chainer import utils
 
 from researchutils._checks import check_int
+from researchutils.chainer.links._arguments import check_array
 from researchutils.chainer.links.connection.grad_clip_lstm import GradClipLSTM
 
 
@@ -36,6 +38,12 @@ class ActionConditionedLSTM(GradClipLSTM):
     An action with one row is used for the whole batch. With ``clip_min`` / ``clip_max``
     the gate gradients are clipped as in ``GradClipLSTM``.
 
+    The action is checked at every step, the first included (where it has no effect yet),
+    and held to the rules of ``x``: an array or a :class:`~chainer.Variable` of the link's
+    dtype (that of ``Wa``), never converted silently. A Python list, an integer array or
+    a float64 one-hot array (``numpy.eye``'s default) given to a float32 link is refused
+    naming ``a``; convert it first, e.g. ``numpy.asarray(a, numpy.float32)``.
+
     Args:
         in_size (int or None): Dimension of the input ``x``; ``None`` (or giving only one
             size) defers it to the first call.
@@ -52,8 +60,11 @@ class ActionConditionedLSTM(GradClipLSTM):
         clip_max (float or None): Upper bound of the gate gradients, keyword only.
 
     Raises:
-        TypeError: a bound that is not a real number, an ``action_size`` that is not an int.
-        ValueError: ``clip_min > clip_max``, ``action_size < 1``.
+        TypeError: a bound that is not a real number, an ``action_size`` that is not an int;
+            when called, an action ``a`` that is not an array or of another dtype.
+        ValueError: ``clip_min > clip_max``, ``action_size < 1``; when called, an action
+            whose rows are neither one nor those of ``x``, or whose flattened size is not
+            the action size.
 
     Example:
         >>> import numpy as np
@@ -86,7 +97,8 @@ class ActionConditionedLSTM(GradClipLSTM):
 
         Args:
             x: Input ``(B, in_size)``, or the pair ``(x, a)`` when ``a`` is not given.
-            a: Action ``(B, ...)`` or ``(1, ...)``.
+            a: Action ``(B, ...)`` or ``(1, ...)``, an array or Variable of the link's
+                dtype.
 
         Returns:
             ~chainer.Variable: Output of shape ``(B, out_size)``.
@@ -97,12 +109,7 @@ class ActionConditionedLSTM(GradClipLSTM):
                                 'link(x, a) or link((x, a)), not with {}'.format(
                                     type(x).__name__))
             x, a = x
-        if len(a) not in (1, len(x)):
-            raise ValueError('the action a must have one row or as many as x ({}), got '
-                             'shape {}'.format(len(x), a.shape))
-        if self.Wa.W.array is None:
-            with chainer.using_device(self.device):
-                self.Wa._initialize_params(a.size // len(a))
+        self._check_action(x, a)
 
         def fused_lateral(h):
             action = self.Wa(a)
@@ -111,3 +118,26 @@ class ActionConditionedLSTM(GradClipLSTM):
             return self.lateral(self.Wh(h) * action)
 
         return self._advance(x, fused_lateral)
+
+    def _check_action(self, x, a):
+        """Refuses an action the lateral step could not use, before anything is computed.
+
+        Done at every step: at the first one the action is not used yet, and a wrong one
+        would otherwise pass there and fail one step later inside Chainer.
+        """
+        check_array('x', x, 'the input x')
+        check_array('a', a, 'the action a')
+        if len(a) not in (1, len(x)):
+            raise ValueError('the action a must have one row or as many as x ({}), got '
+                             'shape {}'.format(len(x), a.shape))
+        width = utils.size_of_shape(a.shape[1:])
+        if self.Wa.W.array is None:
+            with chainer.using_device(self.device):
+                self.Wa._initialize_params(width)
+        if width != self.Wa.W.shape[1]:
+            raise ValueError('the action a must have {} values per sample (the action size), '
+                             'got shape {}'.format(self.Wa.W.shape[1], a.shape))
+        if a.dtype != self.Wa.W.dtype:
+            raise TypeError('the action a must have the dtype of the link, {}, got {} (convert '
+                            'it: a.astype(numpy.{}))'.format(
+                                self.Wa.W.dtype, a.dtype, self.Wa.W.dtype))

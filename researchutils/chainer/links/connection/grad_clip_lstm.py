@@ -9,6 +9,7 @@ from chainer import utils
 
 from researchutils.chainer._clip_bounds import check_clip_bounds
 from researchutils.chainer.functions.activation.grad_clip_lstm import grad_clip_lstm
+from researchutils.chainer.links._arguments import check_array
 
 
 class GradClipLSTM(L.LSTM):
@@ -72,6 +73,7 @@ class GradClipLSTM(L.LSTM):
         The hook through which a subclass changes the recurrence and nothing else
         (:class:`ActionConditionedLSTM` fuses the action into ``lateral``).
         """
+        check_array('x', x, 'the input x')
         if self.upward.W.array is None:
             with chainer.using_device(self.device):
                 self.upward._initialize_params(utils.size_of_shape(x.shape[1:]))

@@ -194,6 +194,55 @@ def test_action_batch_other_than_x_or_one_is_refused():
         link(x, a[:2])
 
 
+_FLOAT32_X = np.zeros((2, 4), np.float32)
+
+
+@pytest.mark.parametrize('action, error, message', [
+    (np.zeros((2, 3), np.float32), ValueError, r'action a must have 5 values.*\(2, 3\)'),
+    (np.eye(2, 5), TypeError, 'action a must have the dtype of the link, float32, got float64'),
+    (np.eye(2, 5, dtype=np.int64), TypeError, 'action a .*got int64'),
+    ([[0.0] * 5] * 2, TypeError, 'action a must be an array .*got list'),
+    (np.zeros((), np.float32), ValueError, 'action a must have a batch axis'),
+])
+@pytest.mark.parametrize('step', ['first', 'second'])
+def test_a_wrong_action_is_refused_at_every_step_naming_a(action, error, message, step):
+    link = ActionConditionedLSTM(4, 6, action_size=5)
+    if step == 'second':
+        link(_FLOAT32_X, np.zeros((2, 5), np.float32))
+    h_before = link.h
+    with pytest.raises(error, match=message):
+        link(_FLOAT32_X, action)
+    assert link.h is h_before  # nothing was computed
+
+
+def test_a_lazily_sized_action_keeps_its_first_size():
+    link = ActionConditionedLSTM(4, 6)
+    link(_FLOAT32_X, np.zeros((2, 5), np.float32))
+    link.reset_state()
+    with pytest.raises(ValueError, match=r'action a must have 5 values.*\(2, 3\)'):
+        link(_FLOAT32_X, np.zeros((2, 3), np.float32))
+
+
+def test_an_action_of_the_links_dtype_is_taken_float64_included():
+    with chainer.using_config('dtype', np.float64):
+        link = ActionConditionedLSTM(4, 6)
+        for _ in range(2):
+            y = link(np.zeros((2, 4)), np.eye(2, 5))
+    assert y.dtype == np.float64
+
+
+def test_an_action_variable_is_taken():
+    link = ActionConditionedLSTM(4, 6)
+    for _ in range(2):
+        y = link(_FLOAT32_X, chainer.Variable(np.eye(2, 5, dtype=np.float32)))
+    assert y.shape == (2, 6)
+
+
+def test_x_as_a_list_is_refused_naming_x():
+    with pytest.raises(TypeError, match='input x must be an array .*got list'):
+        ActionConditionedLSTM(4, 6)([[0.0] * 4] * 2, np.zeros((2, 5), np.float32))
+
+
 def test_action_without_x_pair_is_refused():
     with pytest.raises(TypeError, match='action'):
         _link()(np.zeros((3, 3)))

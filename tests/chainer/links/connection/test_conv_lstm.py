@@ -160,27 +160,105 @@ def test_clipping_changes_the_gradients():
 
 
 def _reference_two_steps(link, x1, x2, low, high):
-    """The cell composed from Chainer functions, the gate pre-activation gradients clipped."""
-    def clip(z):
-        return clip_gradient(z, low, high)
+    return _reference_steps(link, (x1, x2), low, high)[-1]
+
+
+def _reference_steps(link, xs, low, high, output_gate_bounds=None):
+    """The cell composed from Chainer functions, the gate pre-activation gradients clipped.
+
+    ``None`` for a bound leaves that side unclipped. ``output_gate_bounds``, a pair, clips the
+    output gate otherwise than the others. Returns the output of every step.
+    """
+    def clip(z, bounds=(low, high)):
+        return clip_gradient(z, *bounds)
+
+    kh, kw = link.Wxi.W.shape[2:]
+    pad = (kh // 2, kw // 2)
 
     def pre(gate, x, h):
         conv = getattr(link, 'Wx' + gate)
-        z = F.convolution_2d(x, conv.W, conv.b, pad=1)
+        z = F.convolution_2d(x, conv.W, conv.b, pad=pad)
         if h is not None:
-            z = z + F.convolution_2d(h, getattr(link, 'Wh' + gate).W, pad=1)
+            z = z + F.convolution_2d(h, getattr(link, 'Wh' + gate).W, pad=pad)
         return z
 
     c = h = None
-    for x in (x1, x2):
+    outputs = []
+    for x in xs:
         if c is None:
             c = np.zeros(pre('c', x, h).shape)
         i = F.sigmoid(clip(pre('i', x, h) + F.broadcast_to(link.Wci, c.shape) * c))
         f = F.sigmoid(clip(pre('f', x, h) + F.broadcast_to(link.Wcf, c.shape) * c))
         c = f * c + i * F.tanh(clip(pre('c', x, h)))
-        o = F.sigmoid(clip(pre('o', x, h) + F.broadcast_to(link.Wco, c.shape) * c))
+        o = F.sigmoid(clip(pre('o', x, h) + F.broadcast_to(link.Wco, c.shape) * c,
+                           output_gate_bounds or (low, high)))
         h = o * F.tanh(c)
-    return h
+        outputs.append(h)
+    return outputs
+
+
+def _gradients(link, outputs_of_link):
+    """Parameter gradients of a loss over every step's output, with weights of both signs
+    (so that gate gradients of both signs occur, as one-sided clipping needs)."""
+    link.cleargrads()
+    link.reset_state()
+    rng = np.random.RandomState(6)
+    loss = 0
+    for y in outputs_of_link():
+        loss = loss + F.sum(y * rng.uniform(-1, 1, y.shape))
+    loss.backward()
+    return {name: param.grad.copy() for name, param in link.namedparams()}
+
+
+def _outputs(link, xs):
+    return [link(x) for x in xs]
+
+
+@pytest.mark.parametrize('low, high', [(None, 0.05), (-0.05, None)])
+def test_one_bound_clips_every_gate_on_that_side_only(low, high):
+    # grad_clip_lstm's contract: a None bound leaves that side unbounded. The output gate,
+    # applied apart from the fused cell, must follow it like the other three.
+    ours = _link(ksize=3, clip_min=low, clip_max=high)
+    plain = _link(ksize=3)
+    xs = _inputs(steps=3)
+    got = _gradients(ours, lambda: _outputs(ours, xs))
+    want = _gradients(plain, lambda: _reference_steps(plain, xs, low, high))
+    for name in got:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-10, atol=1e-12,
+                                   err_msg=name)
+    # The test has teeth: the output gate's gradient crosses the bound left open, so
+    # clipping that gate on both sides, or not at all, gives other gradients.
+    bound = high if low is None else -low
+    for output_gate_bounds in ((-bound, bound), (None, None)):
+        other = _gradients(plain, lambda bounds=output_gate_bounds: _reference_steps(
+            plain, xs, low, high, bounds))
+        assert np.abs(other['/Wxo/W'] - want['/Wxo/W']).max() > 1e-3
+
+
+@pytest.mark.parametrize('ksize, stride', [((3, 5), 1), ((5, 3), 2)])
+def test_a_non_square_kernel_over_several_steps(ksize, stride):
+    link = _link(ksize=ksize, stride=stride, spatial=(6, 7))
+    kh, kw = ksize
+    assert link.Wxf.W.shape == (3, 2, kh, kw) and link.Whf.W.shape == (3, 3, kh, kw)
+    params = _params(link)
+    c = h = None
+    for x in _inputs(steps=4, spatial=(6, 7)):
+        c, h = _numpy_step(params, x, c, h, stride)
+        y = link(x)
+        assert y.shape == (2, 3, -(-6 // stride), -(-7 // stride))
+        np.testing.assert_allclose(y.array, h, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(link.c.array, c, rtol=1e-12, atol=1e-12)
+
+
+def test_gradients_with_a_non_square_kernel_and_clipping_are_the_references():
+    ours = _link(ksize=(3, 5), clip_min=-0.05, clip_max=0.05)
+    plain = _link(ksize=(3, 5))
+    xs = _inputs(steps=3)
+    got = _gradients(ours, lambda: _outputs(ours, xs))
+    want = _gradients(plain, lambda: _reference_steps(plain, xs, -0.05, 0.05))
+    for name in got:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-10, atol=1e-12,
+                                   err_msg=name)
 
 
 @pytest.mark.parametrize('bounds', [{}, {'clip_min': -0.3, 'clip_max': 0.3}])

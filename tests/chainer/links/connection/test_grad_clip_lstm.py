@@ -193,3 +193,8 @@ def test_gpu_gradients_match_cpu():
     for (name, p), (_, q) in zip(sorted(ours.namedparams()), sorted(gpu.namedparams())):
         np.testing.assert_allclose(p.grad, chainer.backends.cuda.to_cpu(q.grad), rtol=1e-4,
                                    atol=1e-6, err_msg=name)
+
+
+def test_x_as_a_list_is_refused_naming_x():
+    with pytest.raises(TypeError, match='input x must be an array .*got list'):
+        GradClipLSTM(3, 4)([[0.0] * 3] * 2)
