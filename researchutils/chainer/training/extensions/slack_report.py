@@ -25,7 +25,7 @@ from researchutils._checks import (
     check_timeout,
 )
 from researchutils.chainer.training.extensions import _slack_messages as messages
-from researchutils.chainer.training.extensions._slack_poster import SlackPoster
+from researchutils.chainer.training.extensions._slack_poster import SlackPoster, channel_key
 
 __all__ = ['SlackReport']
 
@@ -101,7 +101,10 @@ class SlackReport(extension.Extension):
             missing from a row is a blank cell.
         channel (str): Channel name (``'general'`` or ``'#general'``) or ID
             (``'C0123456789'``). A name is looked up once, on the background
-            thread, with ``conversations.list``.
+            thread, with ``conversations.list``. A name Slack does not allow
+            (upper case, a space or another character than lower case
+            letters, digits, ``-`` and ``_``, over 80 characters, empty) or
+            ``'#'`` before an ID is refused with a ValueError.
         log_report (str or LogReport): Name of the trainer's LogReport, or a
             LogReport to drive (as PrintReport does).
         comm: A ChainerMN communicator (anything with ``rank`` and ``size``):
@@ -148,8 +151,7 @@ class SlackReport(extension.Extension):
             if isinstance(entries, str) or not all(isinstance(e, str) for e in entries):
                 raise TypeError('entries must be a list of str or None, got {!r}'.format(entries))
             entries = list(entries)
-        if not isinstance(channel, str) or not channel.lstrip('#'):
-            raise ValueError('channel must be a channel name or ID, got {!r}'.format(channel))
+        channel_key(channel)  # refuses what no Slack channel can be, before anything starts
         if not isinstance(log_report, (str, log_report_module.LogReport)):
             raise TypeError('log_report must be the name of a LogReport or a LogReport, got '
                             '{!r}'.format(log_report))

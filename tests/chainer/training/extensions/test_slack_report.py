@@ -2,6 +2,7 @@
 
 What it posts when: these tests; how texts read, how the queue fills and how posting
 survives Slack: test_slack_messages.py, test_slack_queue.py, test_slack_poster.py."""
+import re
 import subprocess
 import sys
 
@@ -76,6 +77,29 @@ def test_client_without_slack_interface_is_rejected():
 def test_bad_option_names_the_argument(server, options, error, word):
     with pytest.raises(error, match=word):
         SlackReport(server.client(), **options)
+
+
+# Slack's rule: a channel name is lower case letters, digits, '-' and '_', at most 80
+# characters; an ID (C..., G..., D... in upper case) takes no '#'.
+@pytest.mark.parametrize('channel', ['general ', 'my channel', ' general', 'General',
+                                     'gen\teral', 'ml.runs', '#', '##general', '#C0123ABCD',
+                                     'a' * 81, '#' + 'a' * 81, '---'])
+def test_a_channel_slack_can_never_have_is_refused_naming_channel_before_any_request(
+        server, channel):
+    with pytest.raises(ValueError, match='channel.*' + re.escape(repr(channel))):
+        SlackReport(server.client(), channel=channel)
+    assert server.requests == []
+
+
+def test_a_channel_given_as_no_str_is_a_type_error_naming_channel(server):
+    with pytest.raises(TypeError, match='channel.*None'):
+        SlackReport(server.client(), channel=None)
+
+
+@pytest.mark.parametrize('channel', ['general', '#general', 'C0123ABCD', 'G0123ABCDEF',
+                                     'ml_runs-2', 'a' * 80, '#' + 'a' * 80, '\u5b9f\u9a13'])
+def test_every_channel_id_and_name_slack_allows_is_accepted(server, channel):
+    SlackReport(server.client(), channel=channel)
 
 
 def test_missing_log_report_is_named_when_the_run_starts(server, tmp_path):
