@@ -1,9 +1,11 @@
 """What SlackReport says: start, table, error texts within Slack's limits (_slack_messages)."""
 import os
+import re
 import socket
 import sys
 import warnings
 
+import chainer
 import pytest
 from chainer.training import extension as extension_module
 from chainer.training import extensions
@@ -130,6 +132,65 @@ def test_over_long_error_text_is_trimmed_and_split_not_rejected(server, tmp_path
     errors = [text for text in server.texts()[1:] if 'failed' in text or 'Traceback' in text]
     assert errors and all(len(text) <= 400 for text in server.texts())
     assert server.calls('chat.postMessage') == ['chat.postMessage'] * len(server.messages)
+
+
+# Text from the run is escaped ----------------------------------------------------------
+
+def _as_slack_shows(text):
+    """What a Slack client displays for ``text``: its three entities read back."""
+    return text.replace('&lt;', '<').replace('&gt;', '>').replace('&amp;', '&')
+
+
+def _assert_nothing_slack_would_parse(texts):
+    """No ``<`` or ``>`` (which open Slack's mentions and links) and every ``&`` an entity."""
+    for text in texts:
+        assert '<' not in text and '>' not in text, text
+        assert re.findall(r'&(?!amp;|lt;|gt;)', text) == [], text
+
+
+def _observe(key):
+    @extension_module.make_extension(trigger=(1, 'iteration'),
+                                      priority=extension_module.PRIORITY_WRITER)
+    def observe(trainer):
+        chainer.report({key: 0.5})
+    return observe
+
+
+def test_text_from_the_run_reaches_slack_escaped_so_it_cannot_notify_anyone(server, tmp_path):
+    key = '<!channel> & loss'
+    out = tmp_path / 'runs <!here>'
+    trainer = make_trainer(out, stop_iteration=4)
+    trainer.extend(_observe(key))
+    trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    trainer.extend(make_report(server, entries=['iteration', key]), trigger=(2, 'iteration'))
+    trainer.extend(crash_at(3, Crash('<@U0123ABCD> & <!here>: broken')))
+    with pytest.raises(Crash):
+        trainer.run()
+    texts = server.texts()
+    _assert_nothing_slack_would_parse(texts)
+    start, table, error = texts[0], texts[1], '\n'.join(texts[2:])
+    # What the reader sees is the run's own text, and the formatting around it is intact.
+    assert start.startswith(':rocket: Training started on ')
+    assert 'out:     %s\n```' % os.path.abspath(str(out)) in _as_slack_shows(start)
+    header, row = _as_slack_shows(table).split('```')[1].strip('\n').split('\n')
+    assert header == 'iteration  ' + key
+    assert row.split() == ['2', '0.5']
+    assert row.index('0.5') == header.index(key)  # aligned as the reader sees it
+    assert error.startswith(':x: Training failed at iteration 3 on ')
+    assert 'Crash: <@U0123ABCD> & <!here>: broken\n```' in _as_slack_shows(error)
+    assert error.rstrip().endswith('```')
+
+
+def test_escaped_text_stays_within_the_limit_and_no_entity_is_cut(server, tmp_path):
+    trainer = reporting_trainer(tmp_path, make_report(server, max_message_chars=200))
+    trainer.extend(crash_at(3, Crash('<>&' * 400)))
+    with pytest.raises(Crash):
+        trainer.run()
+    texts = server.texts()
+    assert all(len(text) <= 200 for text in texts)
+    _assert_nothing_slack_would_parse(texts)
+    shown = _as_slack_shows('\n'.join(texts))
+    assert 'Crash: <>&<>&' in shown
 
 
 # The texts themselves ------------------------------------------------------------------
