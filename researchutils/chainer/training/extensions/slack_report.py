@@ -9,6 +9,7 @@ a :class:`SlackReport` is made from a token.
 import functools
 import logging
 import os
+import stat
 import sys
 import warnings
 
@@ -115,7 +116,9 @@ class SlackReport(extension.Extension):
         upload (list of str): Files to upload (with ``files_upload_v2``) into
             the thread whenever they change, e.g. ``['loss.png']`` written by
             PlotReport; paths are relative to the trainer's ``out`` (an
-            absolute path or one with ``..`` is refused).
+            absolute path or one with ``..`` is refused). A file not there
+            yet is skipped; one that cannot be read (a folder, a read error)
+            costs only its own upload, with one logged warning.
         queue_size (int): Reports the queue holds. When it is full, the rows
             stay pending and go with the next report that fits.
         flush_timeout (float): Seconds ``finalize`` waits for the queue to
@@ -195,6 +198,7 @@ class SlackReport(extension.Extension):
         self._poster = self._new_poster()
         self._posted_rows = 0
         self._uploaded = {}
+        self._unreadable = set()  # upload names warned about in this run
         self._crashed = False
         self._finalized = False
         self._start_pending = False
@@ -279,18 +283,56 @@ class SlackReport(extension.Extension):
 
     def _post_files(self, trainer):
         for filename in self._upload:
-            path = os.path.join(trainer.out, filename)
-            try:
-                status = os.stat(path)
-            except OSError:
-                continue
+            changed = self._read_if_changed(filename, os.path.join(trainer.out, filename))
+            if changed is not None:
+                signature, data = changed
+                if self._poster.upload(os.path.basename(filename), data):
+                    self._uploaded[filename] = signature
+
+    def _read_if_changed(self, filename, path):
+        """(signature, bytes) of the file to upload if it changed since its upload, else None.
+
+        The file is opened once and its size and time read from the open
+        file, so one replaced or removed meanwhile is read whole or not at
+        all. One not there (not written yet) is skipped; one that cannot be
+        read (a folder, a FIFO, a read error) costs only its own upload and
+        one warning, however many reports find it so.
+        """
+        try:
+            # Non-blocking: opening a FIFO must not wait for a writer on the training thread.
+            fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0)
+                         | getattr(os, 'O_BINARY', 0))
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            self._warn_unreadable(filename, path, error)
+            return None
+        try:
+            status = os.fstat(fd)
+            if not stat.S_ISREG(status.st_mode):
+                kind = 'a folder' if stat.S_ISDIR(status.st_mode) else 'no regular file'
+                self._warn_unreadable(filename, path, 'it is ' + kind)
+                return None
             signature = (status.st_mtime_ns, status.st_size)
             if self._uploaded.get(filename) == signature:
-                continue
-            with open(path, 'rb') as f:
-                data = f.read()
-            if self._poster.upload(os.path.basename(filename), data):
-                self._uploaded[filename] = signature
+                return None
+            with open(fd, 'rb', closefd=False) as file:
+                data = file.read()
+        except OSError as error:
+            self._warn_unreadable(filename, path, error)
+            return None
+        finally:
+            os.close(fd)
+        self._unreadable.discard(filename)
+        return signature, data
+
+    def _warn_unreadable(self, filename, path, reason):
+        if filename not in self._unreadable:
+            self._unreadable.add(filename)
+            if isinstance(reason, Exception):
+                reason = '{}: {}'.format(type(reason).__name__, reason)
+            logger.warning('SlackReport: %s (upload %r) cannot be uploaded (%s); the other '
+                           'messages and files still go', path, filename, reason)
 
     def on_error(self, trainer, exc, tb):
         """Posts the exception's type, message and traceback (from any rank)."""

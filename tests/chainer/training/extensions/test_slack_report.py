@@ -2,21 +2,28 @@
 
 What it posts when: these tests; how texts read, how the queue fills and how posting
 survives Slack: test_slack_messages.py, test_slack_queue.py, test_slack_poster.py."""
+import contextlib
+import logging
+import os
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
+from chainer import training
 from chainer.training import extension as extension_module
 from chainer.training import extensions
 
 from researchutils.chainer.training.extensions import SlackReport
 from tests.support.slack_runs import (
+    LOGGER,
     is_table,
     make_report,
     posted_column,
     reporting_trainer,
     slack_threads,
+    slack_warnings,
     wait_for_thread,
     write_every,
 )
@@ -310,6 +317,103 @@ def test_changed_files_are_uploaded_into_the_thread(server, tmp_path):
     assert all(u['thread_ts'] == root and u['channel'] == 'C0000000001'
                for u in server.uploads)
     assert all(u['filename'] == 'plot.png' for u in server.uploads)
+
+
+def _write_at(iteration, *filenames):
+
+    @training.make_extension(trigger=(1, 'iteration'), priority=training.PRIORITY_WRITER)
+    def write(trainer):
+        if trainer.updater.iteration == iteration:
+            for filename in filenames:
+                with open(os.path.join(trainer.out, filename), 'wb') as f:
+                    f.write(filename.encode())
+    return write
+
+
+@contextlib.contextmanager
+def _releasing_readers(fifo):
+    """Opens ``fifo`` for writing whenever a reader waits on it, so that a reader that
+    blocks (waiting for a writer, as a plain open does) gets an empty file, not a hang."""
+    done = threading.Event()
+
+    def release():
+        while not done.wait(0.02):
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # ENXIO: no reader waits
+                pass
+
+    thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def _fifo(path):
+    os.mkfifo(path)
+    return _releasing_readers(path)
+
+
+def _folder(path):
+    os.mkdir(path)
+    return contextlib.nullcontext()
+
+
+@pytest.mark.parametrize('make, says', [
+    (_folder, 'a folder'),
+    pytest.param(_fifo, 'no regular file',
+                 marks=pytest.mark.skipif(not hasattr(os, 'mkfifo'), reason='no FIFOs')),
+])
+def test_an_upload_that_is_no_file_costs_that_upload_only_with_one_warning(
+        server, tmp_path, caplog, make, says):
+    (tmp_path / 'run').mkdir()
+    report = make_report(server, upload=['plots', 'plot.png'])
+    trainer = reporting_trainer(tmp_path, report, stop_iteration=12)
+    trainer.extend(write_every((3, 10), 'plot.png'))
+    with make(str(tmp_path / 'run' / 'plots')), caplog.at_level(logging.WARNING, logger=LOGGER):
+        trainer.run()  # three reports and the end each find it
+    assert [u['data'] for u in server.uploads] == [b'image at 3', b'image at 10']
+    assert 'finished' in server.texts()[-1]
+    warned = slack_warnings(caplog)
+    assert len(warned) == 1 and "'plots'" in warned[0] and says in warned[0], warned
+
+
+# Python calls audit hooks just before it opens a file; once added, one stays for the
+# process, so this one acts only on the paths in _REMOVE_WHEN_READ.
+_REMOVE_WHEN_READ = set()
+_audit_hook_added = []
+
+
+def _remove_when_read(event, args):
+    if event == 'open' and isinstance(args[0], str) and args[0] in _REMOVE_WHEN_READ:
+        mode, flags = args[1], args[2]
+        reading = ('r' in mode and '+' not in mode if isinstance(mode, str)
+                   else flags & (os.O_WRONLY | os.O_RDWR) == 0)
+        if reading:
+            _REMOVE_WHEN_READ.discard(args[0])
+            os.remove(args[0])
+
+
+def test_an_upload_removed_between_its_check_and_its_read_costs_that_upload_only(
+        server, tmp_path):
+    if not _audit_hook_added:
+        sys.addaudithook(_remove_when_read)
+        _audit_hook_added.append(True)
+    # No report before the end: finalize is the one that reads the files.
+    report = make_report(server, upload=['plot.png', 'other.png'])
+    trainer = reporting_trainer(tmp_path, report, stop_iteration=4, report_every=100)
+    trainer.extend(_write_at(2, 'plot.png', 'other.png'))
+    _REMOVE_WHEN_READ.add(os.path.join(trainer.out, 'plot.png'))
+    try:
+        trainer.run()
+    finally:
+        _REMOVE_WHEN_READ.clear()
+    assert not (tmp_path / 'run' / 'plot.png').exists()  # removed as it was opened
+    assert [(u['filename'], u['data']) for u in server.uploads] == [('other.png', b'other.png')]
+    assert 'finished' in server.texts()[-1]
 
 
 # Many machines -------------------------------------------------------------------------
