@@ -184,12 +184,12 @@ def _split(title, lines, limit, repeated_lines=0):
         return prefix + _FENCE + '\n' + '\n'.join(head + block) + '\n' + _FENCE
 
     prefix = title + '\n' if title else ''
-    for raw in body:
-        line = _fit(raw, max(1, room(prefix) - 1))
-        if current and len(render(prefix, current + [line])) > limit:
+    for line in body:
+        # A line that does not fit beside the others starts the next text (untitled); one
+        # longer than a whole text is trimmed. A text may be exactly ``limit`` long.
+        if current and len(render(prefix, current + [_escape(line)])) > limit:
             texts.append(render(prefix, current))
             prefix, current = '', []
-            line = _fit(raw, max(1, room(prefix) - 1))
-        current.append(line)
+        current.append(_fit(line, max(1, room(prefix))))
     texts.append(render(prefix, current))
     return texts
