@@ -85,6 +85,10 @@ class SlackReport(extension.Extension):
     ``finalize`` the queue gets ``flush_timeout`` seconds to empty; whatever
     could not be posted is then counted in one :class:`RuntimeWarning`.
 
+    What comes from the run (metric names and values, exception messages,
+    tracebacks, paths, the command line) is posted with ``&``, ``<`` and ``>``
+    escaped, so a ``<!channel>`` in it shows as text and notifies no one.
+
     The thread's timestamp and the number of rows posted are serialized, so
     a run resumed from a snapshot continues its thread without repeating
     rows. One SlackReport may serve several runs in turn (the folds of
