@@ -11,7 +11,6 @@ import sys
 import threading
 
 import pytest
-from chainer import training
 from chainer.training import extension as extension_module
 from chainer.training import extensions
 
@@ -319,17 +318,6 @@ def test_changed_files_are_uploaded_into_the_thread(server, tmp_path):
     assert all(u['filename'] == 'plot.png' for u in server.uploads)
 
 
-def _write_at(iteration, *filenames):
-
-    @training.make_extension(trigger=(1, 'iteration'), priority=training.PRIORITY_WRITER)
-    def write(trainer):
-        if trainer.updater.iteration == iteration:
-            for filename in filenames:
-                with open(os.path.join(trainer.out, filename), 'wb') as f:
-                    f.write(filename.encode())
-    return write
-
-
 @contextlib.contextmanager
 def _releasing_readers(fifo):
     """Opens ``fifo`` for writing whenever a reader waits on it, so that a reader that
@@ -405,14 +393,15 @@ def test_an_upload_removed_between_its_check_and_its_read_costs_that_upload_only
     # No report before the end: finalize is the one that reads the files.
     report = make_report(server, upload=['plot.png', 'other.png'])
     trainer = reporting_trainer(tmp_path, report, stop_iteration=4, report_every=100)
-    trainer.extend(_write_at(2, 'plot.png', 'other.png'))
+    trainer.extend(write_every((2,), 'plot.png'))
+    trainer.extend(write_every((2,), 'other.png'))
     _REMOVE_WHEN_READ.add(os.path.join(trainer.out, 'plot.png'))
     try:
         trainer.run()
     finally:
         _REMOVE_WHEN_READ.clear()
     assert not (tmp_path / 'run' / 'plot.png').exists()  # removed as it was opened
-    assert [(u['filename'], u['data']) for u in server.uploads] == [('other.png', b'other.png')]
+    assert [(u['filename'], u['data']) for u in server.uploads] == [('other.png', b'image at 2')]
     assert 'finished' in server.texts()[-1]
 
 
