@@ -13,6 +13,7 @@ import logging
 import re
 import threading
 import time
+import unicodedata
 
 from researchutils.chainer.training.extensions import _slack_messages
 from researchutils.chainer.training.extensions._slack_queue import MessageQueue
@@ -24,7 +25,7 @@ logger = logging.getLogger('researchutils.chainer.training.extensions.slack_repo
 
 _CHANNEL_ID = re.compile(r'^[CGD][A-Z0-9]{8,}$')
 # Slack's rule for channel names: lower case letters, digits, '-' and '_', at most 80
-# characters (names in scripts without case, such as Japanese, are allowed too).
+# characters (letters of scripts without case, such as Japanese or Hindi, are allowed too).
 _MAX_CHANNEL_NAME_CHARS = 80
 _CHANNEL_NAME_PUNCTUATION = '-_'
 # Slack's error codes look like this; anything else in "error" is slack_sdk describing an
@@ -56,8 +57,7 @@ def channel_key(channel):
         >>> channel_key('my channel')
         Traceback (most recent call last):
         ...
-        ValueError: channel must be a channel ID ('C0123ABCD') or a Slack channel name \
-('general' or '#general'), got 'my channel': a name holds no ' '
+        ValueError: channel must be a channel ID ... got 'my channel': a name holds no ' '
     """
     if not isinstance(channel, str):
         raise TypeError('channel must be a channel ID or name (str), got {!r}'.format(channel))
@@ -76,7 +76,9 @@ def channel_key(channel):
     for character in name:
         if character.lower() != character:
             raise ValueError(message + 'a name is lower case')
-        if not (character.isalnum() or character in _CHANNEL_NAME_PUNCTUATION):
+        # Letters, digits and the marks that scripts such as Devanagari combine with them.
+        if not (unicodedata.category(character)[0] in 'LNM'
+                or character in _CHANNEL_NAME_PUNCTUATION):
             raise ValueError(message + 'a name holds no {!r}'.format(character))
     if all(character in _CHANNEL_NAME_PUNCTUATION for character in name):
         raise ValueError(message + 'a name needs a letter or a digit')

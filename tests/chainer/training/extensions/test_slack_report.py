@@ -103,7 +103,8 @@ def test_a_channel_given_as_no_str_is_a_type_error_naming_channel(server):
 
 
 @pytest.mark.parametrize('channel', ['general', '#general', 'C0123ABCD', 'G0123ABCDEF',
-                                     'ml_runs-2', 'a' * 80, '#' + 'a' * 80, '\u5b9f\u9a13'])
+                                     'ml_runs-2', 'a' * 80, '#' + 'a' * 80, '\u5b9f\u9a13',
+                                     '\u092a\u094d\u0930\u092f\u094b\u0917'])
 def test_every_channel_id_and_name_slack_allows_is_accepted(server, channel):
     SlackReport(server.client(), channel=channel)
 
