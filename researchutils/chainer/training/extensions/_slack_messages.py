@@ -5,6 +5,14 @@ block, split into as many texts as ``limit`` (characters per text) asks, a
 line too long for one text trimmed with an ellipsis. Only the standard
 library is used, and nothing here raises for a value it cannot show: a
 table cell falls back to ``'?'``.
+
+Titles and lines hold what comes from the run (metric names and values,
+exception messages, tracebacks, paths, the command line), which may hold
+``<!channel>``, ``<!here>`` or ``<@U0123ABCD>``: Slack would notify. So
+``_split``, which every text passes through, escapes ``&``, ``<`` and ``>``
+in all of them (Slack's rule), after the table is laid out and before
+lengths are counted; the formatting added here (the code fences, the emoji
+codes of the titles) holds none of these characters and stays as it is.
 """
 import os
 import socket
@@ -131,18 +139,39 @@ def _cell(value):
         return '?'
 
 
-def _trim(text, limit):
-    return text if len(text) <= limit else text[:max(0, limit - 1)] + '\u2026'
+def _escape(text):
+    """``text`` as Slack shows it literally: ``&``, ``<`` and ``>`` as entities."""
+    return text.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
+
+
+def _fit(text, limit):
+    """``text`` escaped, trimmed with an ellipsis to ``limit`` characters escaped.
+
+    The cut falls between the characters of ``text``, never inside an entity.
+    """
+    escaped = _escape(text)
+    if len(escaped) <= limit:
+        return escaped
+    kept = []
+    used = 1  # the ellipsis
+    for character in text:
+        character = _escape(character)
+        used += len(character)
+        if used > limit:
+            break
+        kept.append(character)
+    return ''.join(kept) + '\u2026'
 
 
 def _split(title, lines, limit, repeated_lines=0):
     """Splits ``title`` + a code block of ``lines`` into texts of at most ``limit`` chars.
 
-    The first ``repeated_lines`` lines (a table header) head every block; a
-    line too long for one text is trimmed.
+    ``title`` and ``lines`` are escaped (the one place this happens). The
+    first ``repeated_lines`` lines (a table header) head every block; a line
+    too long for one text is trimmed.
     """
-    title = _trim(title, limit // 2) if title else ''
-    head = [_trim(line, limit // 3) for line in lines[:repeated_lines]]
+    title = _fit(title, limit // 2) if title else ''
+    head = [_fit(line, limit // 3) for line in lines[:repeated_lines]]
     body = lines[repeated_lines:] or ([] if head else [''])
     texts = []
     current = []
@@ -156,11 +185,11 @@ def _split(title, lines, limit, repeated_lines=0):
 
     prefix = title + '\n' if title else ''
     for line in body:
-        line = _trim(line, max(1, room(prefix) - 1))
-        if current and len(render(prefix, current + [line])) > limit:
+        # A line that does not fit beside the others starts the next text (untitled); one
+        # longer than a whole text is trimmed. A text may be exactly ``limit`` long.
+        if current and len(render(prefix, current + [_escape(line)])) > limit:
             texts.append(render(prefix, current))
             prefix, current = '', []
-            line = _trim(line, max(1, room(prefix) - 1))
-        current.append(line)
+        current.append(_fit(line, max(1, room(prefix))))
     texts.append(render(prefix, current))
     return texts

@@ -13,16 +13,21 @@ import logging
 import re
 import threading
 import time
+import unicodedata
 
 from researchutils.chainer.training.extensions import _slack_messages
 from researchutils.chainer.training.extensions._slack_queue import MessageQueue
 
-__all__ = ['SlackPoster']
+__all__ = ['SlackPoster', 'channel_key']
 
 # Users configure SlackReport's logging by the name of its public module.
 logger = logging.getLogger('researchutils.chainer.training.extensions.slack_report')
 
 _CHANNEL_ID = re.compile(r'^[CGD][A-Z0-9]{8,}$')
+# Slack's rule for channel names: lower case letters, digits, '-' and '_', at most 80
+# characters (letters of scripts without case, such as Japanese or Hindi, are allowed too).
+_MAX_CHANNEL_NAME_CHARS = 80
+_CHANNEL_NAME_PUNCTUATION = '-_'
 # Slack's error codes look like this; anything else in "error" is slack_sdk describing an
 # answer that was not Slack's JSON (a proxy's or a captive portal's page).
 _SLACK_ERROR_CODE = re.compile(r'^[a-z0-9_]+$')
@@ -31,6 +36,53 @@ _FATAL_ERRORS = frozenset([
     'invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired',
     'no_permission', 'org_login_required', 'channel_not_found', 'not_in_channel',
     'is_archived', 'missing_scope'])
+
+
+def channel_key(channel):
+    """What ``channel`` is to Slack: a channel ID as given, or a name without its ``'#'``.
+
+    A value no Slack channel can ever have is refused here, so that a run is
+    never started that could post nothing: a name with a space, an upper
+    case letter or another character than a lower case letter, a digit,
+    ``-`` or ``_``, a name over 80 characters, an empty one, and a ``'#'``
+    before an ID (IDs, like ``'C0123ABCD'``, take none).
+
+    Raises:
+        TypeError: ``channel`` is not a str.
+        ValueError: ``channel`` is neither a channel ID nor a name Slack allows.
+
+    Example:
+        >>> channel_key('#general'), channel_key('C0123ABCD')
+        ('general', 'C0123ABCD')
+        >>> channel_key('my channel')
+        Traceback (most recent call last):
+        ...
+        ValueError: channel must be a channel ID ... got 'my channel': a name holds no ' '
+    """
+    if not isinstance(channel, str):
+        raise TypeError('channel must be a channel ID or name (str), got {!r}'.format(channel))
+    if _CHANNEL_ID.match(channel):
+        return channel
+    message = ("channel must be a channel ID ('C0123ABCD') or a Slack channel name "
+               "('general' or '#general'), got {!r}: ".format(channel))
+    name = channel[1:] if channel.startswith('#') else channel
+    if _CHANNEL_ID.match(name):
+        raise ValueError(message + "a channel ID takes no '#'")
+    if not name:
+        raise ValueError(message + 'the name is empty')
+    if len(name) > _MAX_CHANNEL_NAME_CHARS:
+        raise ValueError(message + 'a name has at most {} characters, this one {}'.format(
+            _MAX_CHANNEL_NAME_CHARS, len(name)))
+    for character in name:
+        if character.lower() != character:
+            raise ValueError(message + 'a name is lower case')
+        # Letters, digits and the marks that scripts such as Devanagari combine with them.
+        if not (unicodedata.category(character)[0] in 'LNM'
+                or character in _CHANNEL_NAME_PUNCTUATION):
+            raise ValueError(message + 'a name holds no {!r}'.format(character))
+    if all(character in _CHANNEL_NAME_PUNCTUATION for character in name):
+        raise ValueError(message + 'a name needs a letter or a digit')
+    return name
 
 
 # What waits in the queue ------------------------------------------------------
@@ -111,7 +163,8 @@ class SlackPoster(object):
     Args:
         client: A ``slack_sdk.WebClient`` (or an object with its interface).
         channel (str): Channel name (``'general'``, ``'#general'``) or ID;
-            a name is looked up once, on the thread.
+            a name is looked up once, on the thread. One that Slack cannot
+            have is refused (see :func:`channel_key`).
         threaded (bool): Post every message as a reply to the start message.
         queue_size (int): Row reports and files the queue holds.
         max_retries (int): Retries of a message during an outage.
@@ -130,6 +183,7 @@ class SlackPoster(object):
 
     def __init__(self, client, channel, threaded=True, queue_size=64, max_retries=8,
                  retry_backoff=1.0, max_retry_backoff=30.0, idle_timeout=60.0):
+        self._channel_key = channel_key(channel)
         self.client = client
         self.channel = channel
         self.threaded = threaded
@@ -311,7 +365,7 @@ class SlackPoster(object):
         """Finds the channel's ID once (names through conversations.list)."""
         if self._post_channel is not None:
             return self._post_channel
-        name = self.channel.lstrip('#')
+        name = self._channel_key
         if _CHANNEL_ID.match(name):
             self._channel_id = self._post_channel = name
             return name

@@ -9,6 +9,7 @@ a :class:`SlackReport` is made from a token.
 import functools
 import logging
 import os
+import stat
 import sys
 import warnings
 
@@ -25,7 +26,7 @@ from researchutils._checks import (
     check_timeout,
 )
 from researchutils.chainer.training.extensions import _slack_messages as messages
-from researchutils.chainer.training.extensions._slack_poster import SlackPoster
+from researchutils.chainer.training.extensions._slack_poster import SlackPoster, channel_key
 
 __all__ = ['SlackReport']
 
@@ -84,6 +85,10 @@ class SlackReport(extension.Extension):
     ``finalize`` the queue gets ``flush_timeout`` seconds to empty; whatever
     could not be posted is then counted in one :class:`RuntimeWarning`.
 
+    What comes from the run (metric names and values, exception messages,
+    tracebacks, paths, the command line) is posted with ``&``, ``<`` and ``>``
+    escaped, so a ``<!channel>`` in it shows as text and notifies no one.
+
     The thread's timestamp and the number of rows posted are serialized, so
     a run resumed from a snapshot continues its thread without repeating
     rows. One SlackReport may serve several runs in turn (the folds of
@@ -101,7 +106,10 @@ class SlackReport(extension.Extension):
             missing from a row is a blank cell.
         channel (str): Channel name (``'general'`` or ``'#general'``) or ID
             (``'C0123456789'``). A name is looked up once, on the background
-            thread, with ``conversations.list``.
+            thread, with ``conversations.list``. A name Slack does not allow
+            (upper case, a space or another character than lower case
+            letters, digits, ``-`` and ``_``, over 80 characters, empty) or
+            ``'#'`` before an ID is refused with a ValueError.
         log_report (str or LogReport): Name of the trainer's LogReport, or a
             LogReport to drive (as PrintReport does).
         comm: A ChainerMN communicator (anything with ``rank`` and ``size``):
@@ -112,7 +120,9 @@ class SlackReport(extension.Extension):
         upload (list of str): Files to upload (with ``files_upload_v2``) into
             the thread whenever they change, e.g. ``['loss.png']`` written by
             PlotReport; paths are relative to the trainer's ``out`` (an
-            absolute path or one with ``..`` is refused).
+            absolute path or one with ``..`` is refused). A file not there
+            yet is skipped; one that cannot be read (a folder, a read error)
+            costs only its own upload, with one logged warning.
         queue_size (int): Reports the queue holds. When it is full, the rows
             stay pending and go with the next report that fits.
         flush_timeout (float): Seconds ``finalize`` waits for the queue to
@@ -148,8 +158,7 @@ class SlackReport(extension.Extension):
             if isinstance(entries, str) or not all(isinstance(e, str) for e in entries):
                 raise TypeError('entries must be a list of str or None, got {!r}'.format(entries))
             entries = list(entries)
-        if not isinstance(channel, str) or not channel.lstrip('#'):
-            raise ValueError('channel must be a channel name or ID, got {!r}'.format(channel))
+        channel_key(channel)  # refuses what no Slack channel can be, before anything starts
         if not isinstance(log_report, (str, log_report_module.LogReport)):
             raise TypeError('log_report must be the name of a LogReport or a LogReport, got '
                             '{!r}'.format(log_report))
@@ -193,6 +202,7 @@ class SlackReport(extension.Extension):
         self._poster = self._new_poster()
         self._posted_rows = 0
         self._uploaded = {}
+        self._unreadable = set()  # upload names warned about in this run
         self._crashed = False
         self._finalized = False
         self._start_pending = False
@@ -277,18 +287,56 @@ class SlackReport(extension.Extension):
 
     def _post_files(self, trainer):
         for filename in self._upload:
-            path = os.path.join(trainer.out, filename)
-            try:
-                status = os.stat(path)
-            except OSError:
-                continue
+            changed = self._read_if_changed(filename, os.path.join(trainer.out, filename))
+            if changed is not None:
+                signature, data = changed
+                if self._poster.upload(os.path.basename(filename), data):
+                    self._uploaded[filename] = signature
+
+    def _read_if_changed(self, filename, path):
+        """(signature, bytes) of the file to upload if it changed since its upload, else None.
+
+        The file is opened once and its size and time read from the open
+        file, so one replaced or removed meanwhile is read whole or not at
+        all. One not there (not written yet) is skipped; one that cannot be
+        read (a folder, a FIFO, a read error) costs only its own upload and
+        one warning, however many reports find it so.
+        """
+        try:
+            # Non-blocking: opening a FIFO must not wait for a writer on the training thread.
+            fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0)
+                         | getattr(os, 'O_BINARY', 0))
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            self._warn_unreadable(filename, path, error)
+            return None
+        try:
+            status = os.fstat(fd)
+            if not stat.S_ISREG(status.st_mode):
+                kind = 'a folder' if stat.S_ISDIR(status.st_mode) else 'no regular file'
+                self._warn_unreadable(filename, path, 'it is ' + kind)
+                return None
             signature = (status.st_mtime_ns, status.st_size)
             if self._uploaded.get(filename) == signature:
-                continue
-            with open(path, 'rb') as f:
-                data = f.read()
-            if self._poster.upload(os.path.basename(filename), data):
-                self._uploaded[filename] = signature
+                return None
+            with open(fd, 'rb', closefd=False) as file:
+                data = file.read()
+        except OSError as error:
+            self._warn_unreadable(filename, path, error)
+            return None
+        finally:
+            os.close(fd)
+        self._unreadable.discard(filename)
+        return signature, data
+
+    def _warn_unreadable(self, filename, path, reason):
+        if filename not in self._unreadable:
+            self._unreadable.add(filename)
+            if isinstance(reason, Exception):
+                reason = '{}: {}'.format(type(reason).__name__, reason)
+            logger.warning('SlackReport: %s (upload %r) cannot be uploaded (%s); the other '
+                           'messages and files still go', path, filename, reason)
 
     def on_error(self, trainer, exc, tb):
         """Posts the exception's type, message and traceback (from any rank)."""

@@ -1,9 +1,12 @@
 """What SlackReport says: start, table, error texts within Slack's limits (_slack_messages)."""
 import os
+import re
 import socket
 import sys
+import traceback
 import warnings
 
+import chainer
 import pytest
 from chainer.training import extension as extension_module
 from chainer.training import extensions
@@ -130,6 +133,132 @@ def test_over_long_error_text_is_trimmed_and_split_not_rejected(server, tmp_path
     errors = [text for text in server.texts()[1:] if 'failed' in text or 'Traceback' in text]
     assert errors and all(len(text) <= 400 for text in server.texts())
     assert server.calls('chat.postMessage') == ['chat.postMessage'] * len(server.messages)
+
+
+# Text from the run is escaped ----------------------------------------------------------
+
+def _as_slack_shows(text):
+    """What a Slack client displays for ``text``: its three entities read back."""
+    return text.replace('&lt;', '<').replace('&gt;', '>').replace('&amp;', '&')
+
+
+def _assert_nothing_slack_would_parse(texts):
+    """No ``<`` or ``>`` (which open Slack's mentions and links) and every ``&`` an entity."""
+    for text in texts:
+        assert '<' not in text and '>' not in text, text
+        assert re.findall(r'&(?!amp;|lt;|gt;)', text) == [], text
+
+
+def _observe(key):
+    @extension_module.make_extension(trigger=(1, 'iteration'),
+                                      priority=extension_module.PRIORITY_WRITER)
+    def observe(trainer):
+        chainer.report({key: 0.5})
+    return observe
+
+
+def test_text_from_the_run_reaches_slack_escaped_so_it_cannot_notify_anyone(server, tmp_path):
+    key = '<!channel> & loss'
+    out = tmp_path / 'runs <!here>'
+    trainer = make_trainer(out, stop_iteration=4)
+    trainer.extend(_observe(key))
+    trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    trainer.extend(make_report(server, entries=['iteration', key]), trigger=(2, 'iteration'))
+    trainer.extend(crash_at(3, Crash('<@U0123ABCD> & <!here>: broken')))
+    with pytest.raises(Crash):
+        trainer.run()
+    texts = server.texts()
+    _assert_nothing_slack_would_parse(texts)
+    start, table, error = texts[0], texts[1], '\n'.join(texts[2:])
+    # What the reader sees is the run's own text, and the formatting around it is intact.
+    assert start.startswith(':rocket: Training started on ')
+    assert 'out:     %s\n```' % os.path.abspath(str(out)) in _as_slack_shows(start)
+    header, row = _as_slack_shows(table).split('```')[1].strip('\n').split('\n')
+    assert header == 'iteration  ' + key
+    assert row.split() == ['2', '0.5']
+    assert row.index('0.5') == header.index(key)  # aligned as the reader sees it
+    assert error.startswith(':x: Training failed at iteration 3 on ')
+    assert 'Crash: <@U0123ABCD> & <!here>: broken\n```' in _as_slack_shows(error)
+    assert error.rstrip().endswith('```')
+
+
+def test_escaped_text_stays_within_the_limit_and_no_entity_is_cut(server, tmp_path):
+    trainer = reporting_trainer(tmp_path, make_report(server, max_message_chars=200))
+    trainer.extend(crash_at(3, Crash('<>&' * 400)))
+    with pytest.raises(Crash):
+        trainer.run()
+    texts = server.texts()
+    assert all(len(text) <= 200 for text in texts)
+    _assert_nothing_slack_would_parse(texts)
+    shown = _as_slack_shows('\n'.join(texts))
+    assert 'Crash: <>&<>&' in shown
+
+
+# Long messages -------------------------------------------------------------------------
+
+def _deep_crash(depth):
+    """An extension raising a Crash ``depth`` calls down: a traceback of many lines."""
+
+    def descend(level):
+        if level == 0:
+            raise Crash('deep down')
+        descend(level - 1)
+
+    @extension_module.make_extension(trigger=(1, 'iteration'))
+    def crash(trainer):
+        descend(depth)
+    return crash
+
+
+def test_a_long_titled_message_carries_its_title_in_its_first_part_only(server, tmp_path):
+    trainer = reporting_trainer(tmp_path, make_report(server, max_message_chars=200))
+    trainer.extend(_deep_crash(30))
+    with pytest.raises(Crash) as raised:
+        trainer.run()
+    texts = server.texts()
+    first_error = next(i for i, text in enumerate(texts) if text.startswith(':x: '))
+    for title, parts in [(':rocket: Training started on ', texts[:first_error]),
+                         (':x: Training failed at iteration 1 on ', texts[first_error:])]:
+        assert len(parts) > 1 and all(len(part) <= 200 for part in parts)
+        assert parts[0].startswith(title) and '\n```\n' in parts[0]
+        assert all(part.startswith('```\n') and part.endswith('\n```') for part in parts[1:])
+        assert title not in ''.join(parts[1:])
+    # Every line of the traceback, in order, once (the test's own frames, above the
+    # trainer's, are in the exception's traceback only once it has reached the test).
+    posted = [line for part in texts[first_error:]
+              for line in _as_slack_shows(part).split('```')[1].split('\n') if line]
+    error = raised.value
+    reference = [line for line in ''.join(traceback.format_exception(
+        type(error), error, error.__traceback__)).split('\n') if line]
+    assert posted[0] == 'Traceback (most recent call last):'
+    assert posted[1:] == reference[len(reference) - len(posted) + 1:]
+    assert posted[-1] == 'tests.support.tiny_training.Crash: deep down'
+
+
+def _block(lines):
+    return '```\n' + '\n'.join(lines) + '\n```'
+
+
+@pytest.mark.parametrize('widths', [[187], [93, 93], [40, 40, 40, 64]])
+def test_a_table_of_exactly_the_limit_is_one_message_and_one_more_character_is_two(widths):
+    # 'name' heads the table; each row is one cell of letters (no padding: rstrip).
+    rows = [{'name': chr(ord('a') + i) * width} for i, width in enumerate(widths)]
+    expected = _block(['name'] + [row['name'] for row in rows])
+    assert len(expected) == 200
+    assert table_texts(['name'], rows, 200) == [expected]
+    if len(rows) > 1:
+        longer = rows[:-1] + [{'name': rows[-1]['name'] + 'z'}]
+        texts = table_texts(['name'], longer, 200)
+        assert len(texts) == 2 and all(len(text) <= 200 for text in texts)
+        assert texts[1] == _block(['name', longer[-1]['name']])
+
+
+def test_a_titled_text_of_exactly_the_limit_is_one_message_untrimmed():
+    title = ':white_check_mark: Training finished at iteration 8 (epoch 2, 3.0 s)'
+    out = '/' + 'o' * (300 - len(title) - len('\n') - len(_block([''])) - 1)
+    expected = title + '\n' + _block([out])
+    assert len(expected) == 300
+    assert end_texts(8, 2, 3.0, out, None, 300) == [expected]
 
 
 # The texts themselves ------------------------------------------------------------------

@@ -227,6 +227,20 @@ def test_slack_answering_again_after_an_outage_posts_the_rest(server, tmp_path, 
     assert len(outage) == 1, outage
 
 
+def test_retry_waits_double_from_retry_backoff_and_stop_growing_at_max_retry_backoff(
+        server, tmp_path):
+    server.fail('500', times=6, method='chat.postMessage')
+    report = make_report(server, retry_backoff=0.025, max_retry_backoff=0.1, max_retries=8)
+    reporting_trainer(tmp_path, report).run()
+    times = [r['time'] for r in server.requests if r['method'] == 'chat.postMessage'][:7]
+    gaps = [later - earlier for earlier, later in zip(times, times[1:])]
+    waits = [0.025, 0.05, 0.1, 0.1, 0.1, 0.1]  # uncapped, the last three: 0.2, 0.4, 0.8
+    assert all(gap >= wait - 0.005 for gap, wait in zip(gaps, waits)), gaps
+    # A loaded machine may add to a wait; 0.25 s more than the cap is far below 0.8.
+    assert max(gaps[3:]) < 0.35, gaps
+    assert 'finished' in server.texts()[-1]
+
+
 def test_message_failing_past_max_retries_is_dropped_and_the_next_posted(server, tmp_path):
     server.fail('500', times=3, method='chat.postMessage')
     trainer = reporting_trainer(tmp_path, make_report(server, max_retries=2))

@@ -2,8 +2,13 @@
 
 What it posts when: these tests; how texts read, how the queue fills and how posting
 survives Slack: test_slack_messages.py, test_slack_queue.py, test_slack_poster.py."""
+import contextlib
+import logging
+import os
+import re
 import subprocess
 import sys
+import threading
 
 import pytest
 from chainer.training import extension as extension_module
@@ -11,11 +16,13 @@ from chainer.training import extensions
 
 from researchutils.chainer.training.extensions import SlackReport
 from tests.support.slack_runs import (
+    LOGGER,
     is_table,
     make_report,
     posted_column,
     reporting_trainer,
     slack_threads,
+    slack_warnings,
     wait_for_thread,
     write_every,
 )
@@ -76,6 +83,30 @@ def test_client_without_slack_interface_is_rejected():
 def test_bad_option_names_the_argument(server, options, error, word):
     with pytest.raises(error, match=word):
         SlackReport(server.client(), **options)
+
+
+# Slack's rule: a channel name is lower case letters, digits, '-' and '_', at most 80
+# characters; an ID (C..., G..., D... in upper case) takes no '#'.
+@pytest.mark.parametrize('channel', ['general ', 'my channel', ' general', 'General',
+                                     'gen\teral', 'ml.runs', '#', '##general', '#C0123ABCD',
+                                     'a' * 81, '#' + 'a' * 81, '---'])
+def test_a_channel_slack_can_never_have_is_refused_naming_channel_before_any_request(
+        server, channel):
+    with pytest.raises(ValueError, match='channel.*' + re.escape(repr(channel))):
+        SlackReport(server.client(), channel=channel)
+    assert server.requests == []
+
+
+def test_a_channel_given_as_no_str_is_a_type_error_naming_channel(server):
+    with pytest.raises(TypeError, match='channel.*None'):
+        SlackReport(server.client(), channel=None)
+
+
+@pytest.mark.parametrize('channel', ['general', '#general', 'C0123ABCD', 'G0123ABCDEF',
+                                     'ml_runs-2', 'a' * 80, '#' + 'a' * 80, '\u5b9f\u9a13',
+                                     '\u092a\u094d\u0930\u092f\u094b\u0917'])
+def test_every_channel_id_and_name_slack_allows_is_accepted(server, channel):
+    SlackReport(server.client(), channel=channel)
 
 
 def test_missing_log_report_is_named_when_the_run_starts(server, tmp_path):
@@ -286,6 +317,93 @@ def test_changed_files_are_uploaded_into_the_thread(server, tmp_path):
     assert all(u['thread_ts'] == root and u['channel'] == 'C0000000001'
                for u in server.uploads)
     assert all(u['filename'] == 'plot.png' for u in server.uploads)
+
+
+@contextlib.contextmanager
+def _releasing_readers(fifo):
+    """Opens ``fifo`` for writing whenever a reader waits on it, so that a reader that
+    blocks (waiting for a writer, as a plain open does) gets an empty file, not a hang."""
+    done = threading.Event()
+
+    def release():
+        while not done.wait(0.02):
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # ENXIO: no reader waits
+                pass
+
+    thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def _fifo(path):
+    os.mkfifo(path)
+    return _releasing_readers(path)
+
+
+def _folder(path):
+    os.mkdir(path)
+    return contextlib.nullcontext()
+
+
+@pytest.mark.parametrize('make, says', [
+    (_folder, 'a folder'),
+    pytest.param(_fifo, 'no regular file',
+                 marks=pytest.mark.skipif(not hasattr(os, 'mkfifo'), reason='no FIFOs')),
+])
+def test_an_upload_that_is_no_file_costs_that_upload_only_with_one_warning(
+        server, tmp_path, caplog, make, says):
+    (tmp_path / 'run').mkdir()
+    report = make_report(server, upload=['plots', 'plot.png'])
+    trainer = reporting_trainer(tmp_path, report, stop_iteration=12)
+    trainer.extend(write_every((3, 10), 'plot.png'))
+    with make(str(tmp_path / 'run' / 'plots')), caplog.at_level(logging.WARNING, logger=LOGGER):
+        trainer.run()  # three reports and the end each find it
+    assert [u['data'] for u in server.uploads] == [b'image at 3', b'image at 10']
+    assert 'finished' in server.texts()[-1]
+    warned = slack_warnings(caplog)
+    assert len(warned) == 1 and "'plots'" in warned[0] and says in warned[0], warned
+
+
+# Python calls audit hooks just before it opens a file; once added, one stays for the
+# process, so this one acts only on the paths in _REMOVE_WHEN_READ.
+_REMOVE_WHEN_READ = set()
+_audit_hook_added = []
+
+
+def _remove_when_read(event, args):
+    if event == 'open' and isinstance(args[0], str) and args[0] in _REMOVE_WHEN_READ:
+        mode, flags = args[1], args[2]
+        reading = ('r' in mode and '+' not in mode if isinstance(mode, str)
+                   else flags & (os.O_WRONLY | os.O_RDWR) == 0)
+        if reading:
+            _REMOVE_WHEN_READ.discard(args[0])
+            os.remove(args[0])
+
+
+def test_an_upload_removed_between_its_check_and_its_read_costs_that_upload_only(
+        server, tmp_path):
+    if not _audit_hook_added:
+        sys.addaudithook(_remove_when_read)
+        _audit_hook_added.append(True)
+    # No report before the end: finalize is the one that reads the files.
+    report = make_report(server, upload=['plot.png', 'other.png'])
+    trainer = reporting_trainer(tmp_path, report, stop_iteration=4, report_every=100)
+    trainer.extend(write_every((2,), 'plot.png'))
+    trainer.extend(write_every((2,), 'other.png'))
+    _REMOVE_WHEN_READ.add(os.path.join(trainer.out, 'plot.png'))
+    try:
+        trainer.run()
+    finally:
+        _REMOVE_WHEN_READ.clear()
+    assert not (tmp_path / 'run' / 'plot.png').exists()  # removed as it was opened
+    assert [(u['filename'], u['data']) for u in server.uploads] == [('other.png', b'image at 2')]
+    assert 'finished' in server.texts()[-1]
 
 
 # Many machines -------------------------------------------------------------------------
