@@ -41,4 +41,5 @@ def test_kernels_memory_pool_and_streams_are_collected():
 def test_xp_in_chainer_files_counts_as_cupy_and_import_time_names_are_kept():
     assert any(user.endswith('(xp)') for user in USES['cupy.empty_like'])
     assert 'chainer/backends/cuda.py:59' in USES['cupy.cuda.cublas']
-    assert any(user.startswith('chainer/backends/cuda.py:') for user in USES['cupy.util.PerformanceWarning'])
+    assert any(user.startswith('chainer/backends/cuda.py:')
+               for user in USES['cupy.util.PerformanceWarning'])
