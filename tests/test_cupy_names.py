@@ -12,6 +12,8 @@ comes with the GPU machine's CUDA.
 """
 import importlib
 import importlib.util
+import inspect
+import re
 
 import pytest
 
@@ -33,7 +35,8 @@ ABSENT_IN_CUPY_14 = {
                        'chainer.backends.cuda.libcudnn); same guard',
 }
 
-_USES, _ = cupy_names.collect()
+_NAMES = cupy_names.collect()
+_USES = _NAMES.uses
 
 
 def _absent_entry(name):
@@ -100,3 +103,41 @@ def test_chainer_reads_performance_warning_from_cupy_util_module_of_today():
     assert _lookup('cupy._util.PerformanceWarning') == 'present'
     if cuda.available:
         assert cuda._PerformanceWarning is cupy._util.PerformanceWarning
+
+
+def _resolve(name):
+    obj = importlib.import_module(name.split('.')[0])
+    for attr in name.split('.')[1:]:
+        obj = getattr(obj, attr)
+    return obj
+
+
+def _parameters(name):
+    """The keyword names a CuPy callable accepts; 'any' for ``**kwargs``; None if unreadable."""
+    obj = _resolve(name)
+    if isinstance(obj, cupy.ufunc):
+        # A ufunc has no inspectable signature; its docstring opens with the one it takes:
+        # "exp(x, /, out=None, *, casting='same_kind', dtype=None)".
+        return set(re.findall(r'(\w+)=', (obj.__doc__ or '').split('\n', 1)[0])) or None
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):     # a builtin or Cython callable without a signature
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        return 'any'
+    return {p.name for p in signature.parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+@pytest.mark.parametrize('name', sorted(n for n in _NAMES.keywords if _absent_entry(n) is None))
+def test_keyword_arguments_chainer_passes_are_still_accepted(name):
+    if not _lookup(name).startswith('present') or not callable(_resolve(name)):
+        pytest.skip('{} is not a callable here'.format(name))
+    accepted = _parameters(name)
+    if accepted is None:
+        pytest.skip('{} has no readable signature'.format(name))
+    if accepted == 'any':
+        pytest.skip('{} takes **kwargs: every keyword passes the call'.format(name))
+    unknown = sorted({(keyword, where) for keyword, where in _NAMES.keywords[name]
+                      if keyword not in accepted})
+    assert not unknown, '{} (CuPy {}) no longer takes {}'.format(name, cupy.__version__, unknown)

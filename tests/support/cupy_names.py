@@ -16,7 +16,9 @@
    are read but not followed, since following them would reach all of Chainer.
 3. :data:`INFRASTRUCTURE` adds the device-handling files every GPU run goes through.
 4. In those Chainer files ``xp.NAME`` (an array module that is CuPy on the GPU path) counts
-   as ``cupy.NAME``, and ``chainer.backends.cuda.cupy`` / ``.cuda`` / ``.cudnn`` / ``.libcudnn``
+   as ``cupy.NAME``, except in branches where ``xp`` is known not to be CuPy (``if xp is
+   chainerx:``, the else of ``if xp is cuda.cupy:``); the keyword arguments of each call are
+   kept too; and ``chainer.backends.cuda.cupy`` / ``.cuda`` / ``.cudnn`` / ``.libcudnn``
    / ``.cublas`` ... are the CuPy objects that ``chainer/backends/cuda.py`` binds them to (read
    from that file's own imports and assignments, not from a table here).
 
@@ -90,6 +92,33 @@ def _dotted(node):
     return '.'.join(reversed(parts))
 
 
+def _not_cupy_branches(tree):
+    """Ids of the nodes where ``xp`` is known not to be CuPy.
+
+    That is the body of ``if xp is chainerx:`` / ``if xp is numpy:`` and the else branch of
+    ``if xp is cuda.cupy:`` (and the same with ``is not``, branches swapped).
+    """
+    ids = set()
+    for node in ast.walk(tree):
+        test = getattr(node, 'test', None) if isinstance(node, ast.If) else None
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and
+                isinstance(test.ops[0], (ast.Is, ast.IsNot)) and
+                isinstance(test.left, ast.Name) and test.left.id == 'xp'):
+            continue
+        other = _dotted(test.comparators[0]) or ''
+        if other.split('.')[-1] == 'cupy':
+            branch_is_cupy = True
+        elif other in ('chainerx', 'numpy', 'np'):
+            branch_is_cupy = False
+        else:
+            continue
+        if isinstance(test.ops[0], ast.IsNot):
+            branch_is_cupy = not branch_is_cupy
+        for statement in (node.orelse if branch_is_cupy else node.body):
+            ids.update(id(n) for n in ast.walk(statement))
+    return ids
+
+
 def _module_aliases(tree, module_name):
     """Names bound at module level by imports and ``name = a.b`` assignments -> dotted target."""
     aliases = {}
@@ -131,6 +160,7 @@ def _expand(dotted, aliases):
 class _Collector:
     def __init__(self):
         self.uses = collections.defaultdict(set)    # cupy name -> {"file:line"}
+        self.keywords = collections.defaultdict(set)   # cupy callable -> {(keyword, "file:line")}
         self.chainer_refs = collections.defaultdict(set)   # dotted chainer name -> users
         self._cuda_exports = None
 
@@ -158,6 +188,11 @@ class _Collector:
                 return target + ('.' + rest if rest else '')
         return full if full.split('.')[0] in ROOTS else None
 
+    def _use(self, name, where, keywords):
+        self.uses[name].add(where)
+        for keyword in keywords or ():
+            self.keywords[name].add((keyword, where))
+
     def walk(self, path, module_name, label, xp_is_cupy):
         with open(path, encoding='utf-8') as f:
             tree = ast.parse(f.read(), path)
@@ -165,9 +200,13 @@ class _Collector:
         # Chains nested in a longer chain (``cupy.cuda`` inside ``cupy.cuda.Device``) are
         # reported by the longest one only.
         inner = set()
+        calls = {}
+        not_cupy = _not_cupy_branches(tree) if xp_is_cupy else set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute):
                 inner.add(id(node.value))
+            elif isinstance(node, ast.Call):
+                calls[id(node.func)] = [kw.arg for kw in node.keywords if kw.arg]
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and \
                     node.module.split('.')[0] in ROOTS:
@@ -186,13 +225,15 @@ class _Collector:
             where = '{}:{}'.format(label, node.lineno)
             parts = dotted.split('.')
             if xp_is_cupy and 'xp' in parts[:-1]:
+                if id(node) in not_cupy:
+                    continue
                 rest = parts[parts.index('xp') + 1:]
-                self.uses['.'.join(['cupy'] + rest)].add(where + ' (xp)')
+                self._use('.'.join(['cupy'] + rest), where + ' (xp)', calls.get(id(node)))
                 continue
             full = _expand(dotted, aliases)
             name = self.to_cupy(full)
             if name is not None and name.split('.')[0] in ROOTS and '.' in name:
-                self.uses[name].add(where)
+                self._use(name, where, calls.get(id(node)))
             elif full and full.startswith('chainer.'):
                 self.chainer_refs[full].add(where)
 
@@ -237,11 +278,17 @@ def _follows(relative):
     return relative.split(os.sep)[1] in ('functions', 'links', 'optimizers', 'initializers')
 
 
-def collect(repo=REPO):
-    """Every CuPy name used, as a dict ``name -> sorted list of users`` ("file:line").
+Names = collections.namedtuple('Names', 'uses keywords files')
+Names.__doc__ = """What :func:`collect` found.
 
-    Also returns the Chainer files that were read, in the order they were reached.
-    """
+``uses``: CuPy name -> sorted users ("file:line"); ``keywords``: CuPy callable -> sorted
+``(keyword, "file:line")`` pairs of the keyword arguments it is called with; ``files``: the
+Chainer files read, in the order they were reached.
+"""
+
+
+def collect(repo=REPO):
+    """Every CuPy name used, with its users and the keyword arguments it is called with."""
     collector = _Collector()
     for folder in ('researchutils', 'benchmarks', 'tests'):
         for dirpath, _, filenames in os.walk(os.path.join(repo, folder)):
@@ -273,14 +320,19 @@ def collect(repo=REPO):
             queue += sorted(f for f in found if f not in seen)
     for name, user in DYNAMIC.items():
         collector.uses[name].add(user)
-    return {name: sorted(users) for name, users in sorted(collector.uses.items())}, seen
+    return Names({name: sorted(users) for name, users in sorted(collector.uses.items())},
+                 {name: sorted(pairs) for name, pairs in sorted(collector.keywords.items())},
+                 seen)
 
 
 def main():
-    uses, files = collect()
-    print('Chainer files read ({}): {}'.format(len(files), ', '.join(files)))
-    for name, users in uses.items():
+    names = collect()
+    print('Chainer files read ({}): {}'.format(len(names.files), ', '.join(names.files)))
+    for name, users in names.uses.items():
         print('{}\n    {}'.format(name, '\n    '.join(users)))
+        keywords = sorted({keyword for keyword, _ in names.keywords.get(name, ())})
+        if keywords:
+            print('    keywords: ' + ', '.join(keywords))
     return 0
 
 

@@ -4,7 +4,7 @@ Needs Chainer only, not CuPy: the walk reads source files.
 """
 from tests.support import cupy_names
 
-USES, FILES = cupy_names.collect()
+USES, KEYWORDS, FILES = cupy_names.collect()
 
 
 def test_the_paths_named_in_issue_17_are_read():
