@@ -83,10 +83,12 @@ machine() {
 }
 
 make_venv() {
-    "$python" -m venv --system-site-packages "$venv" || return
+    # --without-pip: a base interpreter without ensurepip (Debian's, without python3-venv)
+    # still makes the venv; the image's own pip, reached through the .pth below, installs.
+    "$python" -m venv --system-site-packages --without-pip "$venv" || return
     # --system-site-packages reaches the base interpreter's site-packages only; when the
     # image's python3 is itself a venv (/opt/torch/.venv), its packages (NumPy, CuPy,
-    # pytest) live in that venv, so add its site folders too (with their .pth files).
+    # pytest, pip) live in that venv, so add its site folders too (with their .pth files).
     local purelib
     purelib=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || return
     "$python" -c 'import site, sys
