@@ -1,4 +1,5 @@
 """Side-by-side timing: alternate the candidates, repeat, report medians and ratios."""
+import os
 import statistics
 import time
 
@@ -38,3 +39,28 @@ def synchronizer(device):
     if device.xp is numpy:
         return lambda: None
     return device.device.synchronize
+
+
+def bench_devices():
+    """The devices a benchmark times on: the CPU, and GPU 0 when CuPy sees a GPU.
+
+    ``BENCH_DEVICES=gpu`` keeps the GPU rows alone and ``BENCH_DEVICES=cpu`` the CPU rows
+    (``tools/gpu_check.sh`` runs the GPU rows); unset, or ``cpu,gpu``, keeps both. A GPU asked
+    for where CuPy sees none is left out with a line saying so.
+    """
+    import chainer
+
+    wanted = os.environ.get('BENCH_DEVICES', 'cpu,gpu').replace(' ', '').split(',')
+    unknown = sorted(set(wanted) - {'cpu', 'gpu'})
+    if unknown:
+        raise ValueError('BENCH_DEVICES must list cpu and/or gpu, got {!r}'.format(
+            os.environ['BENCH_DEVICES']))
+    devices = []
+    if 'cpu' in wanted:
+        devices.append(chainer.get_device('@numpy'))
+    if 'gpu' in wanted:
+        if chainer.backends.cuda.available:
+            devices.append(chainer.get_device('@cupy:0'))
+        else:
+            print('GPU rows skipped: CuPy sees no GPU', flush=True)
+    return devices

@@ -17,7 +17,7 @@ import chainer.links as L
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import compare, report, synchronizer  # noqa: E402
+from _timing import bench_devices, compare, report, synchronizer  # noqa: E402
 
 from researchutils.chainer.links import ConvLSTM  # noqa: E402
 
@@ -96,10 +96,7 @@ def _bench(device, batch, channels, units, size, ksize=3):
 
 
 def main():
-    devices = [chainer.get_device('@numpy')]
-    if chainer.backends.cuda.available:
-        devices.append(chainer.get_device('@cupy:0'))
-    for device in devices:
+    for device in bench_devices():
         _bench(device, 8, 16, 32, 32)
         _bench(device, 16, 32, 64, 16)
 

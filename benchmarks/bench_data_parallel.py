@@ -13,12 +13,17 @@ has). A GPU row (k replicas on '@cupy:0') is added when CuPy sees a GPU.
 Usage: ``python benchmarks/bench_data_parallel.py [--rounds 9] [--steps 20]``
 """
 import argparse
+import os
+import sys
 import time
 
 import chainer
 import chainer.functions as F
 import chainer.links as L
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _timing import bench_devices  # noqa: E402
 
 from researchutils.chainer.models import (
     AbstractChainerNetwork,
@@ -113,13 +118,14 @@ def main():
     parser.add_argument('--steps', type=int, default=20)
     args = parser.parse_args()
     print('chainer {}, numpy {}'.format(chainer.__version__, np.__version__))
-    for name, sizes, batch_size in [('tiny MLP', (32, 64, 10), 64),
-                                    ('medium MLP', (256, 512, 10), 256)]:
-        compare(name, sizes, batch_size, '@numpy', (1, 2, 3), args.rounds, args.steps)
-    if chainer.backends.cuda.available:
-        compare('medium MLP', (256, 512, 10), 256, '@cupy:0', (1, 2), args.rounds, args.steps)
-    else:
-        print('GPU row skipped: CuPy sees no GPU')
+    for device in bench_devices():
+        if device.xp is np:
+            for name, sizes, batch_size in [('tiny MLP', (32, 64, 10), 64),
+                                            ('medium MLP', (256, 512, 10), 256)]:
+                compare(name, sizes, batch_size, '@numpy', (1, 2, 3), args.rounds, args.steps)
+        else:
+            compare('medium MLP', (256, 512, 10), 256, '@cupy:0', (1, 2), args.rounds,
+                    args.steps)
 
 
 if __name__ == '__main__':

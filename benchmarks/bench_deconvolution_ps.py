@@ -14,7 +14,7 @@ import chainer.links as L
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import compare, report, synchronizer  # noqa: E402
+from _timing import bench_devices, compare, report, synchronizer  # noqa: E402
 
 from researchutils.chainer.links import DeconvolutionPS  # noqa: E402
 
@@ -50,10 +50,7 @@ def _bench(device, batch, in_channels, out_channels, size, ksize=4, stride=2, pa
 
 
 def main():
-    devices = [chainer.get_device('@numpy')]
-    if chainer.backends.cuda.available:
-        devices.append(chainer.get_device('@cupy:0'))
-    for device in devices:
+    for device in bench_devices():
         _bench(device, 16, 64, 32, 16)
         _bench(device, 8, 32, 16, 32)
         _bench(device, 8, 64, 3, 32, ksize=8, stride=2, pad=3)

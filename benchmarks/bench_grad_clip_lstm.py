@@ -12,7 +12,7 @@ import numpy as np
 from chainer import function_node
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import compare, report, synchronizer  # noqa: E402
+from _timing import bench_devices, compare, report, synchronizer  # noqa: E402
 
 from researchutils.chainer.functions import average_k_step_squared_error, grad_clip_lstm  # noqa: E402
 
@@ -93,10 +93,7 @@ def bench_k_step(device):
 
 
 def main():
-    devices = [chainer.get_device('@numpy')]
-    if chainer.backends.cuda.available:
-        devices.append(chainer.get_device('@cupy:0'))
-    for device in devices:
+    for device in bench_devices():
         bench_lstm(device)
         bench_k_step(device)
 

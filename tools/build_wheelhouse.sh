@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Build, on a machine that reaches the package registries, every wheel the GPU check needs
+# beyond the GPU machine's own image, into one folder (default ./wheelhouse; git-ignored).
+#
+#   tools/build_wheelhouse.sh [DIR]        (what `make wheelhouse` runs)
+#
+# The GPU machine (docs: tools/gpu_check.sh) has Python 3.12, NumPy 2.5, cupy-cuda13x 14.2,
+# pytest, setuptools, filelock, protobuf, typing-extensions, six, matplotlib and mpi4py, and
+# no network. What it lacks, and this script provides:
+#   chainer 7.8.1     built from its sdist (only an sdist exists; pure Python, py3-none-any)
+#   researchutils     built from this checkout (carries its .pth compatibility hook)
+#   slack_sdk         the `slack` extra: tests/.../test_slack_report*.py import it
+# and, pure Python and small, so that a leaner image still installs: typing_extensions,
+# filelock, six (Chainer's requirements), protobuf (Chainer's; abi3 manylinux wheel for
+# CPython 3.12 x86_64) and pytest-timeout (tox.ini sets a per-test timeout).
+# NumPy, CuPy and pytest are the image's: the check must test the image's own stack.
+#
+# Environment: PYTHON (default python3) runs pip; any Python 3.8+ will do, since every wheel
+# here is pure Python or fetched for CPython 3.12 explicitly. PIP_CONSTRAINT and
+# PIP_BUILD_CONSTRAINT default to ./constraints.txt (Chainer's sdist needs setuptools < 70
+# inside pip's build isolation). WHEELHOUSE_MAX_MB (default 20) is the size limit.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+dest=${1:-$here/wheelhouse}
+python=${PYTHON:-python3}
+max_mb=${WHEELHOUSE_MAX_MB:-20}
+export PIP_CONSTRAINT=${PIP_CONSTRAINT:-$here/constraints.txt}
+export PIP_BUILD_CONSTRAINT=${PIP_BUILD_CONSTRAINT:-$PIP_CONSTRAINT}
+# The target machine's interpreter, for the wheels that are not pure Python.
+target=(--only-binary=:all: --implementation cp --python-version 3.12 --abi cp312 --abi abi3
+        --abi none --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64
+        --platform manylinux2014_x86_64 --platform any)
+
+rm -rf "$dest"
+mkdir -p "$dest"
+cd "$here"
+"$python" -m pip --version
+# --no-deps throughout: the image supplies NumPy and CuPy, and a resolver run here would
+# fetch NumPy (16 MB) for nothing. The GPU check's `pip install --no-index` then proves
+# that the folder plus the image satisfy every requirement.
+"$python" -m pip wheel --no-deps --no-cache-dir -w "$dest" 'chainer==7.8.1' .
+# The download step resolves no dependencies, so no constraint file applies to it (theirs
+# pin numpy<2 and setuptools<70 for the builds above, and would only get in the way).
+PIP_CONSTRAINT= PIP_BUILD_CONSTRAINT= "$python" -m pip download --no-deps -d "$dest" \
+    "${target[@]}" 'slack_sdk>=3.19,<4' typing_extensions filelock six protobuf \
+    'pytest-timeout>=2'
+
+ls -l "$dest"
+kib=$(du -sk "$dest" | cut -f1)
+echo "wheelhouse: $(ls "$dest" | wc -l) wheels, $((kib / 1024)).$(( (kib % 1024) * 10 / 1024 )) MiB in $dest"
+if [ "$kib" -gt $((max_mb * 1024)) ]; then
+    echo "wheelhouse is over ${max_mb} MiB" >&2
+    exit 1
+fi
