@@ -4,7 +4,12 @@ Trainer extensions such as SlackReport live in :mod:`researchutils.chainer.train
 and are imported only by the user.
 """
 from researchutils.chainer.training.experiment import ChainerExperiment
-from researchutils.chainer.training.json_values import dumps_json, from_json_value, to_json_value
+from researchutils.chainer.training.json_values import (
+    dumps_json,
+    from_json_value,
+    load_json,
+    to_json_value,
+)
 from researchutils.chainer.training.parameters import Parameters
 from researchutils.chainer.training.predictor import Predictor, convert_to_numpy
 from researchutils.chainer.training.train_utils import (
@@ -24,6 +29,7 @@ __all__ = [
     'create_optims_default_chainer',
     'dumps_json',
     'from_json_value',
+    'load_json',
     'model_package',
     'object_reference',
     'resolve_reference',
