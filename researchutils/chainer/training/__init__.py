@@ -12,12 +12,14 @@ from researchutils.chainer.training.json_values import (
 )
 from researchutils.chainer.training.parameters import Parameters
 from researchutils.chainer.training.predictor import Predictor, convert_to_numpy
-from researchutils.chainer.training.train_utils import (
-    atomic_write_text,
-    create_optims_default_chainer,
+from researchutils.chainer.training.references import (
     model_package,
     object_reference,
     resolve_reference,
+)
+from researchutils.chainer.training.train_utils import (
+    atomic_write_text,
+    create_optims_default_chainer,
 )
 
 __all__ = [

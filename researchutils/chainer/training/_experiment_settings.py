@@ -20,7 +20,7 @@ from researchutils._checks import (
     check_positive_int,
     check_seed,
 )
-from researchutils.chainer.training import json_values, train_utils
+from researchutils.chainer.training import json_values, references, train_utils
 from researchutils.chainer.training._scores import check_val_score_mode
 from researchutils.chainer.training.parameters import Parameters
 
@@ -127,14 +127,14 @@ def _kept(value):
 
 # How settings are saved in experiment.json: encode(value) gives JSON-ready data,
 # decode(data, where, allowed_modules, model_package) the value back. Plain data is kept as
-# it is. References resolve by their key's rule (see train_utils.resolve_reference).
+# it is. References resolve by their key's rule (see references.resolve_reference).
 
 def _reference(name):
     def encode(value):
-        return train_utils.object_reference(value, name)
+        return references.object_reference(value, name)
 
     def decode(data, where, allowed_modules, model_package):
-        return train_utils.resolve_reference(data, '{}: {}'.format(where, name),
+        return references.resolve_reference(data, '{}: {}'.format(where, name),
                                              allowed_modules=allowed_modules, key=name,
                                              model_package=model_package)
     return encode, decode
@@ -224,7 +224,7 @@ def from_json(data, where, allowed_modules):
         raise ValueError('{} has no {}: a saved ChainerExperiment holds both'.format(
             where, ' and no '.join(repr(name) for name in missing)))
     model_cls = by_name['model_cls'].decode(data['model_cls'], where, allowed_modules, None)
-    package = train_utils.model_package(model_cls)
+    package = references.model_package(model_cls)
     settings = {'model_cls': model_cls}
     for setting in SETTINGS:
         if (setting.decode is not None and setting.name in data

@@ -4,7 +4,7 @@ What :meth:`Parameters.to_json <researchutils.chainer.training.Parameters.to_jso
 ``ChainerExperiment.save`` write, and what their loaders read: nested dicts, lists, tuples,
 numbers, strings, NumPy arrays, and classes and functions as ``"module:qualname"``
 references, which resolve on reading only as
-:func:`~researchutils.chainer.training.train_utils.resolve_reference` allows.
+:func:`~researchutils.chainer.training.references.resolve_reference` allows.
 Every JSON file the experiment reads (``experiment.json``, ``run_state.json``) goes through
 :func:`load_json`, which refuses what :mod:`json` lets pass (a repeated key, nesting without
 bound) and names the file in every error.
@@ -15,7 +15,7 @@ import os
 import numpy
 
 from researchutils._errors import add_note
-from researchutils.chainer.training.train_utils import (
+from researchutils.chainer.training.references import (
     _PARAMETER_RULES,
     _check_allowed_modules,
     object_reference,
@@ -115,7 +115,7 @@ def from_json_value(value, where='value', allowed_modules=(), model_package=None
 
     A reference resolves only to the kind its key expects, from the
     namespaces that key allows (see
-    :func:`~researchutils.chainer.training.train_utils.resolve_reference`); under
+    :func:`~researchutils.chainer.training.references.resolve_reference`); under
     ``optimizer_params``, ``lr_sched_params`` and ``lr_sched_trigger`` no
     reference is read at all. Arrays must have a boolean or numeric dtype.
 

@@ -80,3 +80,23 @@ def test_parameters_from_json_names_where_the_data_came_from(tmp_path):
         Parameters.from_json(data, where='params.json')
     with pytest.raises(ValueError, match=r"params.json: saved parameters are a dict"):
         Parameters.from_json({'fixed_params': {}}, where='params.json')
+
+
+def _decode_training(training):
+    return json_values.from_json_value({'training': training}, 'fixed_params')
+
+
+# Arrays in parameters: simple dtypes only ---------------------------------------------------
+
+@pytest.mark.parametrize('dtype', ['(10000,10000)f8', 'V8', 'U3', 'S3', 'O',
+                                   [('a', '<f8')], 'M8[s]'])
+def test_an_array_with_a_non_numeric_dtype_is_refused(dtype):
+    with pytest.raises(ValueError, match=r"fixed_params/training/a.*dtype"):
+        _decode_training({'a': {'__ndarray__': [0], 'dtype': dtype}})
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'int16', 'bool', 'complex64', 'uint8'])
+def test_an_array_with_a_numeric_dtype_round_trips(dtype):
+    array = np.arange(3).astype(dtype)
+    decoded = _decode_training(json_values.to_json_value({'a': array}))['training']['a']
+    assert decoded.dtype == np.dtype(dtype) and decoded.tolist() == array.tolist()
