@@ -110,22 +110,12 @@ def test_after_a_resume_a_worse_epoch_never_replaces_the_best_of_before_the_snap
     assert_same_weights(saved_arrays(str(tmp_path / 'best.npz')), best_of_first)
 
 
-class ScriptedScore(object):
-    """A validation metric giving ``scores`` in turn, one per call (one val batch an epoch)."""
-
-    def __init__(self, scores):
-        self.scores = list(scores)
-
-    def __call__(self, pred, label):
-        return self.scores.pop(0)
-
-
 def test_a_resumed_experiment_keeps_the_best_model_of_before_its_snapshot(tmp_path):
     train, val = tasks.make_managers(n_train=64, n_val=32, batch_size=32)
 
     def run(num_epochs, scores):
         exp = experiment(tmp_path, tasks.make_params(
-            num_epochs=num_epochs, val_metrics={'score': ScriptedScore(scores)}),
+            num_epochs=num_epochs, val_metrics={'score': tasks.ScriptedScore(scores)}),
             val_score_key='score')
         return exp, exp.run(train, val)
 
