@@ -7,7 +7,7 @@ import stat
 from chainer.serializers import npz as chainer_npz
 
 from researchutils import _files
-from researchutils.chainer.training import json_values
+from researchutils.chainer.training import json_values, train_utils
 
 SNAPSHOT_NAME = 'snapshot_epoch_{.updater.epoch}'
 STATE_FILE = 'run_state.json'
@@ -44,8 +44,8 @@ def snapshot_epoch(path):
 
 def write_run_state(folder, epoch):
     """Records in ``folder`` that the run finished after ``epoch`` epochs."""
-    _files.write_atomically(os.path.join(folder, STATE_FILE), lambda file: file.write(
-        json_values.dumps_json({'finished': True, 'epoch': epoch}).encode('utf-8')))
+    train_utils.atomic_write_text(os.path.join(folder, STATE_FILE), json_values.dumps_json(
+        {'finished': True, 'epoch': epoch}))
 
 
 def read_run_state(folder):

@@ -61,8 +61,9 @@ class ChainerExperiment(object):
     whose model file (``best_model.npz`` with validation scoring,
     ``final_model.npz`` without) is gone raises FileNotFoundError naming it
     rather than return an untrained model: delete ``run_state.json`` to
-    resume from the last snapshot (one of the last epoch trains nothing and
-    writes its weights to ``final_model.npz``).
+    resume from the last snapshot (resumed from the last epoch's snapshot,
+    ``run`` trains nothing and writes that snapshot's weights to
+    ``final_model.npz``).
     (Delira 0.4.1 wrote each run into a new timestamped folder below
     ``<save_path>/<name>``; the fixed folder is what makes resuming work.)
 
