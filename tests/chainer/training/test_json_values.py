@@ -5,7 +5,7 @@ import chainer
 import numpy as np
 import pytest
 
-from researchutils.chainer.training import json_values
+from researchutils.chainer.training import Parameters, json_values
 
 
 def test_json_values_round_trip():
@@ -73,7 +73,6 @@ def test_load_json_of_a_latin_1_file_keeps_the_decode_error_and_notes_the_file(t
 
 
 def test_parameters_from_json_names_where_the_data_came_from(tmp_path):
-    from researchutils.chainer.training import Parameters
     data = {'fixed_params': {'training': {'losses': {'L': {'__object__': 'os:system'}}}},
             'variable_params': {}}
     with pytest.raises(ValueError, match=r"^params.json: fixed_params/training/losses/L: "):
