@@ -4,15 +4,22 @@ Trainer extensions such as SlackReport live in :mod:`researchutils.chainer.train
 and are imported only by the user.
 """
 from researchutils.chainer.training.experiment import ChainerExperiment
-from researchutils.chainer.training.json_values import dumps_json, from_json_value, to_json_value
+from researchutils.chainer.training.json_values import (
+    dumps_json,
+    from_json_value,
+    load_json,
+    to_json_value,
+)
 from researchutils.chainer.training.parameters import Parameters
 from researchutils.chainer.training.predictor import Predictor, convert_to_numpy
-from researchutils.chainer.training.train_utils import (
-    atomic_write_text,
-    create_optims_default_chainer,
+from researchutils.chainer.training.references import (
     model_package,
     object_reference,
     resolve_reference,
+)
+from researchutils.chainer.training.train_utils import (
+    atomic_write_text,
+    create_optims_default_chainer,
 )
 
 __all__ = [
@@ -24,6 +31,7 @@ __all__ = [
     'create_optims_default_chainer',
     'dumps_json',
     'from_json_value',
+    'load_json',
     'model_package',
     'object_reference',
     'resolve_reference',

@@ -20,7 +20,7 @@ from researchutils._checks import (
     check_positive_int,
     check_seed,
 )
-from researchutils.chainer.training import json_values, train_utils
+from researchutils.chainer.training import json_values, references, train_utils
 from researchutils.chainer.training._scores import check_val_score_mode
 from researchutils.chainer.training.parameters import Parameters
 
@@ -127,14 +127,14 @@ def _kept(value):
 
 # How settings are saved in experiment.json: encode(value) gives JSON-ready data,
 # decode(data, where, allowed_modules, model_package) the value back. Plain data is kept as
-# it is. References resolve by their key's rule (see train_utils.resolve_reference).
+# it is. References resolve by their key's rule (see references.resolve_reference).
 
 def _reference(name):
     def encode(value):
-        return train_utils.object_reference(value, name)
+        return references.object_reference(value, name)
 
     def decode(data, where, allowed_modules, model_package):
-        return train_utils.resolve_reference(data, '{} {}'.format(where, name),
+        return references.resolve_reference(data, '{}: {}'.format(where, name),
                                              allowed_modules=allowed_modules, key=name,
                                              model_package=model_package)
     return encode, decode
@@ -145,7 +145,8 @@ def _plain_data(data, where, allowed_modules, model_package):
 
 
 def _decode_params(data, where, allowed_modules, model_package):
-    return Parameters.from_json(data, allowed_modules, model_package=model_package)
+    return Parameters.from_json(data, allowed_modules, model_package=model_package,
+                                where=where)
 
 
 _PLAIN = (_kept, _plain_data)
@@ -213,12 +214,17 @@ def from_json(data, where, allowed_modules):
     package. ``name`` and ``save_path`` are left out: a loaded experiment lives where
     it was loaded from, whatever the file says.
     """
-    if data.get('format') != FORMAT:
-        raise ValueError('{} is not a saved ChainerExperiment (format {!r})'.format(
-            where, data.get('format')))
+    if not isinstance(data, dict) or data.get('format') != FORMAT:
+        raise ValueError('{} is not a saved ChainerExperiment (format {!r}, expected {!r})'
+                         .format(where, data.get('format') if isinstance(data, dict) else data,
+                                 FORMAT))
     by_name = {setting.name: setting for setting in SETTINGS}
+    missing = [name for name in ('params', 'model_cls') if name not in data]
+    if missing:
+        raise ValueError('{} has no {}: a saved ChainerExperiment holds both'.format(
+            where, ' and no '.join(repr(name) for name in missing)))
     model_cls = by_name['model_cls'].decode(data['model_cls'], where, allowed_modules, None)
-    package = train_utils.model_package(model_cls)
+    package = references.model_package(model_cls)
     settings = {'model_cls': model_cls}
     for setting in SETTINGS:
         if (setting.decode is not None and setting.name in data

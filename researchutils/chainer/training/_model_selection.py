@@ -92,6 +92,24 @@ def validation_positions(train_indices, val_split, seed, labels):
     return numpy.sort(grouped[picked])
 
 
+def fold_indices(size, num_splits, shuffle, seed, labels, val_split):
+    """Every fold's ``(train, val, test)`` example indices, each sorted (``val`` None without
+    ``val_split``); within a fold the three are disjoint and together all ``size``.
+
+    All folds are split before any trains, so a ``val_split`` that leaves a fold nothing
+    to train on is refused before the first training.
+    """
+    folds = []
+    for train, test in kfold_splits(size, num_splits, shuffle, seed, labels):
+        val = None
+        if val_split is not None:
+            picked = validation_positions(train, val_split, seed,
+                                          None if labels is None else labels[train])
+            train, val = numpy.delete(train, picked), train[picked]
+        folds.append((train, val, test))
+    return folds
+
+
 def _merged_params(base, more):
     if not isinstance(more, Parameters):
         raise TypeError('params must be None or Parameters, got {!r}'.format(
@@ -125,14 +143,11 @@ def kfold(experiment, data, metrics, num_epochs, num_splits, shuffle, random_see
     if split_type == 'stratified':
         labels = _labels(data.dataset, label_key)
     predictions, results = {}, {}
-    for i, (train_indices, test_indices) in enumerate(
-            kfold_splits(size, num_splits, shuffle, random_seed, labels)):
+    for i, (train_indices, val_indices, test_indices) in enumerate(
+            fold_indices(size, num_splits, shuffle, random_seed, labels, val_split)):
         val = None
-        if val_split is not None:
-            picked = validation_positions(train_indices, val_split, random_seed,
-                                          None if labels is None else labels[train_indices])
-            val = data.get_subset(train_indices[picked]).replace(**test_changes)
-            train_indices = numpy.delete(train_indices, picked)
+        if val_indices is not None:
+            val = data.get_subset(val_indices).replace(**test_changes)
         train = data.get_subset(train_indices).replace(**train_changes)
         test = data.get_subset(test_indices).replace(**test_changes)
         fold = _experiment_settings.replace(

@@ -8,6 +8,7 @@ import os
 
 import numpy
 
+from researchutils._errors import add_note
 from researchutils.chainer import serializers
 from researchutils.chainer.data_loading import DataManager
 from researchutils.chainer.models.multi_node import setup_multi_node_optimizer
@@ -53,6 +54,16 @@ class ChainerExperiment(object):
     Everything lives in ``<save_path>/<name>``. Running again in a folder
     with snapshots resumes from the last one (no epoch repeated or lost);
     running a finished experiment again returns its model without training.
+    A run is finished when its ``run_state.json`` says so
+    (``{"finished": true, "epoch": <n>}``, written at its end); a state file
+    that says anything else, or a finished epoch older than the newest
+    snapshot, is refused with a ValueError naming it, and a finished run
+    whose model file (``best_model.npz`` with validation scoring,
+    ``final_model.npz`` without) is gone raises FileNotFoundError naming it
+    rather than return an untrained model: delete ``run_state.json`` to
+    resume from the last snapshot (resumed from the last epoch's snapshot,
+    ``run`` trains nothing and writes that snapshot's weights to
+    ``final_model.npz``).
     (Delira 0.4.1 wrote each run into a new timestamped folder below
     ``<save_path>/<name>``; the fixed folder is what makes resuming work.)
 
@@ -185,7 +196,10 @@ class ChainerExperiment(object):
 
         Raises:
             KeyError, TypeError, ValueError: Bad configuration, before any
-                training step, with what to fix.
+                training step, with what to fix; a ``run_state.json`` that is
+                not trusted (a ValueError naming it).
+            FileNotFoundError: ``run_state.json`` says the run finished, but
+                its model file is missing (the message names it).
 
         Example:
             >>> model = experiment.run(manager_train, manager_val)  # doctest: +SKIP
@@ -206,9 +220,9 @@ class ChainerExperiment(object):
         model = self.build_model()
         predictor = self._predictor(model)
         predictor.check_batch_keys(train_keys if val is None else val.batch_keys())
-        state_path = os.path.join(self.output_dir, _model_files.STATE_FILE)
-        if os.path.exists(state_path):
-            return self._finished_model(model, val)
+        state = _model_files.read_run_state(self.output_dir)
+        if state is not None and state['finished']:
+            return self._finished_model(model, val, state)
         devices = _experiment_settings.rank_devices(self.devices, self.comm)
         optimizers = self.optim_builder(model, training['optimizer_cls'],
                                         **training.get('optimizer_params', {}))
@@ -235,18 +249,32 @@ class ChainerExperiment(object):
         if self._is_writer:
             _model_files.replace_model(os.path.join(self.output_dir, _model_files.FINAL_MODEL),
                                        model)
-            train_utils.atomic_write_text(state_path, json_values.dumps_json(
-                {'finished': True, 'epoch': trainer.updater.epoch}))
+            _model_files.write_run_state(self.output_dir, trainer.updater.epoch)
         if self.comm is not None:
             self.comm.mpi_comm.barrier()
         return self._finished_model(model, val)
 
-    def _finished_model(self, model, val):
+    def _finished_model(self, model, val, finished_state=None):
         best = os.path.join(self.output_dir, _model_files.BEST_MODEL)
-        if self.val_score_key is not None and val is not None and os.path.exists(best):
+        final = os.path.join(self.output_dir, _model_files.FINAL_MODEL)
+        scored = self.val_score_key is not None and val is not None
+        if finished_state is not None:
+            # A run finished earlier: its result is on disk or nowhere, never the
+            # untrained model just built.
+            path = best if scored else final
+            if not os.path.isfile(path):
+                snapshot = _model_files.latest_snapshot(self.output_dir)
+                raise FileNotFoundError(
+                    '{} says the run finished at epoch {}, but its model {} is missing, so '
+                    'there is no trained model to return. Delete {} to train again: the run '
+                    'resumes from {}'.format(
+                        _model_files.STATE_FILE, finished_state['epoch'], path,
+                        os.path.join(self.output_dir, _model_files.STATE_FILE),
+                        snapshot or 'the start (there is no snapshot)'))
+            return serializers.load_model(path, model)
+        if scored and os.path.exists(best):
             return serializers.load_model(best, model)
-        return serializers.load_model(os.path.join(self.output_dir, _model_files.FINAL_MODEL),
-                                      model)
+        return serializers.load_model(final, model)
 
     def test(self, network, test_data, metrics, metric_keys=None, verbose=False):
         """Predicts over ``test_data`` and returns the predictions and metrics.
@@ -412,14 +440,26 @@ class ChainerExperiment(object):
             ChainerExperiment: Equal settings and parameters; its
             :meth:`run` resumes or returns the trained model.
 
+        Raises:
+            json.JSONDecodeError, ValueError: The file is not strict JSON (see
+                :func:`~researchutils.chainer.training.json_values.load_json`:
+                a repeated key, nesting without bound), or a setting or
+                reference in it is refused; the message names the file and the
+                key. Any other error from a setting's check carries a note
+                naming the file.
+
         Example:
             >>> experiment = ChainerExperiment.load("./tmp/experiments/example")  # doctest: +SKIP
         """
         if os.path.isdir(path):
             path = os.path.join(path, _model_files.SETTINGS_FILE)
-        settings = _experiment_settings.from_json(_model_files.read_json(path),
-                                                  os.path.basename(path), allowed_modules)
+        data = json_values.load_json(path)
         # The experiment lives where it was loaded from, whatever the file says.
         folder = os.path.dirname(os.path.abspath(path))
-        return cls(name=os.path.basename(folder), save_path=os.path.dirname(folder), comm=comm,
-                   extensions=extensions, **settings)
+        try:
+            settings = _experiment_settings.from_json(data, path, allowed_modules)
+            return cls(name=os.path.basename(folder), save_path=os.path.dirname(folder),
+                       comm=comm, extensions=extensions, **settings)
+        except (KeyError, TypeError, ValueError) as error:
+            add_note(error, 'while loading the experiment file {!r}'.format(path))
+            raise

@@ -4,13 +4,18 @@ What :meth:`Parameters.to_json <researchutils.chainer.training.Parameters.to_jso
 ``ChainerExperiment.save`` write, and what their loaders read: nested dicts, lists, tuples,
 numbers, strings, NumPy arrays, and classes and functions as ``"module:qualname"``
 references, which resolve on reading only as
-:func:`~researchutils.chainer.training.train_utils.resolve_reference` allows.
+:func:`~researchutils.chainer.training.references.resolve_reference` allows.
+Every JSON file the experiment reads (``experiment.json``, ``run_state.json``) goes through
+:func:`load_json`, which refuses what :mod:`json` lets pass (a repeated key, nesting without
+bound) and names the file in every error.
 """
 import json
+import os
 
 import numpy
 
-from researchutils.chainer.training.train_utils import (
+from researchutils._errors import add_note
+from researchutils.chainer.training.references import (
     _PARAMETER_RULES,
     _check_allowed_modules,
     object_reference,
@@ -20,6 +25,10 @@ from researchutils.chainer.training.train_utils import (
 # Keyword arguments and triggers: plain values only, never a reference.
 _PLAIN_KEYS = ('optimizer_params', 'lr_sched_params', 'lr_sched_trigger')
 _ARRAY_KINDS = 'biufc'  # bool, signed and unsigned ints, floats, complex
+#: How deeply :func:`load_json` lets lists and objects nest: deeper than any parameters
+#: (a NumPy array has at most 64 dimensions), shallow enough for every recursive walk of
+#: the data (decoding, copying, merging) to stay far from Python's recursion limit.
+MAX_JSON_DEPTH = 100
 
 
 def to_json_value(value, where='value'):
@@ -107,7 +116,7 @@ def from_json_value(value, where='value', allowed_modules=(), model_package=None
 
     A reference resolves only to the kind its key expects, from the
     namespaces that key allows (see
-    :func:`~researchutils.chainer.training.train_utils.resolve_reference`); under
+    :func:`~researchutils.chainer.training.references.resolve_reference`); under
     ``optimizer_params``, ``lr_sched_params`` and ``lr_sched_trigger`` no
     reference is read at all. Arrays must have a boolean or numeric dtype.
 
@@ -152,3 +161,95 @@ def dumps_json(value):
         }
     """
     return json.dumps(value, indent=2) + '\n'
+
+
+class _RepeatedKey(ValueError):
+    """A key given twice in one JSON object (raised inside the parser, reported by load_json)."""
+
+
+def _refuse_repeated_keys(pairs):
+    data = {}
+    for key, value in pairs:
+        if key in data:
+            raise _RepeatedKey(key, data[key], value)
+        data[key] = value
+    return data
+
+
+def _depth(data):
+    """How deeply ``data`` nests lists and dicts (0 for a plain value), without recursion."""
+    deepest, pending = 0, [(data, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        elif not isinstance(value, list):
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_JSON_DEPTH:
+            break
+        pending.extend((item, depth + 1) for item in value)
+    return deepest
+
+
+def load_json(path):
+    """Reads a JSON file strictly; every error names the file.
+
+    The one reader of the JSON files an experiment keeps (``experiment.json``,
+    ``run_state.json``); use it, rather than :func:`json.load`, for a
+    :meth:`Parameters.from_json <researchutils.chainer.training.Parameters.from_json>`
+    file of your own. Beyond :func:`json.load` it refuses a key given twice in
+    one object (``json`` keeps the last silently, so what a reader of the file
+    sees is not what runs) and lists and objects nested deeper than
+    :data:`MAX_JSON_DEPTH` levels (``json`` raises RecursionError far down).
+    ``NaN`` and ``Infinity``, which :func:`dumps_json` writes for such floats,
+    are read.
+
+    Args:
+        path (str or os.PathLike): The file, UTF-8 encoded.
+
+    Returns:
+        object: The data, as :func:`json.load` gives it.
+
+    Raises:
+        json.JSONDecodeError: The text is not JSON (a trailing comma...): the
+            message starts with the file and gives the line and column.
+        ValueError: A key is repeated (the message names it), or the data nests
+            too deeply; the message names the file.
+        UnicodeDecodeError: The file is not UTF-8; a note names the file.
+        OSError: The file cannot be read (the error names it).
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), 'settings.json')
+        >>> with open(path, 'w') as stream:
+        ...     _ = stream.write('{"alpha": 0.01, "alpha": 1000.0}')
+        >>> load_json(path)
+        Traceback (most recent call last):
+        ...
+        ValueError: ...settings.json: the key 'alpha' appears twice in one object ...
+    """
+    path = os.fspath(path)
+    with open(path, encoding='utf-8') as stream:
+        try:
+            text = stream.read()
+        except UnicodeDecodeError as error:
+            add_note(error, 'while reading the JSON file {!r}, which must be UTF-8'.format(path))
+            raise
+    try:
+        data = json.loads(text, object_pairs_hook=_refuse_repeated_keys)
+        too_deep = _depth(data) > MAX_JSON_DEPTH
+    except json.JSONDecodeError as error:
+        raise json.JSONDecodeError('{}: not valid JSON: {}'.format(path, error.msg), error.doc,
+                                   error.pos) from None
+    except _RepeatedKey as error:
+        key, first, second = error.args
+        raise ValueError('{}: the key {!r} appears twice in one object ({!r}, then {!r}): '
+                         'keep only the value you mean'.format(path, key, first, second)
+                         ) from None
+    except RecursionError:
+        too_deep = True  # nested past Python's recursion limit
+    if too_deep:
+        raise ValueError('{}: lists and objects nest deeper than {} levels, which no saved '
+                         'experiment or parameters do'.format(path, MAX_JSON_DEPTH))
+    return data

@@ -166,7 +166,7 @@ class Parameters(object):
         return {name: json_values.to_json_value(tree, name) for name, tree in self._trees()}
 
     @classmethod
-    def from_json(cls, data, allowed_modules=(), model_package=None):
+    def from_json(cls, data, allowed_modules=(), model_package=None, where=''):
         """Rebuilds parameters from :meth:`to_json`'s data.
 
         The data may come from a file someone else wrote, so a reference to a
@@ -186,21 +186,31 @@ class Parameters(object):
                 only modules you trust.
             model_package (str or None): The model class's top-level package,
                 whose functions losses and metrics may name.
+            where (str): Where the data came from, such as the file (read
+                it with
+                :func:`~researchutils.chainer.training.json_values.load_json`):
+                error messages then begin ``"<where>: fixed_params/..."``.
 
         Returns:
             Parameters: Equal to the saved ones.
 
         Raises:
-            ValueError: A reference is not allowed or not of the kind its key
-                expects; the message names the key and the reference.
+            ValueError: ``data`` is not such a dict, or a reference is not
+                allowed or not of the kind its key expects; the message names
+                ``where``, the key and the reference.
 
         Example:
             >>> Parameters.from_json(Parameters({"model": {"n": 2}}).to_json()).model
             {'n': 2}
         """
-        return cls(*[json_values.from_json_value(data[name], name, allowed_modules,
-                                                 model_package=model_package)
-                     for name in ('fixed_params', 'variable_params')])
+        names = ('fixed_params', 'variable_params')
+        if not isinstance(data, dict) or set(data) != set(names):
+            raise ValueError('{}: saved parameters are a dict with the keys {}, got {!r}'.format(
+                where or 'data', list(names), sorted(data) if isinstance(data, dict) else data))
+        prefix = where + ': ' if where else ''
+        trees = [json_values.from_json_value(data[name], prefix + name, allowed_modules,
+                                             model_package=model_package) for name in names]
+        return cls(*trees)
 
     def __eq__(self, other):
         return (isinstance(other, Parameters) and self.fixed_params == other.fixed_params

@@ -1,7 +1,13 @@
-"""Helpers of the unified training API: the default optimizer builder and JSON encoding."""
-import importlib
+"""The default optimizer builder of ChainerExperiment, and atomic text files.
+
+:func:`create_optims_default_chainer` keeps Delira's import path
+(``researchutils.chainer.training.train_utils.create_optims_default_chainer``). The trust
+rules of references that lived here are in
+:mod:`~researchutils.chainer.training.references`; ``object_reference``,
+``resolve_reference`` and ``model_package`` still import from here too. Its tests are in
+``tests/chainer/training/test_train_utils.py``.
+"""
 import os
-import re
 import sys
 
 import chainer
@@ -72,253 +78,17 @@ def atomic_write_text(path, text):
     _files.write_atomically(path, lambda file: file.write(data))
 
 
-# What a reference read from a file may name, by its key. A key expects a kind of object, from
-# a few namespaces of Chainer and researchutils (module prefixes) or a few named objects, or
-# from the modules the caller allows. Anything else is refused before any import.
-_SCHEDULERS = tuple(getattr(chainer.training.extensions, name) for name in (
-    'ExponentialShift', 'InverseShift', 'LinearShift', 'MultistepShift', 'PolynomialShift',
-    'StepShift', 'WarmupShift'))
-_FUNCTION_MODULES = ('chainer.functions', 'researchutils.chainer.functions')
-# Keys whose values are keyword arguments or triggers: plain JSON values, never references.
-# Module name parts refused inside Chainer, NumPy and researchutils (never even imported).
-_REFUSED_PARTS = ('tests', 'testing', 'distutils', 'f2py', 'ctypeslib')
-# Top-level packages that are never "the model class's package".
-_LIBRARY_PACKAGES = ('chainer', 'chainermn', 'chainerx', 'cupy', 'numpy', 'onnx_chainer',
-                     'researchutils', '__main__')
-# Array dtypes a parameter may hold: booleans and numbers, no subarrays.
-_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$')
+# Names that moved to the references module keep their import path here; looked up on use,
+# since that module imports this one (the default builder is a trusted optim_builder).
+_MOVED_TO_REFERENCES = ('model_package', 'object_reference', 'resolve_reference')
 
 
-class _Rule(object):
-    """What the references under one key may be: a kind, and where it may come from."""
-
-    def __init__(self, kind, library=(), named=(), model_package=True, loaded=False):
-        self.kind = kind  # a base class, 'callable' or 'network'
-        self.library = library  # module prefixes in Chainer / researchutils
-        self.named = named  # or exactly these objects
-        self.model_package = model_package  # the model class's package is trusted
-        self.loaded = loaded  # any module already imported (model_cls only)
-
-    def describe(self):
-        if self.kind == 'network':
-            return 'an AbstractChainerNetwork subclass (a Link with closure and prepare_batch)'
-        if self.kind == 'callable':
-            return 'a callable'
-        return 'a {}.{} subclass'.format(self.kind.__module__, self.kind.__qualname__)
-
-    def right_kind(self, value):
-        if self.kind == 'callable':
-            return callable(value)
-        if self.kind == 'network':
-            return (isinstance(value, type) and issubclass(value, chainer.Link)
-                    and callable(getattr(value, 'closure', None))
-                    and callable(getattr(value, 'prepare_batch', None)))
-        return isinstance(value, type) and issubclass(value, self.kind)
+def __getattr__(name):
+    if name in _MOVED_TO_REFERENCES:
+        from researchutils.chainer.training import references
+        return getattr(references, name)
+    raise AttributeError('module {!r} has no attribute {!r}'.format(__name__, name))
 
 
-_RULES = {
-    'optimizer_cls': _Rule(chainer.Optimizer, library=('chainer.optimizers',)),
-    'lr_sched_cls': _Rule(chainer.training.Extension, named=_SCHEDULERS, model_package=False),
-    'optim_builder': _Rule('callable', named=(create_optims_default_chainer,)),
-    'model_cls': _Rule('network', model_package=False, loaded=True),
-}
-_DEFAULT_RULE = _Rule('callable', library=_FUNCTION_MODULES)
-# The keys of the parameters with a rule of their own; any other is a function's.
-_PARAMETER_RULES = ('optimizer_cls', 'lr_sched_cls')
-
-
-def object_reference(value, where):
-    """Returns ``"module:qualname"`` for an importable class or function.
-
-    Args:
-        value: A class or a module-level function.
-        where (str): Where the value sits, for the error message.
-
-    Returns:
-        str: A reference that :func:`resolve_reference` turns back into ``value``.
-
-    Raises:
-        ValueError: ``value`` cannot be found again by import (a lambda, a
-            local function, a partial, a name starting with ``_``); the
-            message says what to do.
-
-    Example:
-        >>> object_reference(chainer.optimizers.Adam, 'optimizer_cls')
-        'chainer.optimizers.adam:Adam'
-    """
-    module = getattr(value, '__module__', None)
-    qualname = getattr(value, '__qualname__', None)
-    if module is None or qualname is None or '<' in qualname:
-        raise ValueError('{} is {!r}, which cannot be saved as a reference: use a class or a '
-                         'function defined at module level'.format(where, value))
-    if any(part.startswith('_') for part in qualname.split('.')):
-        raise ValueError('{} is {!r}, whose name {!r} is private: loading refuses names '
-                         'starting with "_", so give it a public name'.format(
-                             where, value, qualname))
-    reference = '{}:{}'.format(module, qualname)
-    # The value's module is loaded already: look it up there, importing nothing.
-    found = sys.modules.get(module)
-    try:
-        for part in qualname.split('.'):
-            found = getattr(found, part)
-    except AttributeError:
-        found = None
-    if found is not value:
-        raise ValueError('{} is {!r}, but {!r} does not import back to it: use a class or a '
-                         'function defined at module level'.format(where, value, reference))
-    return reference
-
-
-def _check_allowed_modules(allowed_modules):
-    if isinstance(allowed_modules, str) or not all(
-            isinstance(name, str) and _NAME.match(name) for name in allowed_modules):
-        raise TypeError('allowed_modules must be a list of module names such as ["mypackage"], '
-                        'got {!r}'.format(allowed_modules))
-    return tuple(allowed_modules)
-
-
-def _in_modules(module_name, modules):
-    return any(module_name == name or module_name.startswith(name + '.') for name in modules)
-
-
-def _library_module_allowed(module_name, rule):
-    parts = module_name.split('.')
-    if any(part.startswith('_') or part in _REFUSED_PARTS for part in parts):
-        return False
-    # A named object may be reached through its module or a package above it.
-    return (_in_modules(module_name, rule.library)
-            or any(_in_modules(value.__module__, (module_name,)) for value in rule.named))
-
-
-def _user_module_allowed(module_name, user_modules):
-    if module_name == '__main__':
-        # Only the running script, as it is: never imported.
-        return '__main__' in user_modules and '__main__' in sys.modules
-    return (_in_modules(module_name, user_modules)
-            and not any(part.startswith('__') for part in module_name.split('.')))
-
-
-def _loaded_module_allowed(module_name):
-    # An imported module is looked up, never imported again; __main__ only as it is.
-    return module_name in sys.modules and (module_name == '__main__' or not any(
-        part.startswith('__') for part in module_name.split('.')))
-
-
-def model_package(model_cls):
-    """The top-level package of ``model_cls``'s module, or None for a library or ``__main__``.
-
-    Functions of that package may be named by a loaded experiment's losses and metrics.
-
-    Example:
-        >>> model_package(chainer.links.Linear) is None
-        True
-    """
-    package = getattr(model_cls, '__module__', '').split('.')[0]
-    return None if not package or package in _LIBRARY_PACKAGES else package
-
-
-def resolve_reference(reference, where, allowed_modules=(), key=None, model_package=None):
-    """Finds the class or function a ``"module:qualname"`` reference names, safely.
-
-    References come from files (``experiment.json``), so resolving one never
-    runs code the file chooses. The key the reference sits under says what it
-    may be, and from where; a module is checked against that before it is
-    imported, and the object found must be of that kind, defined there:
-
-    * ``optimizer_cls``: a :class:`chainer.Optimizer` subclass from
-      ``chainer.optimizers``;
-    * ``lr_sched_cls``: one of Chainer's ``*Shift`` schedulers
-      (``ExponentialShift``, ``InverseShift``, ``LinearShift``,
-      ``MultistepShift``, ``PolynomialShift``, ``StepShift``, ``WarmupShift``),
-      or an extension class of ``allowed_modules``; a named object may be
-      reached through a package above its module
-      (``chainer.training.extensions:ExponentialShift``);
-    * ``optim_builder``: :func:`create_optims_default_chainer`;
-    * ``model_cls``: a Link subclass with ``closure`` and ``prepare_batch``
-      from ``allowed_modules`` or a module already imported (``__main__``
-      only when it is already the running script); nothing else imports it;
-    * any other key (losses, metrics, model arguments): a callable from
-      ``chainer.functions`` or ``researchutils.chainer.functions``.
-
-    Besides, every key but ``lr_sched_cls`` and ``model_cls`` takes what
-    ``model_package`` and ``allowed_modules`` define. Names starting with
-    ``_`` are refused, as are modules of Chainer, NumPy and researchutils
-    with a private part or a ``tests``, ``testing``, ``distutils``, ``f2py``
-    or ``ctypeslib`` part; in ``allowed_modules``, a ``__dunder__`` part
-    (``pkg.__main__``); ``"__main__"`` itself is allowed only by naming it
-    and is never imported.
-
-    Args:
-        reference (str): As written by :func:`object_reference`.
-        where (str): Where the reference sits (its path), for error messages.
-        allowed_modules (list of str): More modules (and their submodules)
-            the reference may name; only modules you trust.
-        key (str or None): The rule to apply (above); None: the last name of
-            ``where``.
-        model_package (str or None): The top-level package of the model class,
-            trusted for functions (see :func:`model_package`).
-
-    Returns:
-        object: The class or function.
-
-    Raises:
-        ValueError: The reference is malformed, names a module that is not
-            allowed, cannot be found, or is not of the expected kind; the
-            message names ``where`` and the reference.
-        TypeError: ``allowed_modules`` is not a list of module names.
-
-    Example:
-        >>> resolve_reference('chainer.optimizers.adam:Adam', 'optimizer_cls').__name__
-        'Adam'
-        >>> resolve_reference('os:system', 'losses/L1')
-        Traceback (most recent call last):
-        ...
-        ValueError: losses/L1: the reference 'os:system' names the module 'os', ...
-    """
-    allowed = _check_allowed_modules(allowed_modules)
-    if key is None:
-        key = re.split(r'[/ ]', where)[-1]
-    rule = _RULES.get(key, _DEFAULT_RULE)
-    user_modules = allowed + ((model_package,) if rule.model_package and model_package else ())
-    module_name, _, qualname = reference.partition(':') if isinstance(reference, str) else ('',) * 3
-    if not (_NAME.match(module_name) and _NAME.match(qualname)):
-        raise ValueError('{}: {!r} is not a "module:qualname" reference'.format(where, reference))
-
-    def allowed_module(name):
-        return (_library_module_allowed(name, rule) or _user_module_allowed(name, user_modules)
-                or (rule.loaded and _loaded_module_allowed(name)))
-
-    if any(part.startswith('_') for part in qualname.split('.')):
-        raise ValueError('{}: the reference {!r} names the private name {!r}, which is never '
-                         'resolved'.format(where, reference, qualname))
-    if not allowed_module(module_name):
-        raise ValueError('{}: the reference {!r} names the module {!r}, which is not trusted '
-                         'for {}: {}; if you trust it, pass allowed_modules=[{!r}]'.format(
-                             where, reference, module_name, key, rule.describe(),
-                             module_name.split('.')[0]))
-    try:
-        value = (sys.modules[module_name] if module_name == '__main__'
-                 else importlib.import_module(module_name))
-        for part in qualname.split('.'):
-            value = getattr(value, part)
-    except (ImportError, AttributeError) as error:
-        raise ValueError('{}: cannot import {!r} ({})'.format(where, reference, error)) from error
-    defined_in = getattr(value, '__module__', None)
-    if rule.named and not _user_module_allowed(str(defined_in), user_modules):
-        from_here = any(value is named for named in rule.named)
-    else:
-        from_here = isinstance(defined_in, str) and allowed_module(defined_in)
-    if not (rule.right_kind(value) and from_here):
-        raise ValueError('{}: the reference {!r} is {!r}, defined in {!r}, but {} is expected '
-                         'there, from {}'.format(
-                             where, reference, value, defined_in, rule.describe(),
-                             _where_from(rule, user_modules)))
-    return value
-
-
-def _where_from(rule, user_modules):
-    sources = list(rule.library) + ['{}:{}'.format(value.__module__, value.__qualname__)
-                                    for value in rule.named] + list(user_modules)
-    if rule.loaded:
-        sources.append('a module already imported')
-    return ', '.join(sources) or 'nowhere'
+def __dir__():
+    return sorted(list(globals()) + list(_MOVED_TO_REFERENCES))

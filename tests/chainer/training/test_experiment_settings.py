@@ -245,3 +245,79 @@ def test_a_setting_of_the_wrong_type_is_refused_naming_it(tmp_path, setting, val
     kwargs = {'name': 'exp', 'save_path': str(tmp_path), setting: value}
     with pytest.raises(TypeError, match=r'{} must be .*{}'.format(setting, re.escape(repr(value)))):
         ChainerExperiment(tasks.make_params(), tasks.Regressor, **kwargs)
+
+
+# Hand-edited experiment.json files: every load error names the file (and the key).
+
+def _edit_saved_text(exp, edit):
+    path = exp.save()
+    with open(path) as stream:
+        text = stream.read()
+    with open(path, 'w') as stream:
+        stream.write(edit(text))
+    return path
+
+
+def test_experiment_json_with_a_trailing_comma_names_the_file_line_and_column(tmp_path):
+    exp = experiment(tmp_path)
+    path = _edit_saved_text(exp, lambda text: text.rstrip().rstrip('}') + ',\n}\n')
+    last_line = len(open(path).read().splitlines())
+    with pytest.raises(json.JSONDecodeError) as caught:
+        ChainerExperiment.load(exp.output_dir)
+    assert str(caught.value).startswith(path + ': not valid JSON')
+    assert caught.value.lineno == last_line
+
+
+def test_a_deeply_nested_experiment_json_is_a_value_error_naming_the_file(tmp_path):
+    exp = experiment(tmp_path)
+    depth = 200000
+    path = _edit_saved_text(exp, lambda text: text.replace(
+        '"seed": 0', '"seed": ' + '[' * depth + ']' * depth))
+    with pytest.raises(ValueError, match=re.escape(path) + ': lists and objects nest deeper'):
+        ChainerExperiment.load(exp.output_dir)
+
+
+def test_a_key_given_twice_in_experiment_json_is_refused_naming_it(tmp_path):
+    exp = experiment(tmp_path)
+    # "alpha": 0.02 is saved; a second "alpha" after it would silently win.
+    path = _edit_saved_text(exp, lambda text: text.replace(
+        '"alpha": 0.02', '"alpha": 0.02, "alpha": 1000.0'))
+    with pytest.raises(ValueError, match=re.escape(path) + r": the key 'alpha' appears twice "
+                                         r"in one object \(0.02, then 1000.0\)"):
+        ChainerExperiment.load(exp.output_dir)
+
+
+def test_a_refused_reference_in_experiment_json_names_the_file_and_the_key(tmp_path):
+    exp = experiment(tmp_path)
+
+    def plant(saved):
+        saved['params']['fixed_params']['training']['losses']['MSE'] = {'__object__': 'os:system'}
+
+    tasks.edit_saved_experiment(exp, plant)
+    path = os.path.join(exp.output_dir, 'experiment.json')
+    with pytest.raises(ValueError, match=re.escape(path) + r": fixed_params/training/"
+                                         r"losses/MSE: the reference 'os:system'"):
+        ChainerExperiment.load(exp.output_dir)
+
+
+@pytest.mark.parametrize('edit, error, message', [
+    (lambda saved: saved.update(checkpoint_freq='3'), TypeError, 'checkpoint_freq'),
+    (lambda saved: saved['params']['fixed_params'].update(modle={}), ValueError, 'modle'),
+    (lambda saved: saved['params'].pop('variable_params'), ValueError, 'variable_params'),
+    (lambda saved: saved.pop('model_cls'), ValueError, "no 'model_cls'"),
+])
+def test_a_bad_setting_in_experiment_json_is_refused_with_a_note_naming_the_file(
+        tmp_path, edit, error, message):
+    exp = experiment(tmp_path)
+    tasks.edit_saved_experiment(exp, edit)
+    path = os.path.join(exp.output_dir, 'experiment.json')
+    with pytest.raises(error, match=message) as caught:
+        ChainerExperiment.load(exp.output_dir)
+    assert path in str(caught.value) or any(path in note for note in caught.value.__notes__)
+
+
+def test_an_experiment_json_that_is_not_an_object_names_the_file(tmp_path):
+    exp = experiment(tmp_path)
+    path = _edit_saved_text(exp, lambda text: '[1, 2]\n')
+    with pytest.raises(ValueError, match=re.escape(path) + ' is not a saved ChainerExperiment'):
+        ChainerExperiment.load(exp.output_dir)

@@ -5,7 +5,7 @@ import chainer
 import numpy as np
 import pytest
 
-from researchutils.chainer.training import json_values
+from researchutils.chainer.training import Parameters, json_values
 
 
 def test_json_values_round_trip():
@@ -32,3 +32,70 @@ def test_a_non_string_key_is_refused_naming_it():
 
 def test_dumps_json_is_indented_and_ends_with_a_newline():
     assert json_values.dumps_json({'a': [1]}) == '{\n  "a": [\n    1\n  ]\n}\n'
+
+
+def _written(tmp_path, text, name='settings.json'):
+    path = tmp_path / name
+    path.write_bytes(text.encode('utf-8') if isinstance(text, str) else text)
+    return str(path)
+
+
+def test_load_json_refuses_a_repeated_key_in_a_nested_object_naming_key_and_file(tmp_path):
+    path = _written(tmp_path, '{"alpha": 1, "inner": {"beta": [1], "beta": [2]}}')
+    with pytest.raises(ValueError, match=r"settings.json: the key 'beta' appears twice"):
+        json_values.load_json(path)
+
+
+def test_load_json_reads_what_dumps_json_writes_nan_included(tmp_path):
+    value = {'best_score': float('nan'), 'results': [{'score': 1.5}], 'name': 'é'}
+    loaded = json_values.load_json(_written(tmp_path, json_values.dumps_json(value)))
+    assert np.isnan(loaded['best_score'])
+    assert loaded['results'] == [{'score': 1.5}] and loaded['name'] == 'é'
+
+
+def test_load_json_reads_the_deepest_nesting_allowed_and_refuses_one_level_more(tmp_path):
+    deepest = json_values.MAX_JSON_DEPTH
+    path = _written(tmp_path, '{"a": ' + '[' * (deepest - 1) + ']' * (deepest - 1) + '}')
+    loaded = json_values.load_json(path)
+    for _ in range(deepest - 1):
+        loaded = loaded['a'] if isinstance(loaded, dict) else loaded[0]
+    assert loaded == []
+    path = _written(tmp_path, '{"a": ' + '[' * deepest + ']' * deepest + '}')
+    with pytest.raises(ValueError, match='settings.json: lists and objects nest deeper than'):
+        json_values.load_json(path)
+
+
+def test_load_json_of_a_latin_1_file_keeps_the_decode_error_and_notes_the_file(tmp_path):
+    path = _written(tmp_path, '{"name": "Müller"}'.encode('latin-1'))
+    with pytest.raises(UnicodeDecodeError) as caught:
+        json_values.load_json(path)
+    assert any(path in note for note in caught.value.__notes__)
+
+
+def test_parameters_from_json_names_where_the_data_came_from(tmp_path):
+    data = {'fixed_params': {'training': {'losses': {'L': {'__object__': 'os:system'}}}},
+            'variable_params': {}}
+    with pytest.raises(ValueError, match=r"^params.json: fixed_params/training/losses/L: "):
+        Parameters.from_json(data, where='params.json')
+    with pytest.raises(ValueError, match=r"params.json: saved parameters are a dict"):
+        Parameters.from_json({'fixed_params': {}}, where='params.json')
+
+
+def _decode_training(training):
+    return json_values.from_json_value({'training': training}, 'fixed_params')
+
+
+# Arrays in parameters: simple dtypes only ---------------------------------------------------
+
+@pytest.mark.parametrize('dtype', ['(10000,10000)f8', 'V8', 'U3', 'S3', 'O',
+                                   [('a', '<f8')], 'M8[s]'])
+def test_an_array_with_a_non_numeric_dtype_is_refused(dtype):
+    with pytest.raises(ValueError, match=r"fixed_params/training/a.*dtype"):
+        _decode_training({'a': {'__ndarray__': [0], 'dtype': dtype}})
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'int16', 'bool', 'complex64', 'uint8'])
+def test_an_array_with_a_numeric_dtype_round_trips(dtype):
+    array = np.arange(3).astype(dtype)
+    decoded = _decode_training(json_values.to_json_value({'a': array}))['training']['a']
+    assert decoded.dtype == np.dtype(dtype) and decoded.tolist() == array.tolist()

@@ -1,4 +1,5 @@
 """The files of an experiment's folder: snapshots, models, run state."""
+import json
 import os
 import stat
 
@@ -75,3 +76,70 @@ def test_replace_model_replaces_an_existing_file_with_the_new_weights(tmp_path):
     _model_files.replace_model(path, second)
     with np.load(path) as saved:
         np.testing.assert_array_equal(saved['fc1/W'], second.fc1.W.array)
+
+
+# run_state.json: what it says is checked before it is believed.
+
+def _write_state(exp, text):
+    with open(os.path.join(exp.output_dir, 'run_state.json'), 'w') as stream:
+        stream.write(text)
+
+
+def test_a_state_saying_not_finished_beside_a_snapshot_resumes_and_trains(tmp_path):
+    train, val = tasks.make_managers(n_train=64, batch_size=32)  # 2 iterations per epoch
+    first = experiment(tmp_path, tasks.make_params(num_epochs=1))
+    first.run(train, val)
+    _write_state(first, '{"finished": false, "epoch": 1}')
+    counter = CountUpdates()
+    second = experiment(tmp_path, tasks.make_params(num_epochs=3), extensions=[counter])
+    second.run(train, val)
+    assert (counter.first_epoch, counter.updates) == (1, 2 * 2)
+    assert [entry['epoch'] for entry in tasks.read_log(second)] == [1, 2, 3]
+    with open(os.path.join(second.output_dir, 'run_state.json')) as stream:
+        assert json.load(stream) == {'finished': True, 'epoch': 3}
+
+
+@pytest.mark.parametrize('text', [
+    '{"finished": "yes", "epoch": 1}', '{"finished": true}', '{"finished": true, "epoch": -1}',
+    '{"finished": true, "epoch": 1.5}', '{"finished": true, "epoch": true}', '[]',
+    '{"finished": true, "epoch": 1, "comment": "done"}'])
+def test_a_state_that_does_not_say_what_happened_is_refused_naming_it(tmp_path, text):
+    train, val = tasks.make_managers(n_train=64, batch_size=32)
+    first = experiment(tmp_path, tasks.make_params(num_epochs=1))
+    first.run(train, val)
+    _write_state(first, text)
+    with pytest.raises(ValueError, match=r'run_state.json must hold .*not trusted'):
+        experiment(tmp_path, tasks.make_params(num_epochs=1)).run(train, val)
+
+
+def test_a_finished_state_older_than_the_newest_snapshot_is_refused(tmp_path):
+    train, val = tasks.make_managers(n_train=64, batch_size=32)
+    first = experiment(tmp_path, tasks.make_params(num_epochs=2))
+    first.run(train, val)
+    _write_state(first, '{"finished": true, "epoch": 1}')
+    with pytest.raises(ValueError, match=r"says the run finished at epoch 1, but "
+                                         r".*snapshot_epoch_2 is newer"):
+        experiment(tmp_path, tasks.make_params(num_epochs=2)).run(train, val)
+
+
+@pytest.mark.parametrize('val_score_key, missing', [('MSE', 'best_model.npz'),
+                                                     (None, 'final_model.npz')])
+def test_a_finished_run_whose_models_are_gone_refuses_naming_the_model_file(
+        tmp_path, val_score_key, missing):
+    train, val = tasks.make_managers(n_train=64, batch_size=32)
+    first = experiment(tmp_path, tasks.make_params(num_epochs=1), val_score_key=val_score_key)
+    first.run(train, val)
+    for name in ('best_model.npz', 'final_model.npz'):
+        if os.path.exists(os.path.join(first.output_dir, name)):
+            os.remove(os.path.join(first.output_dir, name))
+    again = experiment(tmp_path, tasks.make_params(num_epochs=1), val_score_key=val_score_key)
+    with pytest.raises(FileNotFoundError, match=r'run_state.json says the run finished at '
+                                                r'epoch 1, but its model .*{}'.format(missing)):
+        again.run(train, val)
+    # As the message says: without the state file the run rebuilds its final model.
+    os.remove(os.path.join(first.output_dir, 'run_state.json'))
+    rebuilt = experiment(tmp_path, tasks.make_params(num_epochs=1), val_score_key=val_score_key)
+    rebuilt_model = rebuilt.run(train, val)
+    assert os.path.isfile(os.path.join(first.output_dir, 'final_model.npz'))
+    assert tasks.val_mse(rebuilt, rebuilt_model, val) < tasks.val_mse(
+        rebuilt, rebuilt.build_model(), val)

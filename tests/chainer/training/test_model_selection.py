@@ -266,3 +266,80 @@ def test_a_grid_where_every_score_is_nan_has_no_best(tmp_path):
     assert summary['best_params'] is None and math.isnan(summary['best_score'])
     saved = read_strict_json(os.path.join(exp.output_dir, 'grid_search.json'))
     assert saved['best_choice'] is None and saved['best_score'] is None
+
+
+class Indexed(tasks.LinearTask):
+    """LinearTask whose examples also carry their own ``index``."""
+
+    def __getitem__(self, index):
+        return dict(super().__getitem__(index), index=np.int64(index))
+
+
+class IndexRecorder(object):
+    """Loss and metrics that record which example indices each role saw, in call order."""
+
+    def __init__(self):
+        self.events = []  # (role, indices)
+
+    def _record(self, role, index):
+        self.events.append((role, set(np.asarray(getattr(index, 'array', index)).tolist())))
+
+    def loss(self, pred, label, index):
+        self._record('train', index)
+        return F.mean_squared_error(pred, label)
+
+    def val_metric(self, index):
+        self._record('val', index)
+        return 0.0
+
+    def test_metric(self, index):
+        self._record('test', index)
+        return 0.0
+
+    def folds(self):
+        """Per fold (a fold ends with its test predictions): the indices of each role."""
+        folds, current = [], {'train': set(), 'val': set(), 'test': set()}
+        for number, (role, indices) in enumerate(self.events):
+            current[role] |= indices
+            following = self.events[number + 1][0] if number + 1 < len(self.events) else None
+            if role == 'test' and following != 'test':
+                folds.append(current)
+                current = {'train': set(), 'val': set(), 'test': set()}
+        return folds
+
+
+@pytest.mark.parametrize('split_type, shuffle', [('random', False), ('random', True),
+                                                 ('stratified', True)])
+def test_kfold_trains_validates_and_tests_each_fold_on_disjoint_examples(tmp_path, split_type,
+                                                                         shuffle):
+    recorder = IndexRecorder()
+    params = tasks.make_params(num_epochs=1, losses={'MSE': recorder.loss},
+                               val_metrics={'seen': recorder.val_metric},
+                               val_metric_keys={'seen': ('index',)})
+    exp = experiment(tmp_path, params)
+    size, num_splits = 30, 3
+    exp.kfold(BaseDataManager(Indexed(size), 4, 0, None), {'seen': recorder.test_metric},
+              num_splits=num_splits, shuffle=shuffle, random_seed=3, split_type=split_type,
+              label_key='index',
+              val_split=0.25, metric_keys={'seen': ('index',)})
+    folds = recorder.folds()
+    assert len(folds) == num_splits
+    for fold in folds:
+        train, val, test = fold['train'], fold['val'], fold['test']
+        assert train and val and test
+        assert not train & val and not train & test and not val & test, fold
+        assert train | val | test == set(range(size))
+        assert len(val) == int(np.ceil(0.25 * (size - len(test))))
+    # Every example is tested exactly once over the folds.
+    assert sorted(i for fold in folds for i in fold['test']) == list(range(size))
+
+
+def test_kfold_val_split_that_leaves_no_training_example_is_refused_before_training(tmp_path):
+    exp = experiment(tmp_path)
+    # 10 examples in 2 folds: 5 to train on, and ceil(0.9 * 5) = 5 of them would validate.
+    with pytest.raises(ValueError, match=r'val_split=0.9 of a training part of 5 examples '
+                                         r'leaves 0 to train on'):
+        exp.kfold(DataManager(tasks.LinearTask(10), 4), {'MSE': tasks.mean_squared_error},
+                  num_splits=2, val_split=0.9)
+    assert not os.path.exists(exp.output_dir)
+

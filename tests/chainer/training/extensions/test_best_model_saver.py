@@ -2,6 +2,7 @@
 import os
 
 import chainer
+import numpy as np
 import pytest
 
 from researchutils.chainer import serializers
@@ -73,3 +74,57 @@ def test_the_file_holds_the_weights_of_the_best_epoch_on_a_plain_trainer(tmp_pat
 def test_a_mode_other_than_lowest_or_highest_is_refused_naming_it(tmp_path):
     with pytest.raises(ValueError, match="mode.*'min'"):
         BestModelSaver(make_model(), 'val/score', 'min', str(tmp_path / 'best.npz'))
+
+
+def run_plain_trainer(out, scores, snapshot_at=None, resume_from=None):
+    """A tiny trainer (4 iterations an epoch) over ``scores``; returns (saver, reporter)."""
+    trainer = make_trainer(out, stop_iteration=4 * len(scores))
+    model = trainer.updater.get_optimizer('main').target
+    reporter = ReportScores(scores)
+    saver = BestModelSaver(model, 'val/score', 'lowest', str(out / 'best.npz'))
+    trainer.extend(reporter)
+    trainer.extend(saver)
+    if snapshot_at is not None:
+        trainer.extend(chainer.training.extensions.snapshot(filename='snapshot'),
+                       trigger=(snapshot_at, 'epoch'))
+    if resume_from is not None:
+        chainer.serializers.load_npz(resume_from, trainer)
+    trainer.run()
+    return saver, reporter
+
+
+def saved_arrays(path):
+    with np.load(path) as archive:
+        return {key: archive[key].copy() for key in archive.files}
+
+
+def test_after_a_resume_a_worse_epoch_never_replaces_the_best_of_before_the_snapshot(tmp_path):
+    # Epoch 2 is the best; the snapshot is taken at epoch 3; epochs 4 to 6 are all worse.
+    scores = [3.0, 1.0, 4.0, 5.0, 2.0, 6.0]
+    first, reporter = run_plain_trainer(tmp_path, scores[:3], snapshot_at=3)
+    best_of_first = saved_arrays(str(tmp_path / 'best.npz'))
+    assert_same_weights(best_of_first, {name.lstrip('/'): array for name, array
+                                        in reporter.weights[2].items()})
+    resumed, _ = run_plain_trainer(tmp_path, scores, resume_from=str(tmp_path / 'snapshot'))
+    assert (resumed.best_epoch, resumed.best_value) == (2, 1.0)
+    assert_same_weights(saved_arrays(str(tmp_path / 'best.npz')), best_of_first)
+
+
+def test_a_resumed_experiment_keeps_the_best_model_of_before_its_snapshot(tmp_path):
+    train, val = tasks.make_managers(n_train=64, n_val=32, batch_size=32)
+
+    def run(num_epochs, scores):
+        exp = experiment(tmp_path, tasks.make_params(
+            num_epochs=num_epochs, val_metrics={'score': tasks.ScriptedScore(scores)}),
+            val_score_key='score')
+        return exp, exp.run(train, val)
+
+    first, _ = run(3, [3.0, 1.0, 4.0])
+    best = os.path.join(first.output_dir, 'best_model.npz')
+    best_of_first = saved_arrays(best)
+    os.remove(os.path.join(first.output_dir, 'run_state.json'))  # let it train further
+    resumed, model = run(6, [5.0, 2.0, 6.0])
+    assert [entry['val/score'] for entry in read_log(resumed)] == [3.0, 1.0, 4.0, 5.0, 2.0, 6.0]
+    assert_same_weights(saved_arrays(best), best_of_first)
+    assert_same_weights(weights(model), {'/' + name: array
+                                         for name, array in best_of_first.items()})

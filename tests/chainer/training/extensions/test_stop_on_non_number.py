@@ -97,3 +97,31 @@ def test_an_epochs_last_iteration_belongs_to_that_epoch(tmp_path):
     trainer.extend(StopOnNonNumber())
     with pytest.raises(TrainingDiverged, match=r'iteration 8 \(epoch 2\)'):
         trainer.run()
+
+
+class FiniteRecorder(object):
+    """A validation metric (plain NumPy MSE) that records whether each prediction was finite."""
+
+    def __init__(self):
+        self.finite = []
+
+    def __call__(self, pred, label):
+        self.finite.append(bool(np.isfinite(pred).all()))
+        return tasks.mean_squared_error(pred, label)
+
+
+def test_weights_that_diverge_at_an_epochs_end_are_never_validated_or_saved(tmp_path):
+    # The loss turns NaN at the last iteration of epoch 2: the weights are NaN when the
+    # epoch-end extensions run. StopOnNonNumber must stop the run before the validation
+    # (and so before the best-model saver) sees them.
+    recorder = FiniteRecorder()
+    params = diverging_params(2 * ITERATIONS_PER_EPOCH, val_metrics={'MSE': recorder})
+    exp = experiment(tmp_path, params, val_score_key='MSE')
+    with pytest.raises(TrainingDiverged, match=r'iteration {} \(epoch 2\)'.format(
+            2 * ITERATIONS_PER_EPOCH)):
+        exp.run(*tasks.make_managers())
+    assert recorder.finite and all(recorder.finite), recorder.finite
+    best = serializers.load_model(os.path.join(exp.output_dir, 'best_model.npz'),
+                                  exp.build_model())
+    assert all_finite(best)
+    assert [entry['epoch'] for entry in tasks.read_log(exp)] == [1]

@@ -2,6 +2,7 @@
 import os
 
 import chainer
+import pytest
 from chainer.training import extensions as chainer_extensions
 
 from researchutils.chainer.training.triggers import ResumableEarlyStoppingTrigger
@@ -69,3 +70,74 @@ def test_a_run_resumed_from_a_snapshot_stops_at_the_same_epoch(tmp_path):
     run_until_stopped(tmp_path / 'first', scores[:3], snapshot_at=3)
     assert run_until_stopped(tmp_path / 'resumed', scores,
                              resume_from=str(tmp_path / 'first' / 'snapshot')) == 4
+
+
+def report_scores_at(scores, trigger):
+    """Reports ``scores[epoch - 1]`` as ``val/score``, at ``trigger`` (each epoch's value
+    reported from that epoch's first iteration on when the trigger is every iteration)."""
+
+    @chainer.training.make_extension(trigger=trigger, priority=chainer.training.PRIORITY_WRITER)
+    def report(trainer):
+        updater = trainer.updater
+        epoch = updater.epoch if updater.is_new_epoch else updater.epoch + 1
+        chainer.reporter.report({'val/score': scores[epoch - 1]})
+
+    return report
+
+
+def stopped_epoch(out, scores, iterations_per_epoch, report_trigger, snapshot_at=None,
+                  resume_from=None, patience=3):
+    trainer = make_trainer(out, stop_iteration=iterations_per_epoch * len(scores),
+                           batch_size=16 // iterations_per_epoch)
+    trainer.stop_trigger = ResumableEarlyStoppingTrigger(
+        monitor='val/score', patience=patience, mode='min', max_trigger=(len(scores), 'epoch'))
+    trainer.extend(report_scores_at(scores, report_trigger))
+    if snapshot_at is not None:
+        trainer.extend(chainer_extensions.snapshot(filename='snapshot'),
+                       trigger=(snapshot_at, 'epoch'))
+    if resume_from is not None:
+        chainer.serializers.load_npz(resume_from, trainer)
+    trainer.run()
+    return trainer.updater.epoch, trainer.stop_trigger.count
+
+
+# Patience 3, snapshot at epoch 4, with the patience count above 0 (epoch 3 did not beat
+# epoch 2). Either nothing beats epoch 2 again (stop after 5), or epoch 5 does, just after
+# the worse epoch 4 whose value the snapshot holds (stop after 8).
+SCORES_AND_STOP = [([3.0, 1.0, 2.0, 2.0, 2.0, 0.5, 0.1], 5),
+                   ([3.0, 1.0, 2.0, 3.0, 0.9, 2.0, 2.0, 2.0, 0.1], 8)]
+
+
+@pytest.mark.parametrize('scores, stop', SCORES_AND_STOP)
+@pytest.mark.parametrize('iterations_per_epoch, report_trigger', [
+    (4, (1, 'epoch')), (1, (1, 'epoch')), (1, (1, 'iteration')), (4, (1, 'iteration'))])
+def test_a_resume_while_patience_is_counting_stops_at_the_same_epoch(
+        tmp_path, scores, stop, iterations_per_epoch, report_trigger):
+    uninterrupted, _ = stopped_epoch(tmp_path / 'whole', scores, iterations_per_epoch,
+                                     report_trigger)
+    assert uninterrupted == stop
+    _, count_at_snapshot = stopped_epoch(tmp_path / 'first', scores[:4], iterations_per_epoch,
+                                         report_trigger, snapshot_at=4)
+    assert count_at_snapshot == 1
+    resumed, _ = stopped_epoch(tmp_path / 'resumed', scores, iterations_per_epoch,
+                               report_trigger, resume_from=str(tmp_path / 'first' / 'snapshot'))
+    assert resumed == stop
+
+
+@pytest.mark.parametrize('n_train', [64, 32])  # 2 iterations an epoch, and 1
+@pytest.mark.parametrize('scores, stop', SCORES_AND_STOP)
+def test_a_resumed_experiment_whose_patience_was_counting_stops_at_the_same_epoch(
+        tmp_path, n_train, scores, stop):
+    train, val = tasks.make_managers(n_train=n_train, n_val=32, batch_size=32)
+
+    def run(num_epochs, epoch_scores):
+        exp = experiment(tmp_path, tasks.make_params(
+            num_epochs=num_epochs, val_metrics={'score': tasks.ScriptedScore(epoch_scores)},
+            early_stopping_patience=3), val_score_key='score')
+        exp.run(train, val)
+        return exp
+
+    first = run(4, scores[:4])
+    os.remove(os.path.join(first.output_dir, 'run_state.json'))  # let it train further
+    resumed = run(len(scores), scores[4:])
+    assert [entry['epoch'] for entry in read_log(resumed)] == list(range(1, stop + 1))
