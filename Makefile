@@ -7,7 +7,8 @@ comma := ,
 
 # The stacks the suite runs on, oldest first: Python, the NumPy it gets, the setuptools it
 # gets at run time. 3.11: NumPy 1.26 and a setuptools with pkg_resources (the stack Chainer
-# knew); 3.12: the first NumPy 2; 3.13: the newest NumPy and setuptools (no pkg_resources).
+# knew); 3.12: the first NumPy 2; 3.13: the newest NumPy and setuptools (no pkg_resources)
+# and CuPy 14.
 SUPPORTED := 3.11 3.12 3.13
 NUMPY_3.11 := numpy==1.26.*
 NUMPY_3.12 := numpy==2.0.*
@@ -15,6 +16,10 @@ NUMPY_3.13 := numpy>=2
 SETUPTOOLS_3.11 := setuptools<70
 SETUPTOOLS_3.12 := setuptools
 SETUPTOOLS_3.13 := setuptools
+# The newest stack also has CuPy, as a GPU user's environment would (no CUDA driver here:
+# it checks that Chainer and researchutils import beside CuPy 14 and that every CuPy name
+# they use exists; docs/gpu.rst).
+EXTRA_PACKAGES_3.13 := cupy-cuda12x>=14
 
 # $(call find_python,3.12): the first python3.12 that really runs and can make a venv, by
 # its real path: the one on PATH (a pyenv shim for a version pyenv has not selected exists
@@ -71,7 +76,8 @@ $(1)/.installed-$(3)-$(EXTRAS): setup.py Makefile constraints.txt build-constrai
 	    echo '$(1) is not a Python $(3) environment: making it anew'; rm -rf $(1); fi
 	test -x $(1)/bin/python || $(2) -m venv $(1)
 	$(1)/bin/python -m pip install -q --upgrade 'pip>=25.3'
-	$(1)/bin/python -m pip install -q --upgrade -e '.[$(EXTRAS)]' '$(NUMPY_$(3))' '$(SETUPTOOLS_$(3))'
+	$(1)/bin/python -m pip install -q --upgrade -e '.[$(EXTRAS)]' '$(NUMPY_$(3))' \
+	    '$(SETUPTOOLS_$(3))' $(foreach p,$(EXTRA_PACKAGES_$(3)),'$(p)')
 	rm -f $(1)/.installed-*
 	touch $$@
 endef
@@ -115,4 +121,6 @@ demo: install
 	$(PY) examples/video_prediction/train.py $(DEMO_ARGS)
 
 clean:
-	rm -rf $(VENV) $(VENV)-3.* docs/_build .pytest_cache
+	rm -rf $(VENV) $(VENV)-3.* docs/_build .pytest_cache wheelhouse gpu-check-results
+
+include tools/gpu.mk

@@ -32,10 +32,17 @@ LIGHT_MODULES = [
 
 
 def _loaded_optional_modules(module):
+    """Optional dependencies that importing ``module`` loads beyond what Chainer itself does.
+
+    ``import chainer`` imports CuPy wherever CuPy is installed (the 3.13 stack has it, with
+    no GPU), so what Chainer loads on its own is the baseline.
+    """
     code = (
         'import sys, importlib\n'
+        'import chainer\n'
+        'baseline = set(sys.modules)\n'
         'importlib.import_module({!r})\n'
-        'print(",".join(sorted(m for m in {!r} if m in sys.modules)))\n'
+        'print(",".join(sorted(m for m in {!r} if m in sys.modules and m not in baseline)))\n'
     ).format(module, OPTIONAL)
     out = subprocess.run([sys.executable, '-c', code], check=True,
                          capture_output=True, text=True).stdout

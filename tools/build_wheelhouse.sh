@@ -16,17 +16,18 @@
 # NumPy, CuPy and pytest are the image's: the check must test the image's own stack.
 #
 # Environment: PYTHON (default python3) runs pip; any Python 3.8+ will do, since every wheel
-# here is pure Python or fetched for CPython 3.12 explicitly. PIP_CONSTRAINT and
-# PIP_BUILD_CONSTRAINT default to ./constraints.txt (Chainer's sdist needs setuptools < 70
-# inside pip's build isolation). WHEELHOUSE_MAX_MB (default 20) is the size limit.
+# here is pure Python or fetched for CPython 3.12 explicitly. PIP_BUILD_CONSTRAINT defaults
+# to ./build-constraints.txt (Chainer's sdist needs setuptools < 70 inside pip's build
+# isolation; pip < 25.3 reads it from PIP_CONSTRAINT, which defaults to the same file).
+# WHEELHOUSE_MAX_MB (default 20) is the size limit.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dest=${1:-$here/wheelhouse}
 python=${PYTHON:-python3}
 max_mb=${WHEELHOUSE_MAX_MB:-20}
-export PIP_CONSTRAINT=${PIP_CONSTRAINT:-$here/constraints.txt}
-export PIP_BUILD_CONSTRAINT=${PIP_BUILD_CONSTRAINT:-$PIP_CONSTRAINT}
+export PIP_BUILD_CONSTRAINT=${PIP_BUILD_CONSTRAINT:-$here/build-constraints.txt}
+export PIP_CONSTRAINT=${PIP_CONSTRAINT:-$PIP_BUILD_CONSTRAINT}
 # The target machine's interpreter, for the wheels that are not pure Python.
 target=(--only-binary=:all: --implementation cp --python-version 3.12 --abi cp312 --abi abi3
         --abi none --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64
@@ -41,7 +42,7 @@ cd "$here"
 # that the folder plus the image satisfy every requirement.
 "$python" -m pip wheel --no-deps --no-cache-dir -w "$dest" 'chainer==7.8.1' .
 # The download step resolves no dependencies, so no constraint file applies to it (theirs
-# pin numpy<2 and setuptools<70 for the builds above, and would only get in the way).
+# pin setuptools<70 for the builds above, and would only get in the way).
 PIP_CONSTRAINT= PIP_BUILD_CONSTRAINT= "$python" -m pip download --no-deps -d "$dest" \
     "${target[@]}" 'slack_sdk>=3.19,<4' typing_extensions filelock six protobuf \
     'pytest-timeout>=2'

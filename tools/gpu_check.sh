@@ -42,8 +42,8 @@ mkdir -p "$results"
 rm -f "$results/summary.txt" "$results/steps.tsv"
 exec > >(tee "$results/gpu_check.log") 2>&1
 
-# Nothing from the calling environment steers pip here: the Makefile's PIP_CONSTRAINT pins
-# numpy<2 for Chainer's sdist build, and a site pip.conf may name indexes that are not there.
+# Nothing from the calling environment steers pip here: the Makefile's constraints are for
+# its own venvs, and a site pip.conf may name indexes that are not there.
 for name in $(compgen -e | grep '^PIP_'); do unset "$name"; done
 export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 export PYTHONDONTWRITEBYTECODE=1
