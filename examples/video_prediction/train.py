@@ -23,7 +23,6 @@ Run ``python examples/video_prediction/train.py --help`` for the options.
 """
 import argparse
 import collections
-import json
 import os
 import shutil
 import sys
@@ -51,7 +50,7 @@ from researchutils.chainer.data_loading import (
 )
 from researchutils.chainer.iterators import UnmodifiableDecorableList
 from researchutils.chainer.serializers import save_model
-from researchutils.chainer.training import ChainerExperiment, Parameters, Predictor
+from researchutils.chainer.training import ChainerExperiment, Parameters, Predictor, load_json
 
 CONTEXT = 3
 MAX_K_STEP = 5
@@ -274,8 +273,8 @@ def _finished_epoch(run_dir):
     state = os.path.join(run_dir, 'run_state.json')
     if not os.path.exists(state):
         return None
-    with open(state) as f:
-        return json.load(f).get('epoch')
+    state = load_json(state)
+    return state['epoch'] if state.get('finished') else None
 
 
 def _prepare_outputs(args, names):
