@@ -129,8 +129,11 @@ def signal_to_exit():
     for _ in range(SIGNAL_RUNS):
         out = tempfile.mkdtemp()
         try:
+            # The child imports the researchutils of this checkout, as this process does.
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+                filter(None, [ROOT, os.environ.get('PYTHONPATH')])))
             process = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--child',
-                                        out])
+                                        out], env=env)
             deadline = time.monotonic() + 120
             while not os.path.exists(os.path.join(out, 'training')):
                 if time.monotonic() > deadline or process.poll() is not None:

@@ -253,6 +253,9 @@ def _no_process_left():
 
 def _start(out, *options, env=None):
     command = [sys.executable, '-m', 'tests.support.preemptible_training', str(out)]
+    env = dict(os.environ if env is None else env)
+    # The child runs the researchutils under test, even where another copy is installed.
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [REPO, env.get('PYTHONPATH')]))
     process = subprocess.Popen(command + list(options), cwd=REPO, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _started.append(process)
