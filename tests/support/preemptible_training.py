@@ -40,7 +40,7 @@ STOP_ITERATION = 20
 #: Iterations after which an epoch has ended.
 EPOCH_ENDS = (5, 9, 14, 18)
 ITERATOR_KINDS = ('chainer_serial', 'serial', 'serial_seeded', 'multithread',
-                  'multithread_seeded', 'multiprocess_seeded')
+                  'multithread_seeded', 'multithread_shuffle_only', 'multiprocess_seeded')
 HANDSHAKE_TIMEOUT = 60.
 
 
@@ -108,6 +108,8 @@ def _dataset():
 def make_iterator(kind, dataset):
     if kind == 'chainer_serial':
         return SerialIterator(dataset, BATCH_SIZE, shuffle=True)
+    if kind == 'multithread_shuffle_only':  # unseeded shuffle, no decor_fun
+        return DecorableMultithreadIterator(dataset, BATCH_SIZE, shuffle=True, n_threads=2)
     seed = 5 if kind.endswith('_seeded') else None
     kind = kind.replace('_seeded', '')
     arguments = dict(shuffle=True, decor_fun=noisy_example, seed=seed)
