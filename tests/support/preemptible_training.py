@@ -159,9 +159,31 @@ class PauseInFinalize(training.Extension):
         wait_for(os.path.join(self.folder, 'go_finalize'))
 
 
+class SignalOnFirstRead(object):
+    """A dataset that sends this process ``signal_number`` when first read (None: never)."""
+
+    def __init__(self, dataset, signal_number=None):
+        self.dataset = dataset
+        self.signal_number = signal_number
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, index):
+        if self.signal_number is not None:
+            signal_number, self.signal_number = self.signal_number, None
+            os.kill(os.getpid(), signal_number)
+        return self.dataset[index]
+
+
 def build_trainer(out, iterator='chainer_serial', stop_iteration=STOP_ITERATION,
-                  preemption=True, block_folder=None, device=None, **preemption_arguments):
-    """The Trainer of this run, resuming from the newest snapshot in ``out`` if any."""
+                  preemption=True, block_folder=None, device=None, validation=False,
+                  signal_during_validation=None, **preemption_arguments):
+    """The Trainer of this run, resuming from the newest snapshot in ``out`` if any.
+
+    With ``validation``, an Evaluator runs at every epoch end; its dataset sends
+    ``signal_during_validation`` (if given) when the first evaluation reads it.
+    """
     numpy.random.seed(0)
     random.seed(0)
     model = L.Classifier(NoisyMLP(block_folder))
@@ -172,6 +194,11 @@ def build_trainer(out, iterator='chainer_serial', stop_iteration=STOP_ITERATION,
     updater = training.updaters.StandardUpdater(make_iterator(iterator, _dataset()), optimizer,
                                                 device=device)
     trainer = training.Trainer(updater, (stop_iteration, 'iteration'), out=str(out))
+    if validation or signal_during_validation is not None:
+        validation_set = SignalOnFirstRead(_dataset()[:8], signal_during_validation)
+        trainer.extend(extensions.Evaluator(
+            SerialIterator(validation_set, BATCH_SIZE, repeat=False, shuffle=False), model,
+            device=device), trigger=(1, 'epoch'))
     trainer.extend(extensions.LogReport(trigger=(1, 'iteration')))
     trainer.extend(extensions.snapshot(autoload=True), trigger=(1, 'epoch'))
     if preemption:

@@ -99,6 +99,19 @@ def test_resume_with_an_unseeded_multithread_iterator_before_an_epoch_end_is_not
     _assert_same_run(resumed, _reference('multithread_shuffle_only', tmp_path_factory))
 
 
+def test_a_signal_during_validation_stops_after_it_and_resumes_bit_identical(tmp_path):
+    reference = run.build_trainer(tmp_path / 'reference', validation=True)
+    reference.run()
+    trainer = run.build_trainer(tmp_path, signal_during_validation=signal.SIGTERM)
+    with pytest.raises(Preempted) as preempted:
+        trainer.run()
+    assert preempted.value.iteration == run.EPOCH_ENDS[0]
+    assert 'validation/main/loss' in run.log_rows(trainer)[-1]
+    resumed = run.build_trainer(tmp_path, validation=True)
+    resumed.run()
+    _assert_same_run(run.final_state(resumed), run.final_state(reference))
+
+
 def test_states_loaded_before_the_run_are_set_again_when_it_starts(tmp_path, tmp_path_factory):
     trainer = run.build_trainer(tmp_path)
     trainer.extend(run.signal_self_at(6, signal.SIGUSR1))
