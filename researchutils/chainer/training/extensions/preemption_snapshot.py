@@ -147,7 +147,7 @@ def _set_global_random_states(states):
 
 
 def _uses_gpu(trainer):
-    return any(optimizer.target.device.xp is not numpy
+    return any(isinstance(optimizer.target.device, chainer.backend.GpuDevice)
                for optimizer in trainer.updater.get_all_optimizers().values())
 
 
@@ -183,7 +183,10 @@ class PreemptionSnapshot(extension.Extension):
 
     ``finalize`` puts back the handlers that were there before. A signal noted when no
     iteration follows (the run reached its end) is raised again once they are back, so
-    it has its usual effect at once (by default the process ends).
+    it has its usual effect at once (by default the process ends); if the run ends with
+    an exception instead, that exception goes on and the signal gets a warning. If the
+    snapshot cannot be written (a full disk), the ``OSError`` stops the run and no
+    partial file is left.
 
     Handlers can be installed only from the main thread: a Trainer run in another
     thread gets a ``RuntimeWarning`` saying so, and the extension then does nothing.
@@ -228,7 +231,6 @@ class PreemptionSnapshot(extension.Extension):
         self._previous_handlers = {}
         self._loaded_random_states = None
         self._preempted = False
-        self._failed = False
 
     def trigger(self, trainer):
         """True once a signal was noted: the extension runs only then."""
@@ -239,6 +241,9 @@ class PreemptionSnapshot(extension.Extension):
             self.signal_number = signal_number
 
     def initialize(self, trainer):
+        # One extension may serve several runs in turn (as in a k-fold loop).
+        self.signal_number = None
+        self._preempted = False
         if threading.current_thread() is not threading.main_thread():
             warnings.warn(
                 'PreemptionSnapshot cannot install handlers for {}: the Trainer runs in '
@@ -299,17 +304,22 @@ class PreemptionSnapshot(extension.Extension):
                                                 (done.stderr or done.stdout).strip()),
                           RuntimeWarning)
 
-    def on_error(self, trainer, exc, tb):
-        self._failed = True
-
     def finalize(self):
         for number, previous in self._previous_handlers.items():
             # None: the handler was set outside Python; the default is the closest.
             signal.signal(number, signal.SIG_DFL if previous is None else previous)
         self._previous_handlers = {}
-        if self.signal_number is not None and not self._preempted and not self._failed:
-            # The run ended before an iteration could act on the signal: nothing is left
-            # to save, so the signal takes its usual effect now.
+        if self.signal_number is None or self._preempted:
+            return
+        # Chainer calls finalize in a finally block: an exception in flight ends the run.
+        ending = sys.exc_info()[1]
+        if ending is not None:
+            warnings.warn('PreemptionSnapshot: {} arrived, but the run ends with {!r} before '
+                          'any snapshot was written for it'.format(
+                              _signal_name(self.signal_number), ending), RuntimeWarning)
+        else:
+            # The run reached its end before an iteration could act on the signal:
+            # nothing is left to save, so the signal takes its usual effect now.
             signal.raise_signal(self.signal_number)
 
     def serialize(self, serializer):

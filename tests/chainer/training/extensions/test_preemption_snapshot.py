@@ -20,6 +20,7 @@ import pytest
 from researchutils.chainer.serializers import load_snapshot
 from researchutils.chainer.training.extensions import Preempted, PreemptionSnapshot
 from tests.support import preemptible_training as run
+from tests.support.tiny_training import Crash, crash_at
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))))
@@ -189,6 +190,36 @@ def test_handlers_are_restored_after_a_preemption(tmp_path):
     with pytest.raises(Preempted):
         trainer.run()
     assert signal.getsignal(signal.SIGUSR1) is before
+
+
+def test_an_extension_reused_after_a_preemption_starts_clean(tmp_path):
+    extension = PreemptionSnapshot()
+    first = run.build_trainer(tmp_path / 'first', preemption=False)
+    first.extend(extension)
+    first.extend(run.signal_self_at(2, signal.SIGTERM))
+    with pytest.raises(Preempted):
+        first.run()
+    second = run.build_trainer(tmp_path / 'second', stop_iteration=4, preemption=False)
+    second.extend(extension)
+    second.run()
+    assert second.updater.iteration == 4
+
+
+def test_a_signal_noted_while_the_run_fails_leaves_the_error_to_go_on(tmp_path):
+    received = []
+    previous = signal.signal(signal.SIGTERM, lambda number, frame: received.append(number))
+    try:
+        trainer = run.build_trainer(tmp_path)
+        trainer.extend(run.signal_self_at(3, signal.SIGTERM))
+        trainer.extend(crash_at(3), priority=0)  # after the signal, before the snapshot
+        with pytest.warns(RuntimeWarning, match="SIGTERM arrived, but the run ends with "
+                                                "Crash"):
+            with pytest.raises(Crash):
+                trainer.run(show_loop_exception_msg=False)
+        assert received == []
+        assert not os.path.exists(str(tmp_path / 'snapshot_iter_3'))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def test_only_the_given_signals_are_handled(tmp_path):
