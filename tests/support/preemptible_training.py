@@ -27,6 +27,7 @@ from chainer.iterators import SerialIterator
 from chainer.serializers import DictionarySerializer
 from chainer.training import extensions
 
+from researchutils.chainer.data_loading import DataManager, RandomSampler
 from researchutils.chainer.iterators import (
     DecorableMultiprocessIterator,
     DecorableMultithreadIterator,
@@ -40,7 +41,8 @@ STOP_ITERATION = 20
 #: Iterations after which an epoch has ended.
 EPOCH_ENDS = (5, 9, 14, 18)
 ITERATOR_KINDS = ('chainer_serial', 'serial', 'serial_seeded', 'multithread',
-                  'multithread_seeded', 'multithread_shuffle_only', 'multiprocess_seeded')
+                  'multithread_seeded', 'multithread_shuffle_only', 'multiprocess_seeded',
+                  'data_manager', 'data_manager_workers_seeded')
 HANDSHAKE_TIMEOUT = 60.
 
 
@@ -105,7 +107,24 @@ def _dataset():
     return TupleDataset(x, t)
 
 
+def _dict_batch(batch, device=None):
+    return chainer.dataset.to_device(device, batch['data']), chainer.dataset.to_device(
+        device, batch['label'])
+
+
 def make_iterator(kind, dataset):
+    """The iterator ``kind`` over ``dataset`` and the converter its batches need."""
+    if kind.startswith('data_manager'):
+        examples = [{'data': x, 'label': t} for x, t in dataset]
+        seed = 5 if kind.endswith('_seeded') else None
+        n_processes = 2 if '_workers' in kind else 0
+        manager = DataManager(examples, BATCH_SIZE, n_processes, sampler_cls=RandomSampler,
+                              seed=seed)
+        return manager.get_iterator(), _dict_batch
+    return _make_example_iterator(kind, dataset), chainer.dataset.concat_examples
+
+
+def _make_example_iterator(kind, dataset):
     if kind == 'chainer_serial':
         return SerialIterator(dataset, BATCH_SIZE, shuffle=True)
     if kind == 'multithread_shuffle_only':  # unseeded shuffle, no decor_fun
@@ -191,7 +210,8 @@ def build_trainer(out, iterator='chainer_serial', stop_iteration=STOP_ITERATION,
         model.to_device(device)
     optimizer = chainer.optimizers.Adam(alpha=0.01)
     optimizer.setup(model)
-    updater = training.updaters.StandardUpdater(make_iterator(iterator, _dataset()), optimizer,
+    iterator, converter = make_iterator(iterator, _dataset())
+    updater = training.updaters.StandardUpdater(iterator, optimizer, converter=converter,
                                                 device=device)
     trainer = training.Trainer(updater, (stop_iteration, 'iteration'), out=str(out))
     if validation or signal_during_validation is not None:
