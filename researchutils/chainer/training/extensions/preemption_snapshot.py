@@ -204,6 +204,9 @@ class PreemptionSnapshot(extension.Extension):
             is written, and the exit status is still 75.
         requeue_timeout (float): Seconds to wait for ``scontrol``.
 
+    Attributes:
+        signal_number (int or None): The first signal noted in the current run.
+
     Raises:
         Preempted: From ``Trainer.run()``, after the snapshot is written.
 
