@@ -1,7 +1,8 @@
 """researchutils.chainer.training.extensions: trainer extensions.
 
-Two kinds live here. :class:`SlackReport` posts a run's progress to Slack;
-only the user adds it to a Trainer. :class:`PredictorEvaluator`,
+Two kinds live here. :class:`SlackReport` posts a run's progress to Slack
+and :class:`PreemptionSnapshot` snapshots and stops a run that a cluster
+signals; only the user adds them to a Trainer. :class:`PredictorEvaluator`,
 :class:`BestModelSaver` and :class:`StopOnNonNumber` are the extensions a
 :class:`~researchutils.chainer.training.ChainerExperiment` puts on its own
 Trainer; they work on any Trainer too.
@@ -13,11 +14,15 @@ extensions, does not either); slack_sdk is imported only when a
 """
 from researchutils.chainer.training.extensions.best_model_saver import BestModelSaver
 from researchutils.chainer.training.extensions.predictor_evaluator import PredictorEvaluator
+from researchutils.chainer.training.extensions.preemption_snapshot import (
+    Preempted,
+    PreemptionSnapshot,
+)
 from researchutils.chainer.training.extensions.slack_report import SlackReport  # NOQA
 from researchutils.chainer.training.extensions.stop_on_non_number import (
     StopOnNonNumber,
     TrainingDiverged,
 )
 
-__all__ = ['BestModelSaver', 'PredictorEvaluator', 'SlackReport', 'StopOnNonNumber',
-           'TrainingDiverged']
+__all__ = ['BestModelSaver', 'Preempted', 'PredictorEvaluator',
+           'PreemptionSnapshot', 'SlackReport', 'StopOnNonNumber', 'TrainingDiverged']

@@ -1,0 +1,344 @@
+"""PreemptionSnapshot: on SIGTERM / SIGUSR1, snapshot at the end of the iteration and stop.
+
+A cluster (SLURM, Kubernetes) stops a job with a signal and kills it a little later. With
+this extension on a Trainer, the signal handler only sets a flag; at the end of the
+iteration in progress the extension writes one snapshot, atomically, that Chainer's own
+``extensions.snapshot(autoload=True)`` loads on the next start, and stops the run by
+raising :class:`Preempted` (a ``SystemExit``), so that every extension's and the
+updater's ``finalize`` runs and the process exits with status 75 (``os.EX_TEMPFAIL``).
+
+The snapshot also holds NumPy's and Python's global random states, which Chainer's
+snapshot does not keep, so that a resumed run draws what an uninterrupted one draws.
+
+Tests: tests/chainer/training/extensions/test_preemption_snapshot.py (real signals, in
+this process and in training subprocesses).
+"""
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import warnings
+
+import chainer
+import numpy
+from chainer import serializer as serializer_module
+from chainer.training import extension
+
+from researchutils import _files
+from researchutils._checks import check_bool, check_positive_float
+
+_DEFAULT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+# A handler can never be installed for these.
+_UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
+_MT19937_WORDS = 624
+
+
+class Preempted(SystemExit):
+    """Raised out of ``Trainer.run()`` once :class:`PreemptionSnapshot` has saved the run.
+
+    A ``SystemExit`` whose code is :attr:`EXIT_STATUS`, 75 (``os.EX_TEMPFAIL``,
+    "temporary failure, try again"): it passes
+    through ``except Exception`` (the Trainer then calls no ``on_error`` and prints no
+    traceback, but runs every ``finalize``), and a script that does not catch it exits
+    with status 75 and no traceback.
+
+    Attributes:
+        iteration (int): The last iteration done; the snapshot holds the state after it.
+        signal_number (int): The signal that asked the run to stop.
+        path (str): The snapshot written.
+
+    Example:
+        >>> issubclass(Preempted, SystemExit)
+        True
+        >>> Preempted(12, signal.SIGTERM, 'result/snapshot_iter_12').code
+        75
+    """
+
+    #: The exit status of a process that stopped with a snapshot written.
+    EXIT_STATUS = 75
+
+    def __init__(self, iteration, signal_number, path):
+        super(Preempted, self).__init__(self.EXIT_STATUS)
+        self.iteration = iteration
+        self.signal_number = signal_number
+        self.path = path
+
+    def __str__(self):
+        return ('preempted by {} after iteration {}: the snapshot {!r} resumes the run '
+                '(exit status {})'.format(_signal_name(self.signal_number), self.iteration,
+                                          self.path, self.EXIT_STATUS))
+
+
+def _signal_name(signal_number):
+    try:
+        return signal.Signals(signal_number).name
+    except ValueError:
+        return 'signal {}'.format(signal_number)
+
+
+def _check_signals(signals):
+    try:
+        numbers = list(signals)
+    except TypeError:
+        raise TypeError('signals must be an iterable of signal numbers, got {!r}'.format(
+            signals)) from None
+    if not numbers:
+        raise ValueError('signals must name at least one signal, got {!r}'.format(signals))
+    valid = signal.valid_signals()
+    checked = []
+    for number in numbers:
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise TypeError('signals must hold signal numbers (signal.SIGTERM...), got {!r} '
+                            'in {!r}'.format(number, signals))
+        if number not in valid:
+            raise ValueError('signals holds {!r}, which is not a signal of this '
+                             'system'.format(number))
+        if number in _UNCATCHABLE:
+            raise ValueError('signals holds {}, which no process can handle; a cluster '
+                             'sends SIGTERM or SIGUSR1 before it'.format(_signal_name(number)))
+        if number not in checked:
+            checked.append(signal.Signals(number))
+    return tuple(checked)
+
+
+def _global_random_states():
+    """NumPy's and Python's global random states, as arrays under stable keys."""
+    name, keys, position, has_gauss, cached_gaussian = numpy.random.get_state()
+    if name != 'MT19937':  # pragma: no cover - the legacy global state is always MT19937
+        raise RuntimeError('numpy.random holds a {} state; only MT19937 is saved'.format(name))
+    version, words, gauss_next = random.getstate()
+    return {
+        'numpy_random/keys': numpy.asarray(keys, dtype=numpy.uint32),
+        'numpy_random/pos': numpy.asarray(position, dtype=numpy.int64),
+        'numpy_random/has_gauss': numpy.asarray(has_gauss, dtype=numpy.int64),
+        'numpy_random/cached_gaussian': numpy.asarray(cached_gaussian, dtype=numpy.float64),
+        'python_random/version': numpy.asarray(version, dtype=numpy.int64),
+        # 624 words of 32 bits and the position, at most 624.
+        'python_random/state': numpy.asarray(words, dtype=numpy.uint64),
+        'python_random/has_gauss_next': numpy.asarray(gauss_next is not None),
+        'python_random/gauss_next': numpy.asarray(
+            0. if gauss_next is None else gauss_next, dtype=numpy.float64),
+    }
+
+
+def _empty_random_states():
+    return {
+        'numpy_random/keys': numpy.zeros(_MT19937_WORDS, dtype=numpy.uint32),
+        'numpy_random/pos': numpy.zeros((), dtype=numpy.int64),
+        'numpy_random/has_gauss': numpy.zeros((), dtype=numpy.int64),
+        'numpy_random/cached_gaussian': numpy.zeros((), dtype=numpy.float64),
+        'python_random/version': numpy.zeros((), dtype=numpy.int64),
+        'python_random/state': numpy.zeros(_MT19937_WORDS + 1, dtype=numpy.uint64),
+        'python_random/has_gauss_next': numpy.zeros((), dtype=bool),
+        'python_random/gauss_next': numpy.zeros((), dtype=numpy.float64),
+    }
+
+
+def _set_global_random_states(states):
+    numpy.random.set_state((
+        'MT19937', states['numpy_random/keys'], int(states['numpy_random/pos']),
+        int(states['numpy_random/has_gauss']), float(states['numpy_random/cached_gaussian'])))
+    gauss_next = (float(states['python_random/gauss_next'])
+                  if bool(states['python_random/has_gauss_next']) else None)
+    random.setstate((int(states['python_random/version']),
+                     tuple(int(word) for word in states['python_random/state']), gauss_next))
+
+
+def _uses_gpu(trainer):
+    return any(isinstance(optimizer.target.device, chainer.backend.GpuDevice)
+               for optimizer in trainer.updater.get_all_optimizers().values())
+
+
+class PreemptionSnapshot(extension.Extension):
+    """Snapshots the run and stops it when the cluster signals that it will end the job.
+
+    At ``initialize`` it installs a handler for each of ``signals``; the handler only
+    notes the signal (nothing else runs in it, so a training iteration costs what it
+    did). At the end of the iteration in progress, after every other extension of that
+    iteration (its priority is below that of Chainer's ``snapshot``), it
+
+    1. writes the Trainer, as ``extensions.snapshot`` does (``save_npz``), to
+       ``trainer.out/filename``: a temporary file in the same folder, flushed, then
+       renamed over the name, so a SIGKILL during the write leaves the previous
+       snapshot whole and no partial one; a second signal during the write is only
+       noted;
+    2. with ``requeue=True`` under SLURM, runs ``scontrol requeue $SLURM_JOB_ID``;
+    3. raises :class:`Preempted`, a ``SystemExit``: the Trainer runs every extension's
+       ``finalize`` (closing worker processes and threads) and the updater's, and the
+       process exits with status :attr:`Preempted.EXIT_STATUS` (75).
+
+    Run the same script again: ``extensions.snapshot(autoload=True)`` with the same
+    ``filename`` loads the newest snapshot, this one. The snapshot holds, under this
+    extension's keys, NumPy's global random state (``numpy.random``) and Python's
+    (``random``), as they were at the end of the iteration; they are set back when the
+    Trainer is loaded and again at this extension's ``initialize``, the last one, so a
+    resumed run draws exactly what an uninterrupted one draws. A snapshot without them
+    (written by a Trainer without this extension) loads with a warning and leaves the
+    random states as they are. CuPy's generator state cannot be saved (CuPy has no
+    ``get_state``; cuRAND keeps it on the device): a run whose model is on a GPU gets a
+    warning when the snapshot is written, and its GPU draws (dropout, ``cupy.random``)
+    after resuming differ from an uninterrupted run's.
+
+    ``finalize`` puts back the handlers that were there before. A signal noted when no
+    iteration follows (the run reached its end) is raised again once they are back, so
+    it has its usual effect at once (by default the process ends); if the run ends with
+    an exception instead, that exception goes on and the signal gets a warning. If the
+    snapshot cannot be written (a full disk), the ``OSError`` stops the run and no
+    partial file is left.
+
+    Handlers can be installed only from the main thread: a Trainer run in another
+    thread gets a ``RuntimeWarning`` saying so, and the extension then does nothing.
+
+    Args:
+        signals (iterable of int): The signals that stop the run; by default SIGTERM
+            (sent by SLURM's ``scancel`` and at the time limit, and by Kubernetes) and
+            SIGUSR1 (``#SBATCH --signal=B:USR1@120`` sends it before the time limit).
+        filename (str): The snapshot's file name in ``trainer.out``, formatted with the
+            trainer; the same as the ``filename`` of your ``extensions.snapshot`` so
+            that its ``autoload`` finds it.
+        requeue (bool): After writing the snapshot, put the SLURM job back in the
+            queue with ``scontrol requeue $SLURM_JOB_ID``. A failure (no
+            ``SLURM_JOB_ID``, no ``scontrol``, a refusal) is a warning: the snapshot
+            is written, and the exit status is still 75.
+        requeue_timeout (float): Seconds to wait for ``scontrol``.
+
+    Attributes:
+        signal_number (int or None): The first signal noted in the current run.
+
+    Raises:
+        Preempted: From ``Trainer.run()``, after the snapshot is written.
+
+    Example:
+        >>> from chainer.training import extensions
+        >>> trainer.extend(extensions.snapshot(autoload=True))  # doctest: +SKIP
+        >>> trainer.extend(PreemptionSnapshot())  # doctest: +SKIP
+        >>> trainer.run()  # a SIGTERM: snapshot_iter_N written, exit status 75  # doctest: +SKIP
+        >>> PreemptionSnapshot.priority < -100  # after Chainer's snapshot (-100)
+        True
+    """
+
+    priority = -1000
+
+    def __init__(self, signals=_DEFAULT_SIGNALS, filename='snapshot_iter_{.updater.iteration}',
+                 requeue=False, requeue_timeout=60.):
+        self.signals = _check_signals(signals)
+        if not isinstance(filename, str):
+            raise TypeError('filename must be a str (a format of the trainer, such as '
+                            "'snapshot_iter_{{.updater.iteration}}'), got {!r}".format(filename))
+        self.filename = filename
+        self.requeue = check_bool(requeue, 'requeue')
+        self.requeue_timeout = check_positive_float(requeue_timeout, 'requeue_timeout')
+        self.signal_number = None
+        self._previous_handlers = {}
+        self._loaded_random_states = None
+        self._preempted = False
+
+    def trigger(self, trainer):
+        """True once a signal was noted: the extension runs only then."""
+        return self.signal_number is not None
+
+    def _note(self, signal_number, frame):
+        if self.signal_number is None:
+            self.signal_number = signal_number
+
+    def initialize(self, trainer):
+        # One extension may serve several runs in turn (as in a k-fold loop).
+        self.signal_number = None
+        self._preempted = False
+        if threading.current_thread() is not threading.main_thread():
+            warnings.warn(
+                'PreemptionSnapshot cannot install handlers for {}: the Trainer runs in '
+                'thread {!r}, and Python lets only the main thread handle signals; this run '
+                'will not snapshot when the cluster stops it'.format(
+                    ', '.join(_signal_name(number) for number in self.signals),
+                    threading.current_thread().name),
+                RuntimeWarning, stacklevel=2)
+        else:
+            for number in self.signals:
+                if number not in self._previous_handlers:
+                    self._previous_handlers[number] = signal.signal(number, self._note)
+        if self._loaded_random_states is not None:
+            # Again, last of all initializers, in case one drew since the snapshot loaded.
+            _set_global_random_states(self._loaded_random_states)
+            self._loaded_random_states = None
+
+    def __call__(self, trainer):
+        signal_number = self.signal_number
+        if signal_number is None:
+            return
+        path = os.path.join(trainer.out, self.filename.format(trainer))
+        if _uses_gpu(trainer):
+            warnings.warn('the model is on a GPU: CuPy\'s random generator state cannot be '
+                          'saved, so GPU draws (dropout, cupy.random) after resuming from {!r} '
+                          'will differ from an uninterrupted run\'s'.format(path),
+                          RuntimeWarning, stacklevel=2)
+        _files.write_atomically(
+            path, lambda file: chainer.serializers.save_npz(file, trainer))
+        self._preempted = True
+        iteration = trainer.updater.iteration
+        sys.stderr.write('PreemptionSnapshot: {} received; the state after iteration {} is '
+                         'in {!r}; stopping with exit status {}\n'.format(
+                             _signal_name(signal_number), iteration, path,
+                             Preempted.EXIT_STATUS))
+        sys.stderr.flush()
+        if self.requeue:
+            self._requeue_slurm_job()
+        raise Preempted(iteration, signal_number, path)
+
+    def _requeue_slurm_job(self):
+        job = os.environ.get('SLURM_JOB_ID')
+        if not job:
+            warnings.warn('PreemptionSnapshot(requeue=True): SLURM_JOB_ID is not set, so this '
+                          'is not a SLURM job; nothing was requeued', RuntimeWarning)
+            return
+        command = ['scontrol', 'requeue', job]
+        try:
+            done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
+                                  text=True, timeout=self.requeue_timeout)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            warnings.warn('PreemptionSnapshot: {!r} failed: {}; the job was not '
+                          'requeued'.format(' '.join(command), error), RuntimeWarning)
+            return
+        if done.returncode != 0:
+            warnings.warn('PreemptionSnapshot: {!r} exited with status {}: {}; the job was '
+                          'not requeued'.format(' '.join(command), done.returncode,
+                                                (done.stderr or done.stdout).strip()),
+                          RuntimeWarning)
+
+    def finalize(self):
+        for number, previous in self._previous_handlers.items():
+            # None: the handler was set outside Python; the default is the closest.
+            signal.signal(number, signal.SIG_DFL if previous is None else previous)
+        self._previous_handlers = {}
+        if self.signal_number is None or self._preempted:
+            return
+        # Chainer calls finalize in a finally block: an exception in flight ends the run.
+        ending = sys.exc_info()[1]
+        if ending is not None:
+            warnings.warn('PreemptionSnapshot: {} arrived, but the run ends with {!r} before '
+                          'any snapshot was written for it'.format(
+                              _signal_name(self.signal_number), ending), RuntimeWarning)
+        else:
+            # The run reached its end before an iteration could act on the signal:
+            # nothing is left to save, so the signal takes its usual effect now.
+            signal.raise_signal(self.signal_number)
+
+    def serialize(self, serializer):
+        if isinstance(serializer, serializer_module.Serializer):
+            for key, value in _global_random_states().items():
+                serializer(key, value)
+            return
+        states = _empty_random_states()
+        try:
+            for key, value in states.items():
+                serializer(key, value)
+        except KeyError:
+            warnings.warn('the snapshot holds no random states (it was written without '
+                          'PreemptionSnapshot): NumPy\'s and Python\'s global random states '
+                          'are left as they are, so the resumed run is not an exact '
+                          'continuation', RuntimeWarning)
+            return
+        _set_global_random_states(states)
+        self._loaded_random_states = states

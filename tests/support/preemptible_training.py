@@ -1,0 +1,283 @@
+"""A small deterministic training run that a test can signal, stop and resume.
+
+:func:`build_trainer` makes a plain Chainer Trainer (LogReport, ``snapshot(autoload=True)``
+at every epoch, :class:`PreemptionSnapshot`) whose model draws from NumPy's global random
+state (dropout) and from Python's ``random`` (a noise scale), on 18 examples in batches of 4,
+so epochs end mid-batch, at iterations 5, 9, 14 and 18. Run as a script
+(``python -m tests.support.preemptible_training OUT ...``) it trains to the end and writes
+``final.npz`` (weights, optimizer state, random states) and ``log_rows.json``; the
+handshake options make it wait at chosen points so that a test can signal it there
+without sleeping.
+"""
+import argparse
+import json
+import os
+import random
+import signal
+import sys
+import time
+
+import chainer
+import chainer.functions as F
+import chainer.links as L
+import numpy
+from chainer import training
+from chainer.datasets import TupleDataset
+from chainer.iterators import SerialIterator
+from chainer.serializers import DictionarySerializer
+from chainer.training import extensions
+
+from researchutils.chainer.data_loading import DataManager, RandomSampler
+from researchutils.chainer.iterators import (
+    DecorableMultiprocessIterator,
+    DecorableMultithreadIterator,
+    DecorableSerialIterator,
+)
+from researchutils.chainer.training.extensions import PreemptionSnapshot
+
+N_EXAMPLES = 18
+BATCH_SIZE = 4
+STOP_ITERATION = 20
+#: Iterations after which an epoch has ended.
+EPOCH_ENDS = (5, 9, 14, 18)
+ITERATOR_KINDS = ('chainer_serial', 'serial', 'serial_seeded', 'multithread',
+                  'multithread_seeded', 'multithread_shuffle_only', 'multiprocess_seeded',
+                  'data_manager', 'data_manager_workers_seeded')
+HANDSHAKE_TIMEOUT = 60.
+
+
+def wait_for(path, timeout=HANDSHAKE_TIMEOUT):
+    """Waits until ``path`` exists; raises TimeoutError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError('{!r} did not appear within {} s'.format(path, timeout))
+        time.sleep(0.002)
+
+
+def touch(path, text=''):
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def noisy_example(dataset, index):
+    """``decor_fun``: the example plus NumPy noise (seeded iterators seed it per example)."""
+    x, t = dataset[index]
+    return x + numpy.random.normal(0., 0.05, x.shape).astype(numpy.float32), t
+
+
+class BlockOnSave(chainer.Link):
+    """No parameters; while saved with ``folder/block`` present, waits for ``folder/release``.
+
+    It writes ``folder/saving`` first, so that a test knows the snapshot is being written.
+    """
+
+    def __init__(self, folder):
+        super(BlockOnSave, self).__init__()
+        self.folder = folder
+
+    def serialize(self, serializer):
+        super(BlockOnSave, self).serialize(serializer)
+        block = os.path.join(self.folder, 'block')
+        if isinstance(serializer, chainer.Serializer) and os.path.exists(block):
+            os.remove(block)
+            touch(os.path.join(self.folder, 'saving'))
+            wait_for(os.path.join(self.folder, 'release'))
+
+
+class NoisyMLP(chainer.Chain):
+
+    def __init__(self, block_folder=None):
+        super(NoisyMLP, self).__init__()
+        with self.init_scope():
+            self.l1 = L.Linear(4, 8)
+            self.l2 = L.Linear(8, 3)
+            if block_folder is not None:
+                self.blocker = BlockOnSave(block_folder)
+
+    def forward(self, x):
+        h = F.dropout(F.relu(self.l1(x)), 0.3)
+        return self.l2(h * (1. + 0.1 * random.random()))
+
+
+def _dataset():
+    rng = numpy.random.RandomState(1)
+    x = rng.standard_normal((N_EXAMPLES, 4)).astype(numpy.float32)
+    t = (x[:, 0] > 0).astype(numpy.int32) + (x[:, 1] > 0.5).astype(numpy.int32)
+    return TupleDataset(x, t)
+
+
+def _dict_batch(batch, device=None):
+    return chainer.dataset.to_device(device, batch['data']), chainer.dataset.to_device(
+        device, batch['label'])
+
+
+def make_iterator(kind, dataset):
+    """The iterator ``kind`` over ``dataset`` and the converter its batches need."""
+    if kind.startswith('data_manager'):
+        examples = [{'data': x, 'label': t} for x, t in dataset]
+        seed = 5 if kind.endswith('_seeded') else None
+        n_processes = 2 if '_workers' in kind else 0
+        manager = DataManager(examples, BATCH_SIZE, n_processes, sampler_cls=RandomSampler,
+                              seed=seed)
+        return manager.get_iterator(), _dict_batch
+    return _make_example_iterator(kind, dataset), chainer.dataset.concat_examples
+
+
+def _make_example_iterator(kind, dataset):
+    if kind == 'chainer_serial':
+        return SerialIterator(dataset, BATCH_SIZE, shuffle=True)
+    if kind == 'multithread_shuffle_only':  # unseeded shuffle, no decor_fun
+        return DecorableMultithreadIterator(dataset, BATCH_SIZE, shuffle=True, n_threads=2)
+    seed = 5 if kind.endswith('_seeded') else None
+    kind = kind.replace('_seeded', '')
+    arguments = dict(shuffle=True, decor_fun=noisy_example, seed=seed)
+    if kind == 'serial':
+        return DecorableSerialIterator(dataset, BATCH_SIZE, **arguments)
+    if kind == 'multithread':
+        return DecorableMultithreadIterator(dataset, BATCH_SIZE, n_threads=2, **arguments)
+    if kind == 'multiprocess':
+        return DecorableMultiprocessIterator(dataset, BATCH_SIZE, n_processes=2, **arguments)
+    raise ValueError('unknown iterator kind {!r}'.format(kind))
+
+
+def signal_self_at(iteration, signal_number):
+    """An extension that sends this process ``signal_number`` after ``iteration``."""
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def signal_self(trainer):
+        if trainer.updater.iteration == iteration:
+            os.kill(os.getpid(), signal_number)
+
+    return signal_self
+
+
+def pause_at(iteration, folder):
+    """After ``iteration``, writes ``folder/at_N`` and waits for ``folder/go_N``."""
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def pause(trainer):
+        if trainer.updater.iteration == iteration:
+            touch(os.path.join(folder, 'at_{}'.format(iteration)), str(os.getpid()))
+            wait_for(os.path.join(folder, 'go_{}'.format(iteration)))
+
+    return pause
+
+
+class PauseInFinalize(training.Extension):
+    """At ``finalize`` (before PreemptionSnapshot's), writes ``finalizing``, waits for ``go``."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def __call__(self, trainer):
+        pass
+
+    def finalize(self):
+        touch(os.path.join(self.folder, 'finalizing'))
+        wait_for(os.path.join(self.folder, 'go_finalize'))
+
+
+class SignalOnFirstRead(object):
+    """A dataset that sends this process ``signal_number`` when first read (None: never)."""
+
+    def __init__(self, dataset, signal_number=None):
+        self.dataset = dataset
+        self.signal_number = signal_number
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, index):
+        if self.signal_number is not None:
+            signal_number, self.signal_number = self.signal_number, None
+            os.kill(os.getpid(), signal_number)
+        return self.dataset[index]
+
+
+def build_trainer(out, iterator='chainer_serial', stop_iteration=STOP_ITERATION,
+                  preemption=True, block_folder=None, device=None, validation=False,
+                  signal_during_validation=None, **preemption_arguments):
+    """The Trainer of this run, resuming from the newest snapshot in ``out`` if any.
+
+    With ``validation``, an Evaluator runs at every epoch end; its dataset sends
+    ``signal_during_validation`` (if given) when the first evaluation reads it.
+    """
+    numpy.random.seed(0)
+    random.seed(0)
+    model = L.Classifier(NoisyMLP(block_folder))
+    if device is not None:
+        model.to_device(device)
+    optimizer = chainer.optimizers.Adam(alpha=0.01)
+    optimizer.setup(model)
+    iterator, converter = make_iterator(iterator, _dataset())
+    updater = training.updaters.StandardUpdater(iterator, optimizer, converter=converter,
+                                                device=device)
+    trainer = training.Trainer(updater, (stop_iteration, 'iteration'), out=str(out))
+    if validation or signal_during_validation is not None:
+        validation_set = SignalOnFirstRead(_dataset()[:8], signal_during_validation)
+        trainer.extend(extensions.Evaluator(
+            SerialIterator(validation_set, BATCH_SIZE, repeat=False, shuffle=False), model,
+            device=device), trigger=(1, 'epoch'))
+    trainer.extend(extensions.LogReport(trigger=(1, 'iteration')))
+    trainer.extend(extensions.snapshot(autoload=True), trigger=(1, 'epoch'))
+    if preemption:
+        trainer.extend(PreemptionSnapshot(**preemption_arguments))
+    return trainer
+
+
+def final_state(trainer):
+    """What an exact resume must reproduce: weights, optimizer state, log, random states."""
+    arrays = {}
+    optimizer = trainer.updater.get_optimizer('main')
+    for prefix, target in (('model/', optimizer.target), ('optimizer/', optimizer)):
+        serializer = DictionarySerializer()
+        target.serialize(serializer)
+        arrays.update((prefix + key, numpy.asarray(value).copy())
+                      for key, value in serializer.target.items())
+    _, keys, position, has_gauss, cached_gaussian = numpy.random.get_state()
+    arrays['numpy_random'] = numpy.concatenate([keys, [position, has_gauss]]).astype(numpy.int64)
+    arrays['numpy_random_gauss'] = numpy.asarray(cached_gaussian)
+    arrays['python_random'] = numpy.asarray(random.getstate()[1], dtype=numpy.int64)
+    return arrays, log_rows(trainer)
+
+
+def log_rows(trainer):
+    """LogReport's rows without ``elapsed_time``, the one value that is never the same."""
+    return [{key: value for key, value in row.items() if key != 'elapsed_time'}
+            for row in trainer.get_extension('LogReport').log]
+
+
+def main(argv):
+    parser = argparse.ArgumentParser()
+    parser.add_argument('out')
+    parser.add_argument('--iterator', default='chainer_serial', choices=ITERATOR_KINDS)
+    parser.add_argument('--pause-at', type=int)
+    parser.add_argument('--block-save', action='store_true')
+    parser.add_argument('--pause-in-finalize', action='store_true')
+    parser.add_argument('--pause-after-run', action='store_true')
+    parser.add_argument('--requeue', action='store_true')
+    parser.add_argument('--no-preemption', action='store_true')
+    args = parser.parse_args(argv)
+    out = args.out
+    os.makedirs(out, exist_ok=True)
+    trainer = build_trainer(out, args.iterator, preemption=not args.no_preemption,
+                            block_folder=out if args.block_save else None,
+                            **({'requeue': True} if args.requeue else {}))
+    if args.pause_at is not None:
+        trainer.extend(pause_at(args.pause_at, out))
+    if args.pause_in_finalize:
+        trainer.extend(PauseInFinalize(out))
+    trainer.run()
+    arrays, rows = final_state(trainer)
+    numpy.savez(os.path.join(out, 'final.npz'), **arrays)
+    with open(os.path.join(out, 'log_rows.json'), 'w') as f:
+        json.dump(rows, f)
+    if args.pause_after_run:
+        touch(os.path.join(out, 'finished'), repr(signal.getsignal(signal.SIGTERM)))
+        wait_for(os.path.join(out, 'go_exit'))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
