@@ -211,7 +211,10 @@ def _deep_crash(depth):
 
 
 def test_a_long_titled_message_carries_its_title_in_its_first_part_only(server, tmp_path):
-    trainer = reporting_trainer(tmp_path, make_report(server, max_message_chars=200))
+    # A long output folder makes the start message long whatever the command line is
+    # (under pytest-xdist it is only `python -c`).
+    trainer = reporting_trainer(tmp_path, make_report(server, max_message_chars=200),
+                                name='run_' + 'o' * 120)
     trainer.extend(_deep_crash(30))
     with pytest.raises(Crash) as raised:
         trainer.run()
