@@ -93,6 +93,13 @@ def test_pad_sequence_stores_an_out_of_range_padding_wrapped_as_numpy_1_did(
     np.testing.assert_array_equal(y, np.array([[1, 2, 3], [4, expected, expected]], dtype))
 
 
+def test_pad_sequence_with_an_out_of_range_padding_warns_nothing():
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        y = F.pad_sequence([np.zeros(2, np.uint16), np.zeros(1, np.uint16)], padding=-1)
+    np.testing.assert_array_equal(y.array, [[0, 0], [0, 2 ** 16 - 1]])
+
+
 def test_pad_sequence_keeps_its_padding_and_a_float_one():
     function = chainer.functions.array.pad_sequence.PadSequence(3, -1)
     function.apply([np.zeros(1, np.uint8)])
@@ -117,10 +124,95 @@ def test_fix_rounds_towards_zero_keeps_dtype_sign_and_warns_nothing():
     assert np.signbit(y[1])
 
 
+def test_categorical_log_prob_and_kl_divergence_as_plain_numpy_indexing_gives_them():
+    rng = np.random.RandomState(0)
+    p = rng.rand(3, 2, 4).astype(np.float32)
+    p /= p.sum(axis=-1, keepdims=True)
+    q = rng.rand(3, 2, 4).astype(np.float32)
+    q /= q.sum(axis=-1, keepdims=True)
+    x = rng.randint(0, 4, size=(3, 2))
+    dist = chainer.distributions.Categorical(p)
+    reference = np.log(p)[np.arange(3)[:, None], np.arange(2)[None, :], x]
+    np.testing.assert_allclose(dist.log_prob(x).array, reference, rtol=1e-6)
+    np.testing.assert_allclose(dist.log_prob(chainer.Variable(x)).array, reference, rtol=1e-6)
+    kl = chainer.kl_divergence(dist, chainer.distributions.Categorical(q)).array
+    np.testing.assert_allclose(kl, (p * (np.log(p) - np.log(q))).sum(axis=-1), rtol=1e-5)
+
+
+def test_concat_examples_pads_to_the_largest_shape_and_warns_nothing():
+    arrays = [np.arange(6.0).reshape(2, 3), np.arange(3.0).reshape(3, 1)]
+    expected = np.full((2, 3, 3), -1.0)
+    expected[0, :2, :3] = arrays[0]
+    expected[1, :3, :1] = arrays[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        x, t = chainer.dataset.concat_examples([(arrays[0], 1), (arrays[1], 2)], padding=-1)
+    np.testing.assert_array_equal(x, expected)
+    np.testing.assert_array_equal(t, [1, 2])
+
+
+def test_multiprocess_iterator_runs_its_daemon_prefetch_thread_and_warns_nothing():
+    iterator = chainer.iterators.MultiprocessIterator(
+        list(range(7)), 3, repeat=False, shuffle=False, n_processes=1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')
+            batches = list(iterator)
+        assert batches == [[0, 1, 2], [3, 4, 5], [6]]
+        assert iterator._prefetch_loop._thread.daemon
+    finally:
+        iterator.finalize()
+
+
+def test_maxout_gives_callable_initializers_its_3d_and_2d_shapes_and_warns_nothing():
+    seen = []
+
+    def initial_w(array):
+        seen.append(array.shape)
+        array[...] = np.arange(array.size).reshape(array.shape)
+
+    def initial_b(array):
+        seen.append(array.shape)
+        array[...] = -np.arange(array.size).reshape(array.shape)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        link = chainer.links.Maxout(3, 2, 4, initialW=initial_w, initial_bias=initial_b)
+    assert seen == [(2, 4, 3), (2, 4)]
+    np.testing.assert_array_equal(link.linear.W.array, np.arange(24).reshape(8, 3))
+    np.testing.assert_array_equal(link.linear.b.array, -np.arange(8))
+    # unit k of the Linear: W[k] = (3k, 3k+1, 3k+2), b[k] = -k -> 8k + 3 on ones; max of 4
+    y = link(np.ones((1, 3), np.float32)).array
+    np.testing.assert_array_equal(y, [[8 * 3 + 3, 8 * 7 + 3]])
+
+
+def test_caffe_protobuf_module_builds_caffe_messages_and_caffe_function_runs(tmp_path):
+    from chainer.links.caffe import CaffeFunction
+    from chainer.links.caffe.protobuf3 import caffe_pb2 as pb
+    # caffe.proto: `repeated int64 dim = 1 [packed = true]` -> tag 0x0a, length 2, 2, 3
+    assert pb.BlobShape(dim=[2, 3]).SerializeToString() == b'\n\x02\x02\x03'
+    assert (pb.TRAIN, pb.TEST, pb.DESCRIPTOR.name) == (0, 1, 'caffe.proto')
+    rng = np.random.RandomState(0)
+    w, b = rng.randn(2, 3).astype(np.float32), rng.randn(2).astype(np.float32)
+    net = pb.NetParameter(name='tiny', layer=[
+        pb.LayerParameter(
+            name='ip', type='InnerProduct', bottom=['data'], top=['ip'],
+            inner_product_param=pb.InnerProductParameter(num_output=2),
+            blobs=[pb.BlobProto(shape=pb.BlobShape(dim=[2, 3]), data=w.ravel().tolist()),
+                   pb.BlobProto(shape=pb.BlobShape(dim=[2]), data=b.tolist())]),
+        pb.LayerParameter(name='relu', type='ReLU', bottom=['ip'], top=['out'])])
+    path = tmp_path / 'tiny.caffemodel'
+    path.write_bytes(net.SerializeToString())
+    x = rng.randn(4, 3).astype(np.float32)
+    y, = CaffeFunction(str(path))(inputs={'data': x}, outputs=['out'])
+    np.testing.assert_allclose(y.array, np.maximum(x @ w.T + b, 0), rtol=1e-6)
+
+
 @pytest.mark.parametrize('module_name,qualname', [
     ('chainer._environment_check', '_check_osx_numpy_backend'),
     ('chainer.functions.array.as_strided', 'AsStridedGrad.forward'),
-    ('chainer.functions.array.resize_images', 'compute_indices_and_weights')])
+    ('chainer.functions.array.resize_images', 'compute_indices_and_weights'),
+    ('chainer.distributions.categorical', 'Categorical.log_prob')])
 def test_functions_given_a_numpy_namespace_never_compare_numpy_by_identity(
         module_name, qualname):
     import importlib
@@ -187,6 +279,9 @@ def test_what_is_supplied_matches_what_the_stack_lacks():
     assert (fix_module.fix.__code__.co_filename == _patches.__file__) == \
         ((major, minor) >= (2, 5))                        # numpy.fix deprecated in 2.5
     assert (pad_sequence.PadSequence.forward.__code__.co_filename == _patches.__file__) == \
-        NUMPY_2                                           # out-of-bound ints refused in 2.0
+        ((major, minor) >= (1, 24))                 # out-of-bound ints warned 1.24, refused 2.0
     assert (variable.Variable.debug_print.__code__.co_filename == _patches.__file__) == \
         NUMPY_2                                           # ndarray.device from 2.0
+    from chainer.distributions import categorical
+    assert (categorical.Categorical.log_prob.__globals__['numpy'] is not np) == \
+        NUMPY_2                                           # meshgrid gives a tuple from 2.0

@@ -40,6 +40,11 @@ PATCHED_MODULES = {
     'chainer.functions.array.pad_sequence': 'pad_sequence',
     'chainer.functions.math.fix': 'fix',
     'chainer.variable': 'variable',
+    'chainer.distributions.categorical': 'categorical',
+    'chainer.links.caffe.protobuf3.caffe_pb2': 'caffe_pb2',
+    'chainer.dataset.convert': 'convert',
+    'chainer.iterators.multiprocess_iterator': 'multiprocess_iterator',
+    'chainer.links.activation.maxout': 'maxout',
 }
 
 

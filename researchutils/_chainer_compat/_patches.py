@@ -74,7 +74,19 @@ def _give_numpy_names(module, readers, names):
         return
     import numpy
     view = _numpy_with(names)
-    namespace = {key: view if value is numpy else value for key, value in vars(module).items()}
+    _give_globals(module, readers, {key: view for key, value in vars(module).items()
+                                    if value is numpy})
+
+
+def _give_globals(module, readers, replacements):
+    """Let the functions ``readers`` of ``module`` see ``replacements`` among its globals.
+
+    Each reader (``'f'`` or ``'Class.method'``) is replaced by a copy of itself whose
+    globals are the module's with ``replacements`` ({name: object}) put over them; the
+    module's own globals and every other function keep what they had.
+    """
+    namespace = dict(vars(module))
+    namespace.update(replacements)
     for qualname in readers:
         owner, _, name = qualname.rpartition('.')
         holder = getattr(module, owner) if owner else module
@@ -166,7 +178,8 @@ def _pad_sequence(loader, module):
     @functools.wraps(forward)
     def forward_with_wrapped_padding(self, xs):
         # NumPy 1.x stored a Python int that does not fit the dtype wrapped around
-        # (-1 into uint8 -> 255); NumPy 2 raises OverflowError. Cast as 1.x did.
+        # (-1 into uint8 -> 255; 1.24-1.26 warn as they do); NumPy 2 raises
+        # OverflowError. Cast as 1.x did.
         padding = self.padding
         if xs and isinstance(padding, int) and not isinstance(padding, bool):
             self.padding = _stand_ins.wrapped_int(padding, xs[0].dtype)
@@ -179,13 +192,14 @@ def _pad_sequence(loader, module):
 
 
 def _numpy_refuses_out_of_bound_ints():
+    """Whether NumPy refuses (2.x) or warns on (1.24-1.26) storing -1 into a uint8 array."""
     import numpy
     target = numpy.zeros(1, numpy.uint8)
     with warnings.catch_warnings():
-        warnings.simplefilter('ignore', DeprecationWarning)   # NumPy 1.24-1.26 warn
+        warnings.simplefilter('error', DeprecationWarning)
         try:
             target[0] = -1
-        except OverflowError:
+        except (OverflowError, DeprecationWarning):
             return True
     return False
 
@@ -237,6 +251,158 @@ def _variable(loader, module):
     module.Variable.debug_print = debug_print_cpu_as_before
 
 
+def _categorical(loader, module):
+    # Categorical.log_prob indexes with `numpy.meshgrid(...) + [x]`: NumPy 1.x's meshgrid
+    # returned a list, NumPy 2's returns a tuple, so log_prob (and kl_divergence of two
+    # Categoricals) raised TypeError. log_prob alone sees a meshgrid that returns a list.
+    loader.exec_module(module)
+    import numpy
+    if not isinstance(numpy.meshgrid(numpy.zeros(1)), tuple):
+        return
+
+    def meshgrid_as_list(*xi, **kwargs):
+        return list(numpy.meshgrid(*xi, **kwargs))
+
+    _give_numpy_names(module, ['Categorical.log_prob'], {'meshgrid': meshgrid_as_list})
+
+
+def _convert(loader, module):
+    # _concat_arrays_with_padding calls numpy.maximum(shape, array.shape, shape), the third
+    # argument being `out`; NumPy 2.5 deprecates a positional `out` for maximum/minimum
+    # (DeprecationWarning on every padded concat_examples). It gets a maximum that passes
+    # that argument as `out=`, which is what NumPy did with it.
+    loader.exec_module(module)
+    if not _numpy_warns_on_positional_out():
+        return
+    import numpy
+
+    def maximum_out_by_keyword(x1, x2, *out, **kwargs):
+        if out:
+            kwargs['out'] = out[0] if len(out) == 1 else out
+        return numpy.maximum(x1, x2, **kwargs)
+
+    _give_numpy_names(module, ['_concat_arrays_with_padding'],
+                      {'maximum': maximum_out_by_keyword})
+
+
+def _numpy_warns_on_positional_out():
+    import numpy
+    target = numpy.zeros(1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        numpy.maximum(target, target, target)
+    return any(issubclass(w.category, DeprecationWarning) for w in caught)
+
+
+def _multiprocess_iterator(loader, module):
+    # _PrefetchLoop.launch_thread calls thread.setDaemon(True), deprecated since Python 3.10
+    # (DeprecationWarning at every MultiprocessIterator start). It gets a threading module
+    # whose Thread.setDaemon sets the `daemon` attribute, which is all the old method did.
+    loader.exec_module(module)
+    import threading
+    if not _setdaemon_deprecated():
+        return
+
+    class Thread(threading.Thread):
+        def setDaemon(self, daemonic):
+            self.daemon = daemonic
+
+    view = types.ModuleType(threading.__name__, threading.__doc__)
+    view.__dict__.update(vars(threading))
+    view.Thread = Thread
+    _give_globals(module, ['_PrefetchLoop.launch_thread'], {'threading': view})
+
+
+def _setdaemon_deprecated():
+    import threading
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        threading.Thread().setDaemon(True)
+    return any(issubclass(w.category, DeprecationWarning) for w in caught)
+
+
+def _maxout(loader, module):
+    # Maxout hands a callable initialW / initial_bias the Linear's parameter array after
+    # setting its `shape` to (out_size, pool_size, ...), then sets it back; NumPy 2.5
+    # deprecates setting ndarray.shape. Such a callable is given to Chainer's code already
+    # wrapped as an Initializer (which Maxout passes on untouched) that calls it on a
+    # reshaped view of the same memory: the callable sees the same shape and fills the
+    # same array.
+    loader.exec_module(module)
+    if not _numpy_shape_setter_deprecated():
+        return
+    from chainer import initializer
+    init = module.Maxout.__init__
+
+    class OnReshapedView(initializer.Initializer):
+        def __init__(self, function, shape):
+            super().__init__(getattr(function, 'dtype', None))
+            self.function, self.shape = function, shape
+
+        def __call__(self, array):
+            self.function(array.reshape(self.shape))
+
+    def wrapped(value, shape):
+        # Arrays, scalars and None are not callable; an Initializer Maxout passes on as is.
+        if callable(value) and not isinstance(value, initializer.Initializer):
+            return OnReshapedView(value, shape)
+        return value
+
+    @functools.wraps(init)
+    def __init__(self, in_size, out_size, pool_size, initialW=None, initial_bias=0):
+        init(self, in_size, out_size, pool_size,
+             wrapped(initialW, (out_size, pool_size, in_size)),
+             wrapped(initial_bias, (out_size, pool_size)))
+
+    module.Maxout.__init__ = __init__
+
+
+def _numpy_shape_setter_deprecated():
+    import numpy
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        numpy.zeros(2).shape = (2, 1)
+    return any(issubclass(w.category, DeprecationWarning) for w in caught)
+
+
+def _caffe_pb2(loader, module):
+    # Chainer's caffe_pb2 was generated by protoc 3.x: its code builds every descriptor by
+    # calling the descriptor classes. protobuf >= 4 (upb or C++ backend, what pip installs
+    # for Chainer's `protobuf>=3.0.0`) refuses that with TypeError, so L.caffe and
+    # chainer.exporters.caffe could not be imported. The same module is built here from the
+    # serialized caffe.proto in Chainer's own file, the way protoc >= 3.20 generates it.
+    if not _protobuf_refuses_old_generated_code():
+        loader.exec_module(module)
+        return
+    import ast
+
+    from google.protobuf import descriptor_pool
+    from google.protobuf.internal import builder
+    serialized = None
+    for node in ast.parse(loader.get_source(module.__name__)).body:
+        if isinstance(node, ast.Assign) and \
+                [getattr(target, 'id', None) for target in node.targets] == ['DESCRIPTOR']:
+            argument, = (k.value for k in node.value.keywords if k.arg == 'serialized_pb')
+            serialized = ast.literal_eval(argument.args[0]).encode('latin1')   # _b('...')
+    if serialized is None:
+        raise ImportError('{} holds no serialized_pb'.format(module.__name__))
+    pool = descriptor_pool.Default()
+    try:
+        descriptor = pool.AddSerializedFile(serialized)
+    except TypeError:             # already there (an earlier import of Chainer's code)
+        descriptor = pool.FindFileByName('caffe.proto')
+    module.DESCRIPTOR = descriptor
+    builder.BuildMessageAndEnumDescriptors(descriptor, vars(module))
+    builder.BuildTopDescriptorsAndMessages(descriptor, module.__name__, vars(module))
+
+
+def _protobuf_refuses_old_generated_code():
+    import google.protobuf
+    from google.protobuf.internal import api_implementation
+    major = int(google.protobuf.__version__.split('.')[0])
+    return major >= 4 and api_implementation.Type() != 'python'
+
+
 _PATCHES = {
     'environment_check': _environment_check,
     'pkg_resources_user': _pkg_resources_user,
@@ -245,4 +411,9 @@ _PATCHES = {
     'pad_sequence': _pad_sequence,
     'fix': _fix,
     'variable': _variable,
+    'categorical': _categorical,
+    'caffe_pb2': _caffe_pb2,
+    'convert': _convert,
+    'multiprocess_iterator': _multiprocess_iterator,
+    'maxout': _maxout,
 }
