@@ -87,7 +87,7 @@ $(foreach v,$(TEST_VERSIONS),$(eval $(call venv_rules,.venv-$(v),$(PYTHON_$(v)),
 install: $(firstword $(STAMPS))
 
 lint: install
-	$(VENV)/bin/ruff check researchutils tests benchmarks examples docs setup.py
+	$(VENV)/bin/ruff check researchutils _researchutils_chainer_compat tests benchmarks examples docs setup.py
 
 docs: install
 	rm -rf docs/_build

@@ -5,13 +5,15 @@ from setuptools.command.build_py import build_py
 
 # Chainer 7.8.1 reads names that today's NumPy and setuptools no longer have. This one line,
 # installed as a .pth file at the top of site-packages, runs at every interpreter start and,
-# when the researchutils package is there (a leftover line stays silent), imports
-# researchutils/_chainer_compat, which registers a finder that completes those Chainer
-# modules only where the stack lacks what they read. It imports nothing else (no NumPy), so
-# `import chainer` works first thing in any script.
+# when the package is there (a leftover line stays silent), imports
+# _researchutils_chainer_compat, which registers a finder that completes those Chainer
+# modules only where the stack lacks what they read. That small package sits beside
+# researchutils rather than in it, so that starting Python imports neither researchutils
+# (a checkout of another version stays importable) nor NumPy, and `import chainer` works
+# first thing in any script.
 PTH_NAME = 'researchutils_chainer_compat.pth'
-PTH_LINE = ("import importlib.util as u; u.find_spec('researchutils') and "
-            "__import__('researchutils._chainer_compat')\n")
+PTH_LINE = ("import importlib.util as u; u.find_spec('_researchutils_chainer_compat') and "
+            "__import__('_researchutils_chainer_compat')\n")
 # researchutils 0.1 wrote this file; installing over a copy left behind replaces it with a
 # line that does nothing, and uninstalling removes it.
 OLD_PTH_NAME = 'researchutils_py312_compat.pth'
@@ -64,7 +66,8 @@ setup(
     long_description=long_description,
     long_description_content_type='text/markdown',
     license='MIT',
-    packages=find_packages(include=['researchutils', 'researchutils.*']),
+    packages=find_packages(include=['researchutils', 'researchutils.*',
+                                    '_researchutils_chainer_compat']),
     # Tested on Python 3.11-3.13 with NumPy 1.26 and 2.x; what Chainer 7.8.1 (its last
     # release) lacks on those stacks is supplied by the .pth above.
     python_requires='>=3.11',

@@ -1,4 +1,4 @@
-"""The .pth line and the finder of researchutils/_chainer_compat: installed once, silent
+"""The .pth line and the finder of _researchutils_chainer_compat: installed once, silent
 when the package is gone, scoped to Chainer (code that does not use Chainer sees no
 difference), and safe under reload. Each case runs a fresh interpreter of this environment.
 The patches themselves are tested in tests/test_chainer_compat_patches.py.
@@ -16,8 +16,8 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PTH_NAME = 'researchutils_chainer_compat.pth'
-PTH_LINE = ("import importlib.util as u; u.find_spec('researchutils') and "
-            "__import__('researchutils._chainer_compat')\n")
+PTH_LINE = ("import importlib.util as u; u.find_spec('_researchutils_chainer_compat') and "
+            "__import__('_researchutils_chainer_compat')\n")
 OLD_PTH_NAME = 'researchutils_py312_compat.pth'
 OLD_PTH_LINE = ("import sys; sys.version_info[:2] == (3, 12) and "
                 "__import__('researchutils._py312_compat')\n")
@@ -40,10 +40,19 @@ def _finders(code=''):
         'for f in sys.meta_path))\n')
 
 
-def test_interpreter_start_installs_one_finder_without_importing_numpy():
-    result = _python(_finders('import sys\nprint("numpy" in sys.modules)'))
-    assert result.stdout.split() == ['False', '1']
+def test_interpreter_start_installs_one_finder_importing_neither_numpy_nor_researchutils():
+    result = _python(_finders('import sys\n'
+                              'print("numpy" in sys.modules, "researchutils" in sys.modules)'))
+    assert result.stdout.split() == ['False', 'False', '1']
     assert result.stderr == ''
+
+
+def test_a_checkout_of_researchutils_on_the_path_is_the_one_imported(tmp_path):
+    checkout = tmp_path / 'researchutils'
+    checkout.mkdir()
+    (checkout / '__init__.py').write_text('__version__ = "checkout"\n')
+    code = 'import researchutils, chainer\nprint(researchutils.__version__)'
+    assert _python(code, cwd=str(tmp_path)).stdout.split() == ['checkout']
 
 
 def test_import_chainer_adds_no_name_to_numpy_and_no_module_elsewhere():
@@ -79,7 +88,7 @@ def test_code_that_never_uses_chainer_sees_the_stack_as_without_researchutils():
 def test_reload_keeps_one_finder_and_chainer_still_imports():
     code = _finders('''
         import importlib, sys
-        import researchutils._chainer_compat as compat
+        import _researchutils_chainer_compat as compat
         stale = compat.ChainerCompatFinder()       # a finder of the copy before the reload
         sys.meta_path.append(stale)
         importlib.reload(compat)

@@ -1,4 +1,4 @@
-"""What researchutils/_chainer_compat supplies to Chainer, against the NumPy 1.x and
+"""What _researchutils_chainer_compat supplies to Chainer, against the NumPy 1.x and
 setuptools semantics Chainer 7.8.1 was written for (independent references in plain NumPy,
 and pip's own copy of ``packaging`` for versions). These run in this process, whose
 interpreter start installed the finder, on every stack the suite runs on.
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from chainer import gradient_check
 
-from researchutils._chainer_compat import _patches, _stand_ins
+from _researchutils_chainer_compat import _patches, _stand_ins
 
 NUMPY_2 = int(np.__version__.split('.')[0]) >= 2
 

@@ -14,7 +14,7 @@ import sys
 import types
 import warnings
 
-from researchutils._chainer_compat import _stand_ins
+from _researchutils_chainer_compat import _stand_ins
 
 
 def run(patch, loader, module):

@@ -7,10 +7,11 @@ On a current stack some names it reads are gone (``numpy.sctypes``, ``numpy.floa
 ``import chainer`` and Chainer's functions behave as they did on the stack Chainer was
 written for, with one mechanism and no change to NumPy or to any other library's namespace.
 
-How: installing researchutils puts ``researchutils_chainer_compat.pth`` into
-site-packages. Python runs its one line at every interpreter start; when the researchutils
-package can be found, it imports this package, which puts one finder at the front of
-:data:`sys.meta_path` (importing nothing else: no NumPy, no Chainer). The finder answers
+How: installing researchutils puts ``researchutils_chainer_compat.pth`` and this small
+package beside it into site-packages. Python runs the .pth file's one line at every
+interpreter start; when this package can be found, the line imports it, and it puts one
+finder at the front of :data:`sys.meta_path`, importing nothing else (not researchutils, so
+that another checkout of it stays importable; no NumPy, no Chainer). The finder answers
 only for the few Chainer modules listed in :data:`PATCHED_MODULES`: it takes the spec that
 the other finders give for such a module and wraps its loader, so that the module runs as
 Chainer wrote it and then gets the supply or the fix of :mod:`._patches` for it. Every supply
@@ -63,7 +64,7 @@ class _PatchingLoader:
         return self._loader.create_module(spec)
 
     def exec_module(self, module):
-        from researchutils._chainer_compat import _patches
+        from _researchutils_chainer_compat import _patches
         _patches.run(self._patch, self._loader, module)
 
     def __getattr__(self, name):
@@ -130,7 +131,7 @@ def install():
 
     Example:
         >>> import sys
-        >>> from researchutils._chainer_compat import install
+        >>> from _researchutils_chainer_compat import install
         >>> finder = install()
         >>> sum(getattr(f, '_researchutils_chainer_compat', False) for f in sys.meta_path)
         1
