@@ -7,6 +7,7 @@ import pkgutil
 
 import pytest
 
+import _researchutils_chainer_compat
 import researchutils
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -15,8 +16,10 @@ OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
 def _modules():
-    for info in pkgutil.walk_packages(researchutils.__path__, 'researchutils.'):
-        yield info.name
+    for package in (researchutils, _researchutils_chainer_compat):
+        yield package.__name__
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):
+            yield info.name
 
 
 @pytest.mark.parametrize('name', sorted(_modules()))
