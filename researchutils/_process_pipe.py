@@ -17,7 +17,7 @@ import queue
 import struct
 import threading
 
-# Seconds an idle worker waits for a task before it checks that its parent lives;
+# Seconds an idle worker waits for a task before it checks that the main process lives;
 # also the longest the main process sleeps between looks at its workers.
 IDLE_CHECK_S = 1.0
 # The sizes of the two parts of a message: its head and its payload.
@@ -46,10 +46,10 @@ class Outbox(object):
     def put(self, kind, batch_id=None, start=None, payload=b''):
         self._messages.put((kind, batch_id, start, payload))
 
-    def flush(self, parent_pid):
-        """Waits until every message is sent, or the main process is gone."""
+    def flush(self, main_process):
+        """Waits until every message is sent, or ``main_process`` (its ``is_alive()``) is gone."""
         self._messages.put(None)
-        while self._thread.is_alive() and os.getppid() == parent_pid:
+        while self._thread.is_alive() and main_process.is_alive():
             self._thread.join(IDLE_CHECK_S)
 
     def _send_all(self):
