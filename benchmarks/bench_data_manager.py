@@ -8,6 +8,9 @@ holds the GIL) are drawn from a fresh iterator, start-up included:
 * the ceiling: 2 bare processes, started with the same start method, each making half
   of the examples, with no iterator, pipes or batches around them.
 
+The target is ours at 0.95x or more of the ceiling's throughput; the ratio to Chainer's
+time is printed as context.
+
 Runs alternate between the contenders; the ratios are given for the medians and for the
 best runs (on a shared machine the best run is the least disturbed one).
 Usage: ``python benchmarks/bench_data_manager.py [--quick]``.
@@ -119,7 +122,8 @@ def compare(start_method, contenders, dataset, repeats):
         line = '   {:6s}: ours throughput / ceiling {:.3f}x (target >= 0.95)'.format(
             statistic.__name__, figures['ceiling: 2 bare processes'] / ours)
         if 'Chainer MultiprocessIterator' in figures:
-            line += ', ours time / Chainer time {:.3f}x (target <= 0.47)'.format(
+            # Context, not a target: Chainer's iterator itself runs at about the ceiling.
+            line += ', ours time / Chainer time {:.3f}x'.format(
                 ours / figures['Chainer MultiprocessIterator'])
         print(line)
 

@@ -7,8 +7,8 @@ A worker takes a task (a chunk of a batch) from the pool's task queue, asks
 its source to make the items, and sends them back pickled through its
 :class:`~researchutils._process_pipe.Outbox`, or sends the exception raised,
 with its traceback. It exits when told to, when it has made
-``maxtasksperchild`` items (it says so first: ``retire``), or when its parent
-process is gone.
+``maxtasksperchild`` items (it says so first: ``retire``), or when the main
+process is gone (:class:`MainProcess`).
 """
 import multiprocessing
 import os
@@ -109,15 +109,42 @@ def _pickle_made(source, made, items):
         raise
 
 
-def worker_main(source, pickled, tasks, results, maxtasksperchild, parent_pid):
+class MainProcess(object):
+    """The process that started the worker, as the worker watches it: is it still there?
+
+    Its parent is not always the main process: under ``forkserver`` the fork
+    server is. So a worker notes the parent it has at its start and counts the
+    main process as gone when that parent changes (a worker is re-parented when
+    its parent exits; the fork server exits with the main process) or when the
+    main process's pid no longer names a process of this user.
+    """
+
+    def __init__(self, pid):
+        self.pid = pid
+        self._parent_at_start = os.getppid()
+
+    def is_alive(self):
+        if os.getppid() != self._parent_at_start:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # another user's process now has the pid
+            return False
+        return True
+
+
+def worker_main(source, pickled, tasks, results, maxtasksperchild, main_pid):
     # Ctrl-C is for the main process, which then finalizes the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    main_process = MainProcess(main_pid)
     outbox = Outbox(results.fileno())
-    _serve(source, pickled, tasks, outbox, maxtasksperchild, parent_pid)
-    outbox.flush(parent_pid)
+    _serve(source, pickled, tasks, outbox, maxtasksperchild, main_process)
+    outbox.flush(main_process)
 
 
-def _serve(source, pickled, tasks, outbox, maxtasksperchild, parent_pid):
+def _serve(source, pickled, tasks, outbox, maxtasksperchild, main_process):
     try:
         if pickled:
             source = pickle.loads(source)
@@ -133,7 +160,7 @@ def _serve(source, pickled, tasks, outbox, maxtasksperchild, parent_pid):
         try:
             task = tasks.get(timeout=IDLE_CHECK_S)
         except queue.Empty:
-            if os.getppid() != parent_pid:  # orphaned: the main process is gone
+            if not main_process.is_alive():  # orphaned: nobody wants the results
                 return
             continue
         if task is None:

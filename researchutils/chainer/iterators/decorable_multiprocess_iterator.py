@@ -25,8 +25,10 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
     ``n_processes`` worker processes, started at the first call to ``next()``,
     make the examples of the next ``n_prefetch`` batches while the current one
     is used. They are started with the start method :mod:`multiprocessing` has
-    when the iterator is built (``fork`` or ``spawn``; choose it with
-    :func:`multiprocessing.set_start_method`).
+    when the iterator is built (``fork``, ``spawn`` or ``forkserver``; choose
+    it with :func:`multiprocessing.set_start_method`). However long the main
+    process spends between batches, the workers wait for it; they exit within
+    about a second once it is gone, even if it was killed.
 
     Where Chainer's iterator hangs, this one reports:
 

@@ -11,6 +11,11 @@ from researchutils.chainer.data_loading import (
     RandomSampler,
     SequentialSampler,
 )
+from tests.support.start_methods import (
+    PICKLING_START_METHODS,
+    START_METHODS,
+    using_start_method,
+)
 
 
 class Numbers(AbstractDataset):
@@ -458,34 +463,44 @@ def test_a_nested_pass_over_the_same_manager_gets_its_own_batches():
 
 
 @pytest.mark.timeout(120)
-def test_workers_of_the_spawn_start_method_give_the_in_process_batches():
-    import multiprocessing
+@pytest.mark.parametrize('start_method', PICKLING_START_METHODS)
+def test_workers_of_the_pickling_start_methods_give_the_in_process_batches(start_method):
     manager = DataManager(Numbers(12), 4, transforms=add_one, n_process_augmentation=2)
-    previous = multiprocessing.get_start_method(allow_none=True)
-    multiprocessing.set_start_method('spawn', force=True)
-    try:
+    with using_start_method(start_method):
         iterator = manager.get_iterator()
         try:
             got = firsts(iterator.next() for _ in range(2 * len(manager)))
         finally:
             iterator.finalize()
-    finally:
-        multiprocessing.set_start_method(previous, force=True)
     assert got == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]] * 2
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize('start_method', START_METHODS)
+def test_a_training_step_longer_than_a_second_keeps_the_workers(start_method):
+    # The workers idle through the step with every batch ahead made, longer than
+    # they wait between two checks that the main process lives.
+    manager = DataManager(Numbers(8), 2, transforms=add_one, n_process_augmentation=2)
+    with using_start_method(start_method):
+        iterator = manager.get_iterator()
+        try:
+            got = []
+            for _ in range(len(manager)):
+                got.append(iterator.next())
+                time.sleep(1.6)
+        finally:
+            iterator.finalize()
+    assert firsts(got) == [[1, 2], [3, 4], [5, 6], [7, 8]]
+
+
 @pytest.mark.timeout(60)
-def test_a_transform_that_cannot_be_pickled_is_refused_under_spawn_naming_it():
-    import multiprocessing
-    previous = multiprocessing.get_start_method(allow_none=True)
-    multiprocessing.set_start_method('spawn', force=True)
-    try:
+@pytest.mark.parametrize('start_method', PICKLING_START_METHODS)
+def test_a_transform_that_cannot_be_pickled_is_refused_naming_it(start_method):
+    with using_start_method(start_method):
         manager = DataManager(Numbers(4), 2, transforms=lambda batch: batch,
                               n_process_augmentation=2)
         with pytest.raises(TypeError, match='transforms'):
             manager.get_iterator()
-    finally:
-        multiprocessing.set_start_method(previous, force=True)
 
 
 @pytest.mark.timeout(60)
@@ -515,12 +530,10 @@ class CountsPickling(Numbers):
 
 
 @pytest.mark.timeout(120)
-def test_under_spawn_the_dataset_is_sent_to_each_worker_once_for_all_epochs():
-    import multiprocessing
+@pytest.mark.parametrize('start_method', PICKLING_START_METHODS)
+def test_the_dataset_is_sent_to_each_worker_once_for_all_epochs(start_method):
     CountsPickling.pickled = 0
-    previous = multiprocessing.get_start_method(allow_none=True)
-    multiprocessing.set_start_method('spawn', force=True)
-    try:
+    with using_start_method(start_method):
         manager = DataManager(CountsPickling(8), 2, n_process_augmentation=2)
         iterator = manager.get_iterator()
         try:
@@ -528,8 +541,6 @@ def test_under_spawn_the_dataset_is_sent_to_each_worker_once_for_all_epochs():
                 iterator.next()
         finally:
             iterator.finalize()
-    finally:
-        multiprocessing.set_start_method(previous, force=True)
     # Once to check at get_iterator() that it can be sent, then once per worker.
     assert CountsPickling.pickled == 1 + 2
 

@@ -32,6 +32,11 @@ from tests.support.iterators import (
     square,
     unpicklable_example,
 )
+from tests.support.start_methods import (
+    PICKLING_START_METHODS,
+    START_METHODS,
+    using_start_method,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -39,26 +44,23 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 
 
-def _use_start_method(method):
-    previous = multiprocessing.get_start_method(allow_none=True)
-    multiprocessing.set_start_method(method, force=True)
-    yield method
-    multiprocessing.set_start_method(previous, force=True)
-
-
-@pytest.fixture(params=['fork', 'spawn'])
+@pytest.fixture(params=START_METHODS)
 def start_method(request):
-    yield from _use_start_method(request.param)
+    with using_start_method(request.param) as method:
+        yield method
 
 
-@pytest.fixture
-def spawn():
-    yield from _use_start_method('spawn')
+@pytest.fixture(params=PICKLING_START_METHODS)
+def pickling(request):
+    """A start method that sends the workers their dataset and decor_fun pickled."""
+    with using_start_method(request.param) as method:
+        yield method
 
 
 @pytest.fixture
 def fork():
-    yield from _use_start_method('fork')
+    with using_start_method('fork') as method:
+        yield method
 
 
 def take(it, n):
@@ -99,7 +101,7 @@ def test_batches_equal_serial_iterator_batches(start_method):
     assert got == expected
 
 
-def test_seeded_batches_under_spawn_equal_serial_batches(spawn):
+def test_seeded_batches_of_pickled_workers_equal_serial_batches(pickling):
     def batches(it):
         with it:
             return numpy.array(take(it, 5))
@@ -119,15 +121,15 @@ def test_unseeded_workers_never_repeat_random_draws():
     assert len(set(draws)) == len(draws)
 
 
-# --- pickling under spawn ---------------------------------------------------------------------
+# --- pickling under spawn and forkserver ----------------------------------------------------
 
-def test_unpicklable_decor_fun_under_spawn_is_type_error_at_construction(spawn):
+def test_unpicklable_decor_fun_is_type_error_at_construction(pickling):
     with pytest.raises(TypeError, match='decor_fun .* cannot be pickled') as info:
         DecorableMultiprocessIterator(list(range(4)), 2, decor_fun=lambda d, i: d[i])
-    assert "'spawn'" in str(info.value)
+    assert repr(pickling) in str(info.value)
 
 
-def test_unpicklable_dataset_under_spawn_is_type_error_at_construction(spawn):
+def test_unpicklable_dataset_is_type_error_at_construction(pickling):
     class Local(list):
         pass
 
@@ -135,7 +137,7 @@ def test_unpicklable_dataset_under_spawn_is_type_error_at_construction(spawn):
         DecorableMultiprocessIterator(Local(range(4)), 2)
 
 
-def test_dataset_failing_to_unpickle_in_worker_is_reported(spawn):
+def test_dataset_failing_to_unpickle_in_worker_is_reported(pickling):
     with DecorableMultiprocessIterator(OnlyHere(range(4)), 2, n_processes=1) as it:
         with pytest.raises(RuntimeError, match='(?s)could not start.*cannot be loaded'):
             it.next()
@@ -188,7 +190,7 @@ def _large_bytes(obj):
             if isinstance(value, (bytes, bytearray)) and len(value) > 1 << 20]
 
 
-def test_spawn_keeps_no_pickled_copy_of_the_dataset(spawn):
+def test_pickling_start_methods_keep_no_pickled_copy_of_the_dataset(pickling):
     dataset = numpy.zeros((8, 1 << 18), numpy.float32)   # 8 MiB
     with DecorableMultiprocessIterator(dataset, 2, shuffle=False, n_processes=1) as it:
         assert _large_bytes(it) == []
@@ -359,6 +361,50 @@ def test_interpreter_exiting_without_finalize_does_not_hang(start_method, tmp_pa
     while any(os.path.exists('/proc/{}'.format(pid)) for pid in pids):
         assert time.monotonic() < deadline, 'worker processes outlived the interpreter'
         time.sleep(0.05)
+
+
+KILLED_WHILE_TRAINING = textwrap.dedent('''
+    import multiprocessing, sys, time
+    from researchutils.chainer.iterators import DecorableMultiprocessIterator
+    from tests.support.iterators import pid_after_sleep
+    if __name__ == '__main__':
+        multiprocessing.set_start_method(sys.argv[1])
+        it = DecorableMultiprocessIterator(list(range(400)), 4, n_processes=2,
+                                           decor_fun=pid_after_sleep)
+        it.next()
+        print(' '.join(str(child.pid) for child in multiprocessing.active_children()),
+              flush=True)
+        time.sleep(600)
+''')
+
+
+def test_workers_exit_when_the_main_process_is_killed(start_method, tmp_path):
+    script = tmp_path / 'script.py'
+    script.write_text(KILLED_WHILE_TRAINING)
+    main = subprocess.Popen([sys.executable, str(script), start_method], cwd=REPO,
+                            env=dict(os.environ, PYTHONPATH=REPO), stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        pids = [int(pid) for pid in main.stdout.readline().split()]
+    finally:
+        main.kill()
+        main.wait(30)
+        main.stdout.close()
+    assert len(pids) == 2
+    deadline = time.monotonic() + 10
+    while any(is_running(pid) for pid in pids):
+        assert time.monotonic() < deadline, 'worker processes outlived their killed parent'
+        time.sleep(0.05)
+
+
+def test_workers_outlive_a_pause_between_batches(start_method):
+    # A long training step leaves the workers idle for longer than their check of the parent.
+    with DecorableMultiprocessIterator(list(range(16)), 4, shuffle=False, n_processes=2,
+                                       decor_fun=square) as it:
+        first = it.next()
+        time.sleep(2.5)
+        assert [first, it.next(), it.next()] == [[0, 1, 4, 9], [16, 25, 36, 49],
+                                                 [64, 81, 100, 121]]
 
 
 def test_reset_after_finalize_is_not_implemented_error_as_in_chainer():
