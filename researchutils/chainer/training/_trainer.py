@@ -10,6 +10,7 @@ from chainer.training import extensions as chainer_extensions
 from researchutils.chainer.training import _experiment_settings, _model_files
 from researchutils.chainer.training.extensions.best_model_saver import BestModelSaver
 from researchutils.chainer.training.extensions.predictor_evaluator import PredictorEvaluator
+from researchutils.chainer.training.extensions.preemption_snapshot import PreemptionSnapshot
 from researchutils.chainer.training.extensions.stop_on_non_number import StopOnNonNumber
 from researchutils.chainer.training.triggers.resumable_early_stopping_trigger import (
     ResumableEarlyStoppingTrigger,
@@ -73,6 +74,11 @@ def _extend(trainer, experiment, model, predictor, training, val):
             os.path.join(experiment.output_dir, _model_files.BEST_MODEL)))
     trainer.extend(chainer_extensions.snapshot(filename=_model_files.SNAPSHOT_NAME, n_retains=2),
                    trigger=(experiment.checkpoint_freq, 'epoch'))
+    if experiment.preemption_snapshot and experiment.comm is None:
+        # The snapshot's name is that of the epoch-end ones, with the epochs finished so
+        # far: a signal mid-epoch replaces the last epoch's snapshot by a newer state,
+        # and the experiment's resume (the newest snapshot_epoch_<n>) finds it.
+        trainer.extend(PreemptionSnapshot(filename=_model_files.SNAPSHOT_NAME))
     trainer.extend(chainer_extensions.LogReport(trigger=(1, 'epoch')))
     _extend_plots(trainer, training, val)
     if sys.stdout.isatty():
