@@ -65,10 +65,15 @@ class Preempted(SystemExit):
         self.signal_number = signal_number
         self.path = path
 
+    @property
+    def signal_name(self):
+        """str: The signal's name (``'SIGTERM'``), or ``'signal N'`` for one without."""
+        return _signal_name(self.signal_number)
+
     def __str__(self):
         return ('preempted by {} after iteration {}: the snapshot {!r} resumes the run '
-                '(exit status {})'.format(_signal_name(self.signal_number), self.iteration,
-                                          self.path, self.EXIT_STATUS))
+                '(exit status {})'.format(self.signal_name, self.iteration, self.path,
+                                          self.EXIT_STATUS))
 
 
 def _signal_name(signal_number):
