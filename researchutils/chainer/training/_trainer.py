@@ -59,6 +59,14 @@ def _extend(trainer, experiment, model, predictor, training, val):
     if val is not None and val_metrics:
         trainer.extend(PredictorEvaluator(predictor, val, val_metrics,
                                           training.get('val_metric_keys'), experiment.comm))
+    if experiment.preemption_snapshot:
+        # On every rank: under ChainerMN the ranks agree on stopping, and each writes its
+        # own snapshot. The names are those of the epoch-end snapshots, with the epochs
+        # finished so far: a signal mid-epoch replaces the last epoch's snapshot by a
+        # newer state, and the experiment's resume (_model_files.resume_snapshot) finds it.
+        trainer.extend(PreemptionSnapshot(
+            filename=(_model_files.SNAPSHOT_NAME if experiment.comm is None
+                      else _model_files.RANK_SNAPSHOT_NAME), comm=experiment.comm))
     scheduler = training.get('lr_sched_cls')
     if scheduler is not None:
         extension = scheduler(**training.get('lr_sched_params', {}))
@@ -74,11 +82,6 @@ def _extend(trainer, experiment, model, predictor, training, val):
             os.path.join(experiment.output_dir, _model_files.BEST_MODEL)))
     trainer.extend(chainer_extensions.snapshot(filename=_model_files.SNAPSHOT_NAME, n_retains=2),
                    trigger=(experiment.checkpoint_freq, 'epoch'))
-    if experiment.preemption_snapshot and experiment.comm is None:
-        # The snapshot's name is that of the epoch-end ones, with the epochs finished so
-        # far: a signal mid-epoch replaces the last epoch's snapshot by a newer state,
-        # and the experiment's resume (the newest snapshot_epoch_<n>) finds it.
-        trainer.extend(PreemptionSnapshot(filename=_model_files.SNAPSHOT_NAME))
     trainer.extend(chainer_extensions.LogReport(trigger=(1, 'epoch')))
     _extend_plots(trainer, training, val)
     if sys.stdout.isatty():

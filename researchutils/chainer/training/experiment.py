@@ -125,7 +125,9 @@ class ChainerExperiment(object):
             or infinite (default). False trains on whatever the weights become.
         preemption_snapshot (bool): Snapshot and stop on SIGTERM and SIGUSR1
             (default), so that running again resumes exactly; False adds no
-            PreemptionSnapshot. Not yet under ChainerMN (``comm``).
+            PreemptionSnapshot. Under ChainerMN every rank stops at the same
+            iteration, whichever rank was signalled, and writes a snapshot of its
+            own, ``snapshot_epoch_<n>_rank<r>``, which that rank resumes from.
 
     Attributes:
         trainer (chainer.training.Trainer): The Trainer of the last
@@ -253,7 +255,7 @@ class ChainerExperiment(object):
             val = None if val is None else _trainer.shard(val, self.comm, pad=False)
         trainer = _trainer.build_trainer(self, model, optimizers, predictor, training, train,
                                          val, devices[0])
-        snapshot = _model_files.latest_snapshot(self.output_dir)
+        snapshot = _model_files.resume_snapshot(self.output_dir, self.comm)
         if snapshot is not None:
             serializers.load_snapshot(snapshot, trainer)
             if self.comm is not None:

@@ -275,6 +275,8 @@ def test_a_trainer_outside_the_main_thread_warns_and_runs_on(tmp_path):
     (dict(filename=3), TypeError, 'filename must be a str'),
     (dict(requeue='yes'), TypeError, 'requeue'),
     (dict(requeue_timeout=0), ValueError, 'requeue_timeout'),
+    (dict(comm=object()), TypeError, 'comm must be a ChainerMN communicator'),
+    (dict(check_interval=0), ValueError, 'check_interval'),
 ])
 def test_bad_arguments_are_refused_by_name(arguments, error, words):
     with pytest.raises(error, match=words):

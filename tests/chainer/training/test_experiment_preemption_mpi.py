@@ -1,0 +1,90 @@
+"""ChainerExperiment under ChainerMN stopped by a signal to one rank; run by `make test-mpi`.
+
+A process that is not a rank (started by rank 1) signals rank 0 alone at a handshake
+(the experiment's extra extensions run on rank 0). Every test gathers before it asserts,
+so the ranks pass or fail together; the thread timeout ends a rank that hangs.
+"""
+import os
+import signal
+
+import numpy
+import pytest
+
+from researchutils.chainer.training import ChainerExperiment
+from researchutils.chainer.training.extensions import Preempted
+from tests.chainer.training import tasks
+from tests.support.preemptible_experiment import PauseAt
+from tests.support.preemptible_training import start_signaller
+
+pytestmark = [pytest.mark.mpi, pytest.mark.timeout(180, method='thread')]
+
+
+@pytest.fixture(scope='module')
+def comm():
+    import chainermn
+    return chainermn.create_communicator('naive')
+
+
+@pytest.fixture
+def shared_path(comm, tmp_path):
+    return comm.mpi_comm.bcast(str(tmp_path) if comm.rank == 0 else None, root=0)
+
+
+def _experiment(comm, path, extensions=()):
+    return ChainerExperiment(tasks.make_params(num_epochs=3), tasks.Regressor, name='mpi',
+                             save_path=path, comm=comm, seed=0, val_score_key='MSE',
+                             extensions=extensions)
+
+
+def _managers():
+    # 128 examples, 64 a rank in batches of 32: epochs end after iterations 2, 4, 6.
+    return tasks.make_managers(n_train=128)
+
+
+def _outcome(comm, experiment, model):
+    """What must not depend on the interruption, gathered from every rank."""
+    val = _managers()[1]
+    weights = {name: param.array.copy() for name, param in sorted(model.namedparams())}
+    log = None
+    if comm.rank == 0:
+        log = [{key: value for key, value in row.items() if key != 'elapsed_time'}
+               for row in tasks.read_log(experiment)]
+    score = experiment.test(model, val, {'MSE': tasks.mean_squared_error})[1]['MSE']
+    return comm.mpi_comm.allgather((weights, log, score))
+
+
+def test_a_signal_to_one_rank_stops_the_experiment_everywhere_and_it_resumes_exactly(
+        comm, shared_path):
+    reference = _experiment(comm, os.path.join(shared_path, 'reference'))
+    expected = _outcome(comm, reference, reference.run(*_managers()))
+
+    path = os.path.join(shared_path, 'preempted')
+    folder = os.path.join(path, 'mpi')
+    os.makedirs(folder, exist_ok=True)
+    comm.mpi_comm.barrier()
+    signaller = None
+    if comm.rank == 1:
+        signaller = start_signaller(os.path.join(folder, 'paused'),
+                                    os.path.join(folder, 'go'), signal.SIGTERM)
+    stopped = None
+    try:
+        _experiment(comm, path, [PauseAt('mpi', 3, folder)]).run(*_managers())
+    except Preempted as preempted:
+        stopped = (preempted.iteration, preempted.signal_number)
+    if signaller is not None:
+        signaller.wait(timeout=60)
+    comm.mpi_comm.barrier()
+    snapshots = sorted(name for name in os.listdir(folder) if name.startswith('snapshot'))
+    again = _experiment(comm, path)
+    resumed = _outcome(comm, again, again.run(*_managers()))
+    epochs_after = again.trainer.updater.epoch - 1  # resumed in epoch 2
+
+    assert comm.mpi_comm.allgather(stopped) == [(3, signal.SIGTERM)] * 2
+    assert snapshots == ['snapshot_epoch_1', 'snapshot_epoch_1_rank0', 'snapshot_epoch_1_rank1']
+    assert epochs_after == 2
+    for (weights, log, score), (expected_weights, expected_log, expected_score) in zip(
+            resumed, expected):
+        assert sorted(weights) == sorted(expected_weights)
+        assert [name for name in weights
+                if not numpy.array_equal(weights[name], expected_weights[name])] == []
+        assert (log, score) == (expected_log, expected_score)
