@@ -189,6 +189,27 @@ def pause_at(iteration, folder):
     return pause
 
 
+def hold_until_signalled(iteration, folder, timeout):
+    """After ``iteration``, writes ``folder/holding`` and waits for a signal to be noted.
+
+    For a scheduler that signals in its own time (SLURM's ``--signal``): the run cannot
+    end before the signal arrives; it stops at this iteration.
+    """
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def hold(trainer):
+        if trainer.updater.iteration == iteration:
+            touch(os.path.join(folder, 'holding'), str(os.getpid()))
+            preemption = trainer.get_extension('PreemptionSnapshot')
+            deadline = time.monotonic() + timeout
+            while preemption.signal_number is None:
+                if time.monotonic() > deadline:
+                    raise TimeoutError('no signal within {} s'.format(timeout))
+                time.sleep(0.01)
+
+    return hold
+
+
 class PauseInFinalize(training.Extension):
     """At ``finalize`` (before PreemptionSnapshot's), writes ``finalizing``, waits for ``go``."""
 
@@ -297,6 +318,7 @@ def main(argv):
     parser.add_argument('--pause-after-run', action='store_true')
     parser.add_argument('--requeue', action='store_true')
     parser.add_argument('--no-preemption', action='store_true')
+    parser.add_argument('--hold-until-signalled-at', type=int)
     args = parser.parse_args(argv)
     out = args.out
     os.makedirs(out, exist_ok=True)
@@ -305,6 +327,8 @@ def main(argv):
                             **({'requeue': True} if args.requeue else {}))
     if args.pause_at is not None:
         trainer.extend(pause_at(args.pause_at, out))
+    if args.hold_until_signalled_at is not None:
+        trainer.extend(hold_until_signalled(args.hold_until_signalled_at, out, 240.))
     if args.pause_in_finalize:
         trainer.extend(PauseInFinalize(out))
     trainer.run()
