@@ -10,7 +10,7 @@ import signal
 import numpy
 import pytest
 
-from researchutils.chainer.training import ChainerExperiment
+from researchutils.chainer.training import ChainerExperiment, _model_files
 from researchutils.chainer.training.extensions import Preempted
 from tests.chainer.training import tasks
 from tests.support.preemptible_experiment import PauseAt
@@ -88,3 +88,35 @@ def test_a_signal_to_one_rank_stops_the_experiment_everywhere_and_it_resumes_exa
         assert [name for name in weights
                 if not numpy.array_equal(weights[name], expected_weights[name])] == []
         assert (log, score) == (expected_log, expected_score)
+
+
+def _plant(folder, names):
+    for name in names:
+        with open(os.path.join(folder, name), 'w'):
+            pass
+
+
+@pytest.mark.parametrize('files, chosen', [
+    # Every rank has one of the newest epoch: each takes its own.
+    (['snapshot_epoch_2', 'snapshot_epoch_2_rank0', 'snapshot_epoch_2_rank1'],
+     ['snapshot_epoch_2_rank0', 'snapshot_epoch_2_rank1']),
+    # Older than the newest epoch-end snapshot: rank 0's epoch-end one, on every rank.
+    (['snapshot_epoch_3', 'snapshot_epoch_2_rank0', 'snapshot_epoch_2_rank1'],
+     ['snapshot_epoch_3', 'snapshot_epoch_3']),
+    # One rank's is missing (its write was killed): none is used.
+    (['snapshot_epoch_2', 'snapshot_epoch_2_rank0'], ['snapshot_epoch_2', 'snapshot_epoch_2']),
+    # The ranks' newest differ: none is used.
+    (['snapshot_epoch_1', 'snapshot_epoch_2_rank0', 'snapshot_epoch_1_rank1'],
+     ['snapshot_epoch_1', 'snapshot_epoch_1']),
+    (['snapshot_epoch_2_rank0', 'snapshot_epoch_2_rank1'],
+     ['snapshot_epoch_2_rank0', 'snapshot_epoch_2_rank1']),
+    ([], [None, None]),
+])
+def test_each_rank_resumes_from_its_own_snapshot_only_when_every_rank_has_it(
+        comm, shared_path, files, chosen):
+    if comm.rank == 0:
+        _plant(shared_path, files)
+    comm.mpi_comm.barrier()
+    path = _model_files.resume_snapshot(shared_path, comm)
+    names = comm.mpi_comm.allgather(None if path is None else os.path.basename(path))
+    assert names == chosen
