@@ -9,43 +9,20 @@ trained again.
 import json
 import os
 import signal
-import subprocess
-import sys
 
 import numpy
 import pytest
 
 from tests.support.preemptible_training import touch, wait_for
+from tests.support.processes import no_process_left, start_module  # noqa: F401 (fixture)
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
 PROCESS_TIMEOUT = 180
 
-pytestmark = pytest.mark.timeout(600)
-
-_started = []
-
-
-@pytest.fixture(autouse=True)
-def _no_process_left():
-    yield
-    while _started:
-        process = _started.pop()
-        if process.poll() is None:  # a test failed while it ran
-            process.kill()
-            process.communicate()
+pytestmark = [pytest.mark.timeout(600), pytest.mark.usefixtures('no_process_left')]
 
 
 def _start(out, mode, *options):
-    env = dict(os.environ)
-    # The child runs the researchutils under test, even where another copy is installed.
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [REPO, env.get('PYTHONPATH')]))
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'tests.support.preemptible_experiment', str(out), mode]
-        + list(options), cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
-    _started.append(process)
-    return process
+    return start_module('tests.support.preemptible_experiment', out, mode, *options)
 
 
 def _finish(process):

@@ -19,17 +19,6 @@ from tests.support.preemptible_training import start_signaller
 pytestmark = [pytest.mark.mpi, pytest.mark.timeout(180, method='thread')]
 
 
-@pytest.fixture(scope='module')
-def comm():
-    import chainermn
-    return chainermn.create_communicator('naive')
-
-
-@pytest.fixture
-def shared_path(comm, tmp_path):
-    return comm.mpi_comm.bcast(str(tmp_path) if comm.rank == 0 else None, root=0)
-
-
 def _experiment(comm, path, extensions=()):
     return ChainerExperiment(tasks.make_params(num_epochs=3), tasks.Regressor, name='mpi',
                              save_path=path, comm=comm, seed=0, val_score_key='MSE',

@@ -18,17 +18,6 @@ from tests.support import preemptible_training as run
 pytestmark = [pytest.mark.mpi, pytest.mark.timeout(120, method='thread')]
 
 
-@pytest.fixture(scope='module')
-def comm():
-    import chainermn
-    return chainermn.create_communicator('naive')
-
-
-@pytest.fixture
-def shared_path(comm, tmp_path):
-    return comm.mpi_comm.bcast(str(tmp_path) if comm.rank == 0 else None, root=0)
-
-
 def _differences(actual, expected):
     arrays, rows = actual
     expected_arrays, expected_rows = expected

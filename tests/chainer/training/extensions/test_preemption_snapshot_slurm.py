@@ -5,7 +5,6 @@ batch step (the training process) before the time limit, the run snapshots, runs
 ``scontrol requeue`` itself and exits 75; SLURM starts the job again, which resumes and
 finishes bit-identical to an uninterrupted run. Skips, saying why, without SLURM or root.
 """
-import os
 import sys
 import time
 
@@ -19,6 +18,7 @@ from tests.chainer.training.extensions.test_preemption_snapshot import (
 )
 from tests.support import slurm_cluster
 from tests.support.preemptible_training import wait_for
+from tests.support.processes import checkout_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 JOB_TIMEOUT = 300.
@@ -49,8 +49,7 @@ def test_a_job_signalled_before_its_time_limit_requeues_itself_and_resumes_exact
     out.mkdir()
     script = str(tmp_path / 'job.sh')
     _batch_script(script, out)
-    env = dict(slurm, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get(
-        'PYTHONPATH')])))
+    env = checkout_env(slurm)
     # Time limit 2 minutes, SIGUSR1 90 s before it (SLURM may send it up to a minute early).
     submitted = slurm_cluster.command(
         ['sbatch', '--parsable', '--time=2', '--signal=B:USR1@90', '--requeue',
