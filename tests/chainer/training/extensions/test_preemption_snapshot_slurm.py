@@ -1,6 +1,6 @@
 """PreemptionSnapshot under a real single-node SLURM (tests/support/slurm_cluster.py).
 
-``sbatch --signal=B:USR1@90 --requeue`` a short training job: SLURM sends SIGUSR1 to the
+``sbatch --signal=B:USR1@120 --requeue`` a short training job: SLURM sends SIGUSR1 to the
 batch step (the training process) before the time limit, the run snapshots, runs
 ``scontrol requeue`` itself and exits 75; SLURM starts the job again, which resumes and
 finishes bit-identical to an uninterrupted run. Skips, saying why, without SLURM or root.
@@ -50,9 +50,11 @@ def test_a_job_signalled_before_its_time_limit_requeues_itself_and_resumes_exact
     script = str(tmp_path / 'job.sh')
     _batch_script(script, out)
     env = checkout_env(slurm)
-    # Time limit 2 minutes, SIGUSR1 90 s before it (SLURM may send it up to a minute early).
+    # Time limit 3 minutes, SIGUSR1 120 s before it. SLURM checks the limits about every
+    # 30 s, so the signal comes 30 to 60 s after the start: long after Python has
+    # installed its handler, long before the limit.
     submitted = slurm_cluster.command(
-        ['sbatch', '--parsable', '--time=2', '--signal=B:USR1@90', '--requeue',
+        ['sbatch', '--parsable', '--time=3', '--signal=B:USR1@120', '--requeue',
          '--open-mode=append', '--chdir=' + REPO, '--output=' + str(tmp_path / 'job.log'),
          script], env)
     assert submitted.returncode == 0, submitted.stderr
