@@ -10,6 +10,10 @@
    snapshot has some size) is sent SIGTERM once it is training; the time until the process
    has exited (one iteration at most, the snapshot write, finalize) is measured from the
    parent, for several runs, and printed with the iteration time and the snapshot size.
+3. Under ``mpiexec -n 2`` (``mpiexec -n 2 python benchmarks/bench_preemption.py --mpi``):
+   what the ranks' agreement costs, the one collective call (an allgather of an int)
+   that PreemptionSnapshot(comm=...) adds to an iteration, timed alone on every rank, as a
+   fraction of a ChainerMN iteration of the model of 1 (gradients averaged over the ranks).
 """
 import os
 import shutil
@@ -159,6 +163,49 @@ def signal_to_exit():
                                         statistics.median(sizes) / 1e6))
 
 
+def agreement_cost():
+    import chainermn
+
+    from researchutils.chainer.models.multi_node import setup_multi_node_optimizer
+    comm = chainermn.create_communicator('naive')
+    out = tempfile.mkdtemp()
+    try:
+        numpy.random.seed(0)
+        x = numpy.random.standard_normal((1024, 256)).astype(numpy.float32)
+        t = numpy.random.randint(0, 10, 1024).astype(numpy.int32)
+        model = L.Classifier(MLP(256, 1024))
+        optimizer = setup_multi_node_optimizer(chainer.optimizers.MomentumSGD(lr=0.01), model,
+                                               comm)
+        iterator = SerialIterator(TupleDataset(x, t), 32)
+        updater = training.updaters.StandardUpdater(iterator, optimizer)
+        trainer = training.Trainer(updater, (ITERATIONS, 'iteration'), out=out)
+        trainer.run()  # warm-up
+        comm.mpi_comm.barrier()
+        updater.iteration = 0
+        start = time.perf_counter()
+        for _ in range(ITERATIONS):
+            updater.update()
+        iteration = (time.perf_counter() - start) / ITERATIONS
+        trigger = PreemptionSnapshot(comm=comm).trigger
+        comm.mpi_comm.barrier()
+        calls = 10 ** 4
+        start = time.perf_counter()
+        for _ in range(calls):
+            trigger(trainer)
+        added = (time.perf_counter() - start) / calls
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    iterations = comm.mpi_comm.gather(iteration)
+    agreements = comm.mpi_comm.gather(added)
+    if comm.rank == 0:
+        print('ChainerMN, {} ranks (naive communicator): one iteration {:.2f} ms; the '
+              'agreement (allgather of the flag) {:.1f} us, {:.5f}x of an iteration; '
+              'target <= 1.01x: {}'.format(
+                  comm.size, max(iterations) * 1e3, max(agreements) * 1e6,
+                  1 + max(agreements) / max(iterations),
+                  'met' if max(agreements) / max(iterations) <= 0.01 else 'NOT met'))
+
+
 def main():
     per_iteration_cost()
     signal_to_exit()
@@ -167,5 +214,7 @@ def main():
 if __name__ == '__main__':
     if sys.argv[1:2] == ['--child']:
         child(sys.argv[2])
+    elif sys.argv[1:2] == ['--mpi']:
+        agreement_cost()
     else:
         main()

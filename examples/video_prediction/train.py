@@ -10,6 +10,9 @@ while ``k`` grows (1, then 3, then 5). It uses the whole toolkit:
   :func:`~researchutils.chainer.functions.average_k_step_squared_error`;
 * :class:`~researchutils.chainer.training.ChainerExperiment` (Chainer's Trainer, LogReport,
   PlotReport, ProgressBar, snapshots for ``--resume``), ``save_model`` for the final model;
+  a SIGTERM or SIGUSR1 (a cluster ending the job) stops the run at the end of the
+  iteration with a snapshot and exit status 75, and ``--resume`` continues it to the same
+  final errors as a run never stopped;
 * a :class:`~researchutils.chainer.training.extensions.SlackReport` when ``SLACK_BOT_TOKEN``
   and ``SLACK_CHANNEL`` are set.
 
@@ -244,7 +247,8 @@ def parse_args(argv):
                             EXPERIMENT_NAME))
     parser.add_argument('--gpu', type=int, default=-1, help='GPU id; -1 trains on the CPU')
     parser.add_argument('--resume', action='store_true',
-                        help='continue the run in --out from its last snapshot')
+                        help='continue the run in --out from its last snapshot (after a '
+                        'crash, or exactly where a SIGTERM/SIGUSR1 stopped it)')
     parser.add_argument('--seed', type=int, default=0, help='seed of weights and data (0)')
     parser.add_argument('--train-clips', type=int, default=4000)
     parser.add_argument('--val-clips', type=int, default=256)

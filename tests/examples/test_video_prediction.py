@@ -124,6 +124,51 @@ def test_a_killed_run_resumes_without_repeating_or_losing_an_epoch(tmp_path):
     _errors(result.stdout)
 
 
+def _final_weights(run_dir):
+    import numpy
+    with numpy.load(os.path.join(str(run_dir), 'video_predictor.npz')) as arrays:
+        return {key: arrays[key].tobytes() for key in arrays.files}
+
+
+def _log_rows(run_dir):
+    with open(os.path.join(str(run_dir), 'log')) as f:
+        return [{key: value for key, value in row.items() if key != 'elapsed_time'}
+                for row in json.load(f)]
+
+
+def test_a_run_stopped_by_sigterm_mid_epoch_resumes_to_the_same_errors(tmp_path):
+    reference = _run(tmp_path / 'reference', '--epochs', '2')
+    out = tmp_path / 'stopped'
+    run_dir = out / 'video_prediction'
+    process = subprocess.Popen(
+        [sys.executable, SCRIPT, '--out', str(out), '--epochs', '2'] + TINY,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # Epoch 1's log row and snapshot are written (the snapshot last): the run is in
+        # epoch 2, whose 20 iterations take seconds.
+        deadline = time.time() + 150
+        while not ((run_dir / 'log').exists() and (run_dir / 'snapshot_epoch_1').exists()):
+            assert process.poll() is None, process.communicate()[1][-3000:]
+            assert time.time() < deadline, 'epoch 1 did not end within 150 s'
+            time.sleep(0.01)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 75, stderr[-3000:]
+    stopped = re.search(r'SIGTERM received; the state after iteration ([0-9]+)', stderr)
+    assert stopped, stderr[-3000:]
+    assert 20 < int(stopped.group(1)) < 40  # mid-epoch 2 (640 clips, batches of 32)
+    assert not (run_dir / 'video_predictor.npz').exists()
+    resumed = _run(out, '--epochs', '2', '--resume')
+    assert _errors(resumed.stdout) == _errors(reference.stdout)
+    assert _final_weights(run_dir) == _final_weights(tmp_path / 'reference' /
+                                                     'video_prediction')
+    assert _log_rows(run_dir) == _log_rows(tmp_path / 'reference' / 'video_prediction')
+
+
 def test_a_new_run_keeps_the_previous_one_aside(tmp_path):
     _run(tmp_path, '--epochs', '1')
     result = _run(tmp_path, '--epochs', '1')

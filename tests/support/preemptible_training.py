@@ -14,6 +14,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import sys
 import time
 
@@ -141,6 +142,30 @@ def _make_example_iterator(kind, dataset):
     raise ValueError('unknown iterator kind {!r}'.format(kind))
 
 
+# Waits for READY (holding a pid), sends it SIGNAL, then writes GO.
+_SIGNALLER = """
+import os, sys, time
+ready, go, number, timeout = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+deadline = time.monotonic() + timeout
+while not (os.path.exists(ready) and open(ready).read()):
+    if time.monotonic() > deadline:
+        sys.exit('{!r} did not appear within {} s'.format(ready, timeout))
+    time.sleep(0.002)
+os.kill(int(open(ready).read()), number)
+open(go, 'w').close()
+"""
+
+
+def start_signaller(ready, go, signal_number, timeout=HANDSHAKE_TIMEOUT):
+    """A process of its own that signals the pid written to ``ready``, then writes ``go``.
+
+    Under ``mpiexec`` it is no rank: the signal reaches one rank only, from outside, as
+    a cluster's would.
+    """
+    return subprocess.Popen([sys.executable, '-c', _SIGNALLER, ready, go,
+                             str(int(signal_number)), str(timeout)])
+
+
 def signal_self_at(iteration, signal_number):
     """An extension that sends this process ``signal_number`` after ``iteration``."""
 
@@ -162,6 +187,27 @@ def pause_at(iteration, folder):
             wait_for(os.path.join(folder, 'go_{}'.format(iteration)))
 
     return pause
+
+
+def hold_until_signalled(iteration, folder, timeout):
+    """After ``iteration``, writes ``folder/holding`` and waits for a signal to be noted.
+
+    For a scheduler that signals in its own time (SLURM's ``--signal``): the run cannot
+    end before the signal arrives; it stops at this iteration.
+    """
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def hold(trainer):
+        if trainer.updater.iteration == iteration:
+            touch(os.path.join(folder, 'holding'), str(os.getpid()))
+            preemption = trainer.get_extension('PreemptionSnapshot')
+            deadline = time.monotonic() + timeout
+            while preemption.signal_number is None:
+                if time.monotonic() > deadline:
+                    raise TimeoutError('no signal within {} s'.format(timeout))
+                time.sleep(0.01)
+
+    return hold
 
 
 class PauseInFinalize(training.Extension):
@@ -197,11 +243,13 @@ class SignalOnFirstRead(object):
 
 def build_trainer(out, iterator='chainer_serial', stop_iteration=STOP_ITERATION,
                   preemption=True, block_folder=None, device=None, validation=False,
-                  signal_during_validation=None, **preemption_arguments):
+                  signal_during_validation=None, comm=None, **preemption_arguments):
     """The Trainer of this run, resuming from the newest snapshot in ``out`` if any.
 
     With ``validation``, an Evaluator runs at every epoch end; its dataset sends
-    ``signal_during_validation`` (if given) when the first evaluation reads it.
+    ``signal_during_validation`` (if given) when the first evaluation reads it. With a
+    ChainerMN ``comm``, each rank trains on its part of the examples with a multi-node
+    optimizer, and each rank's snapshots (``snapshot_iter_N_rank<r>``) are its own.
     """
     numpy.random.seed(0)
     random.seed(0)
@@ -209,8 +257,19 @@ def build_trainer(out, iterator='chainer_serial', stop_iteration=STOP_ITERATION,
     if device is not None:
         model.to_device(device)
     optimizer = chainer.optimizers.Adam(alpha=0.01)
-    optimizer.setup(model)
-    iterator, converter = make_iterator(iterator, _dataset())
+    dataset = _dataset()
+    snapshot_name = 'snapshot_iter_{.updater.iteration}'
+    if comm is None:
+        optimizer.setup(model)
+    else:
+        import chainermn
+
+        from researchutils.chainer.models.multi_node import setup_multi_node_optimizer
+        optimizer = setup_multi_node_optimizer(optimizer, model, comm)
+        dataset = chainermn.scatter_dataset(dataset, comm, shuffle=True, seed=0)
+        snapshot_name += '_rank{}'.format(comm.rank)
+        preemption_arguments['comm'] = comm
+    iterator, converter = make_iterator(iterator, dataset)
     updater = training.updaters.StandardUpdater(iterator, optimizer, converter=converter,
                                                 device=device)
     trainer = training.Trainer(updater, (stop_iteration, 'iteration'), out=str(out))
@@ -220,7 +279,8 @@ def build_trainer(out, iterator='chainer_serial', stop_iteration=STOP_ITERATION,
             SerialIterator(validation_set, BATCH_SIZE, repeat=False, shuffle=False), model,
             device=device), trigger=(1, 'epoch'))
     trainer.extend(extensions.LogReport(trigger=(1, 'iteration')))
-    trainer.extend(extensions.snapshot(autoload=True), trigger=(1, 'epoch'))
+    trainer.extend(extensions.snapshot(filename=snapshot_name, autoload=True),
+                   trigger=(1, 'epoch'))
     if preemption:
         trainer.extend(PreemptionSnapshot(**preemption_arguments))
     return trainer
@@ -258,6 +318,7 @@ def main(argv):
     parser.add_argument('--pause-after-run', action='store_true')
     parser.add_argument('--requeue', action='store_true')
     parser.add_argument('--no-preemption', action='store_true')
+    parser.add_argument('--hold-until-signalled-at', type=int)
     args = parser.parse_args(argv)
     out = args.out
     os.makedirs(out, exist_ok=True)
@@ -266,6 +327,8 @@ def main(argv):
                             **({'requeue': True} if args.requeue else {}))
     if args.pause_at is not None:
         trainer.extend(pause_at(args.pause_at, out))
+    if args.hold_until_signalled_at is not None:
+        trainer.extend(hold_until_signalled(args.hold_until_signalled_at, out, 240.))
     if args.pause_in_finalize:
         trainer.extend(PauseInFinalize(out))
     trainer.run()

@@ -119,6 +119,7 @@ def _check_extensions(extensions):
 _check_checkpoint_freq = functools.partial(check_positive_int, name='checkpoint_freq')
 _check_gpu_ids = functools.partial(check_devices, name='gpu_ids')
 _check_stop_on_non_number = functools.partial(check_bool, name='stop_on_non_number')
+_check_preemption_snapshot = functools.partial(check_bool, name='preemption_snapshot')
 
 
 def _kept(value):
@@ -175,6 +176,8 @@ SETTINGS = (
     Setting('extensions', (), _check_extensions, _KEYWORD_ONLY, *_NOT_SAVED),
     Setting('seed', None, check_seed, _KEYWORD_ONLY, *_PLAIN),
     Setting('stop_on_non_number', True, _check_stop_on_non_number, _KEYWORD_ONLY, *_PLAIN),
+    Setting('preemption_snapshot', True, _check_preemption_snapshot, _KEYWORD_ONLY,
+            *_PLAIN),
 )
 
 SIGNATURE = inspect.Signature(

@@ -10,11 +10,15 @@ from researchutils import _files
 from researchutils.chainer.training import json_values, train_utils
 
 SNAPSHOT_NAME = 'snapshot_epoch_{.updater.epoch}'
+# Under ChainerMN a preempted run leaves one snapshot per rank (its iterator, its random
+# states), named with the epochs finished, as the epoch-end snapshots rank 0 writes.
+RANK_SNAPSHOT_NAME = SNAPSHOT_NAME + '_rank{rank}'
 STATE_FILE = 'run_state.json'
 BEST_MODEL = 'best_model.npz'
 FINAL_MODEL = 'final_model.npz'
 SETTINGS_FILE = 'experiment.json'
 _SNAPSHOT = re.compile(r'^snapshot_epoch_([0-9]+)$')
+_RANK_SNAPSHOT = re.compile(r'^snapshot_epoch_([0-9]+)_rank([0-9]+)$')
 
 
 def replace_model(path, model):
@@ -27,14 +31,40 @@ def replace_model(path, model):
     _files.write_atomically(path, lambda file: chainer_npz.save_npz(file, model))
 
 
-def latest_snapshot(folder):
-    """The path of the newest ``snapshot_epoch_<n>`` in ``folder``, or None."""
+def _newest(folder, pattern, rank=None):
     if not os.path.isdir(folder):
         return None
     found = [(int(m.group(1)), name) for name in os.listdir(folder)
-             for m in [_SNAPSHOT.match(name)]
-             if m and stat.S_ISREG(os.lstat(os.path.join(folder, name)).st_mode)]
+             for m in [pattern.match(name)]
+             if m and (rank is None or int(m.group(2)) == rank)
+             and stat.S_ISREG(os.lstat(os.path.join(folder, name)).st_mode)]
     return os.path.join(folder, max(found)[1]) if found else None
+
+
+def latest_snapshot(folder):
+    """The path of the newest ``snapshot_epoch_<n>`` in ``folder``, or None."""
+    return _newest(folder, _SNAPSHOT)
+
+
+def resume_snapshot(folder, comm):
+    """The snapshot this process resumes from: the newest of ``folder``, or None.
+
+    Without ChainerMN, :func:`latest_snapshot`. Under ChainerMN the ranks of a
+    preempted run each left ``snapshot_epoch_<n>_rank<r>``: each rank takes its own
+    when every rank has one of the same ``n``, not older than the newest epoch-end
+    snapshot (they hold the same iteration, at least as new); otherwise every rank
+    takes rank 0's epoch-end snapshot. A collective call under ChainerMN.
+    """
+    shared = latest_snapshot(folder)
+    if comm is None:
+        return shared
+    own = _newest(folder, _RANK_SNAPSHOT, comm.rank)
+    epochs = comm.mpi_comm.allgather(None if own is None else int(
+        _RANK_SNAPSHOT.match(os.path.basename(own)).group(1)))
+    if (epochs[0] is not None and len(set(epochs)) == 1
+            and (shared is None or epochs[0] >= snapshot_epoch(shared))):
+        return own
+    return shared
 
 
 def snapshot_epoch(path):

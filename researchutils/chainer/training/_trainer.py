@@ -10,6 +10,7 @@ from chainer.training import extensions as chainer_extensions
 from researchutils.chainer.training import _experiment_settings, _model_files
 from researchutils.chainer.training.extensions.best_model_saver import BestModelSaver
 from researchutils.chainer.training.extensions.predictor_evaluator import PredictorEvaluator
+from researchutils.chainer.training.extensions.preemption_snapshot import PreemptionSnapshot
 from researchutils.chainer.training.extensions.stop_on_non_number import StopOnNonNumber
 from researchutils.chainer.training.triggers.resumable_early_stopping_trigger import (
     ResumableEarlyStoppingTrigger,
@@ -58,6 +59,14 @@ def _extend(trainer, experiment, model, predictor, training, val):
     if val is not None and val_metrics:
         trainer.extend(PredictorEvaluator(predictor, val, val_metrics,
                                           training.get('val_metric_keys'), experiment.comm))
+    if experiment.preemption_snapshot:
+        # On every rank: under ChainerMN the ranks agree on stopping, and each writes its
+        # own snapshot. The names are those of the epoch-end snapshots, with the epochs
+        # finished so far: a signal mid-epoch replaces the last epoch's snapshot by a
+        # newer state, and the experiment's resume (_model_files.resume_snapshot) finds it.
+        trainer.extend(PreemptionSnapshot(
+            filename=(_model_files.SNAPSHOT_NAME if experiment.comm is None
+                      else _model_files.RANK_SNAPSHOT_NAME), comm=experiment.comm))
     scheduler = training.get('lr_sched_cls')
     if scheduler is not None:
         extension = scheduler(**training.get('lr_sched_params', {}))

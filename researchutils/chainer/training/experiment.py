@@ -51,6 +51,19 @@ class ChainerExperiment(object):
     Chainer's ``FailOnNonNumber``), before any file is written from those
     weights: the earlier snapshots and the best model are kept.
 
+    A SIGTERM or SIGUSR1 (a cluster ending the job) stops the run at the end
+    of the iteration in progress, mid-epoch or during validation: a
+    :class:`~researchutils.chainer.training.extensions.PreemptionSnapshot`
+    writes the state (iterator positions and NumPy's and Python's random
+    states included) as ``snapshot_epoch_<epochs finished>``, replacing that
+    epoch's snapshot by the newer state, and raises
+    :class:`~researchutils.chainer.training.extensions.Preempted` (exit
+    status 75). Running the same command again resumes there and ends
+    bit-identical to a run never interrupted; :meth:`kfold` and
+    :meth:`grid_search` go on with the fold or combination that was stopped,
+    training no finished one again (``preemption_snapshot=False`` leaves the
+    signals to their usual effect).
+
     Everything lives in ``<save_path>/<name>``. Running again in a folder
     with snapshots resumes from the last one (no epoch repeated or lost);
     running a finished experiment again returns its model without training.
@@ -110,6 +123,11 @@ class ChainerExperiment(object):
             in ``[0, 2**32)``.
         stop_on_non_number (bool): Stop training when a weight becomes NaN
             or infinite (default). False trains on whatever the weights become.
+        preemption_snapshot (bool): Snapshot and stop on SIGTERM and SIGUSR1
+            (default), so that running again resumes exactly; False adds no
+            PreemptionSnapshot. Under ChainerMN every rank stops at the same
+            iteration, whichever rank was signalled, and writes a snapshot of its
+            own, ``snapshot_epoch_<n>_rank<r>``, which that rank resumes from.
 
     Attributes:
         trainer (chainer.training.Trainer): The Trainer of the last
@@ -237,7 +255,7 @@ class ChainerExperiment(object):
             val = None if val is None else _trainer.shard(val, self.comm, pad=False)
         trainer = _trainer.build_trainer(self, model, optimizers, predictor, training, train,
                                          val, devices[0])
-        snapshot = _model_files.latest_snapshot(self.output_dir)
+        snapshot = _model_files.resume_snapshot(self.output_dir, self.comm)
         if snapshot is not None:
             serializers.load_snapshot(snapshot, trainer)
             if self.comm is not None:

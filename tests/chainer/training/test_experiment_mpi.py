@@ -14,17 +14,6 @@ from tests.chainer.training import tasks
 pytestmark = [pytest.mark.mpi, pytest.mark.timeout(120)]
 
 
-@pytest.fixture(scope='module')
-def comm():
-    import chainermn
-    return chainermn.create_communicator('naive')
-
-
-@pytest.fixture
-def shared_path(comm, tmp_path):
-    return comm.mpi_comm.bcast(str(tmp_path) if comm.rank == 0 else None, root=0)
-
-
 def make(comm, path, **kwargs):
     return ChainerExperiment(tasks.make_params(num_epochs=kwargs.pop('num_epochs', 6)),
                              tasks.Regressor, name='mpi', save_path=path, comm=comm,

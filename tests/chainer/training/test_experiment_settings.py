@@ -172,6 +172,11 @@ def test_stop_on_non_number_must_be_a_flag(tmp_path):
         experiment(tmp_path, stop_on_non_number='no')
 
 
+def test_preemption_snapshot_must_be_a_flag(tmp_path):
+    with pytest.raises(TypeError, match="preemption_snapshot.*'no'"):
+        experiment(tmp_path, preemption_snapshot='no')
+
+
 def test_name_and_save_path_default_to_unnamed_experiment_in_the_working_directory(
         tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -191,7 +196,7 @@ def test_the_signature_takes_delira_positional_order_then_keyword_only_settings(
     assert positional == ['params', 'model_cls', 'n_epochs', 'name', 'save_path', 'key_mapping',
                           'val_score_key', 'optim_builder', 'checkpoint_freq']
     assert keyword_only == ['gpu_ids', 'val_score_mode', 'comm', 'extensions', 'seed',
-                            'stop_on_non_number']
+                            'stop_on_non_number', 'preemption_snapshot']
 
 
 def test_too_many_positional_arguments_are_refused():
@@ -208,7 +213,8 @@ def unusual_settings(tmp_path):
     """Every saved setting away from its default."""
     return dict(n_epochs=2, name='unusual', save_path=str(tmp_path), key_mapping={'x': 'data'},
                 val_score_key='MSE', optim_builder=one_sgd_builder, checkpoint_freq=3,
-                gpu_ids=['@numpy'], val_score_mode='highest', seed=5, stop_on_non_number=False)
+                gpu_ids=['@numpy'], val_score_mode='highest', seed=5, stop_on_non_number=False,
+                preemption_snapshot=False)
 
 
 def test_load_restores_every_saved_setting(tmp_path):

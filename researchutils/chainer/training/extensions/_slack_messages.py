@@ -19,7 +19,8 @@ import socket
 import sys
 import traceback
 
-__all__ = ['end_texts', 'error_texts', 'location', 'start_texts', 'table_texts']
+__all__ = ['end_texts', 'error_texts', 'location', 'preempted_texts', 'start_texts',
+           'table_texts']
 
 _FENCE = '```'
 # Room taken by the opening and closing fences of a code block and their newlines.
@@ -89,6 +90,20 @@ def end_texts(iteration, epoch, elapsed_time, out, interrupt, limit):
     else:
         title = ':white_check_mark: Training finished {}'.format(where)
     return _split(title, [os.path.abspath(out)], limit)
+
+
+def preempted_texts(iteration, epoch, elapsed_time, signal_name, snapshot, exit_status, limit):
+    """The last message of a run that a signal stopped after writing ``snapshot``.
+
+    Example:
+        >>> preempted_texts(8, 2, 1.25, 'SIGTERM', 'result/snapshot_iter_8', 75,
+        ...                 3900)[0].split('\\n')[0]
+        ':double_vertical_bar: Training preempted by SIGTERM at iteration 8 (epoch 2, 1.2 s)'
+    """
+    title = ':double_vertical_bar: Training preempted by {} at iteration {} (epoch {}, ' \
+        '{:.1f} s)'.format(signal_name, iteration, epoch, elapsed_time)
+    return _split(title, ['it resumes from {} when run again (exit status {})'.format(
+        os.path.abspath(snapshot), exit_status)], limit)
 
 
 def table_texts(entries, rows, limit):

@@ -10,8 +10,13 @@ updater's ``finalize`` runs and the process exits with status 75 (``os.EX_TEMPFA
 The snapshot also holds NumPy's and Python's global random states, which Chainer's
 snapshot does not keep, so that a resumed run draws what an uninterrupted one draws.
 
+Under ChainerMN (``comm``) the ranks agree at every ``check_interval``-th iteration, with
+one allgather of the flag, whether any of them was signalled, so that a signal delivered to
+one rank stops every rank at the same iteration; each rank writes a snapshot of its own.
+
 Tests: tests/chainer/training/extensions/test_preemption_snapshot.py (real signals, in
-this process and in training subprocesses).
+this process and in training subprocesses) and test_preemption_snapshot_mpi.py
+(``mpiexec -n 2``).
 """
 import os
 import random
@@ -27,9 +32,12 @@ from chainer import serializer as serializer_module
 from chainer.training import extension
 
 from researchutils import _files
-from researchutils._checks import check_bool, check_positive_float
+from researchutils._checks import check_bool, check_positive_float, check_positive_int
 
 _DEFAULT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+_DEFAULT_FILENAME = 'snapshot_iter_{.updater.iteration}'
+# Under ChainerMN every rank writes a snapshot of its own (its iterator, its random states).
+_DEFAULT_RANK_FILENAME = 'snapshot_iter_{.updater.iteration}_rank{rank}'
 # A handler can never be installed for these.
 _UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
 _MT19937_WORDS = 624
@@ -65,10 +73,15 @@ class Preempted(SystemExit):
         self.signal_number = signal_number
         self.path = path
 
+    @property
+    def signal_name(self):
+        """str: The signal's name (``'SIGTERM'``), or ``'signal N'`` for one without."""
+        return _signal_name(self.signal_number)
+
     def __str__(self):
         return ('preempted by {} after iteration {}: the snapshot {!r} resumes the run '
-                '(exit status {})'.format(_signal_name(self.signal_number), self.iteration,
-                                          self.path, self.EXIT_STATUS))
+                '(exit status {})'.format(self.signal_name, self.iteration, self.path,
+                                          self.EXIT_STATUS))
 
 
 def _signal_name(signal_number):
@@ -191,18 +204,39 @@ class PreemptionSnapshot(extension.Extension):
     Handlers can be installed only from the main thread: a Trainer run in another
     thread gets a ``RuntimeWarning`` saying so, and the extension then does nothing.
 
+    Under ChainerMN, give the communicator: a cluster may signal only one rank (SLURM's
+    ``--signal=B:`` reaches the batch shell's process), and a rank that stopped alone
+    would leave the others waiting in their next collective call forever. At every
+    ``check_interval``-th iteration the ranks exchange their flags (one ``allgather``
+    of an int through ``comm.mpi_comm``: tens of microseconds, see
+    ``benchmarks/README.md``); when any rank was signalled, every rank writes its own
+    snapshot at that same iteration (``filename`` holds ``{rank}``: the weights are
+    the same on every rank, but each rank's iterator position and random states are
+    its own) and raises :class:`Preempted`. Give each rank's
+    ``extensions.snapshot(autoload=True)`` the same per-rank ``filename`` (the default
+    ``'snapshot_iter_{.updater.iteration}_rank{rank}'``, formatted with
+    ``rank=comm.rank``), and the ranks resume from their own snapshots.
+
     Args:
         signals (iterable of int): The signals that stop the run; by default SIGTERM
             (sent by SLURM's ``scancel`` and at the time limit, and by Kubernetes) and
             SIGUSR1 (``#SBATCH --signal=B:USR1@120`` sends it before the time limit).
-        filename (str): The snapshot's file name in ``trainer.out``, formatted with the
-            trainer; the same as the ``filename`` of your ``extensions.snapshot`` so
-            that its ``autoload`` finds it.
+        filename (str or None): The snapshot's file name in ``trainer.out``, formatted
+            with the trainer (and ``rank``, the ChainerMN rank, 0 without ``comm``); the
+            same as the ``filename`` of your ``extensions.snapshot`` so that its
+            ``autoload`` finds it. None: ``'snapshot_iter_{.updater.iteration}'``, and
+            ``'snapshot_iter_{.updater.iteration}_rank{rank}'`` with ``comm``. With a
+            ``comm`` of several ranks it must hold ``{rank}``.
         requeue (bool): After writing the snapshot, put the SLURM job back in the
             queue with ``scontrol requeue $SLURM_JOB_ID``. A failure (no
             ``SLURM_JOB_ID``, no ``scontrol``, a refusal) is a warning: the snapshot
             is written, and the exit status is still 75.
         requeue_timeout (float): Seconds to wait for ``scontrol``.
+        comm: A ChainerMN communicator (with ``rank``, ``size`` and ``mpi_comm``): the
+            ranks agree on stopping, and only rank 0 requeues. None: this process alone.
+        check_interval (int): With ``comm``, the ranks agree every this many
+            iterations (a signal then stops the run up to ``check_interval - 1``
+            iterations later); 1, the default, agrees at every iteration.
 
     Attributes:
         signal_number (int or None): The first signal noted in the current run.
@@ -221,23 +255,48 @@ class PreemptionSnapshot(extension.Extension):
 
     priority = -1000
 
-    def __init__(self, signals=_DEFAULT_SIGNALS, filename='snapshot_iter_{.updater.iteration}',
-                 requeue=False, requeue_timeout=60.):
+    def __init__(self, signals=_DEFAULT_SIGNALS, filename=None, requeue=False,
+                 requeue_timeout=60., comm=None, check_interval=1):
         self.signals = _check_signals(signals)
+        if comm is not None and not (isinstance(getattr(comm, 'rank', None), int)
+                                     and isinstance(getattr(comm, 'size', None), int)
+                                     and hasattr(comm, 'mpi_comm')):
+            raise TypeError('comm must be a ChainerMN communicator (with int rank and size '
+                            'and mpi_comm), got {!r}'.format(comm))
+        if filename is None:
+            filename = _DEFAULT_FILENAME if comm is None else _DEFAULT_RANK_FILENAME
         if not isinstance(filename, str):
             raise TypeError('filename must be a str (a format of the trainer, such as '
                             "'snapshot_iter_{{.updater.iteration}}'), got {!r}".format(filename))
+        if comm is not None and comm.size > 1 and '{rank}' not in filename:
+            raise ValueError('filename {!r} has no {{rank}}: under ChainerMN each of the {} '
+                             'ranks writes a snapshot of its own, so the names must '
+                             'differ'.format(filename, comm.size))
         self.filename = filename
         self.requeue = check_bool(requeue, 'requeue')
         self.requeue_timeout = check_positive_float(requeue_timeout, 'requeue_timeout')
+        self.check_interval = check_positive_int(check_interval, 'check_interval')
+        self._comm = comm
+        self._agreed_signal = None
         self.signal_number = None
         self._previous_handlers = {}
         self._loaded_random_states = None
         self._preempted = False
 
     def trigger(self, trainer):
-        """True once a signal was noted: the extension runs only then."""
-        return self.signal_number is not None
+        """True once a signal was noted (on any rank, under ChainerMN): only then it runs.
+
+        With ``comm`` every rank calls it at every iteration, and at every
+        ``check_interval``-th one it is a collective call: each rank passes its flag.
+        """
+        if self._comm is None:
+            self._agreed_signal = self.signal_number
+        elif trainer.updater.iteration % self.check_interval == 0:
+            # The smallest signal number noted on any rank, None for none: alike on all.
+            noted = [number for number in self._comm.mpi_comm.allgather(
+                int(self.signal_number or 0)) if number]
+            self._agreed_signal = min(noted) if noted else None
+        return self._agreed_signal is not None
 
     def _note(self, signal_number, frame):
         if self.signal_number is None:
@@ -246,6 +305,7 @@ class PreemptionSnapshot(extension.Extension):
     def initialize(self, trainer):
         # One extension may serve several runs in turn (as in a k-fold loop).
         self.signal_number = None
+        self._agreed_signal = None
         self._preempted = False
         if threading.current_thread() is not threading.main_thread():
             warnings.warn(
@@ -265,10 +325,11 @@ class PreemptionSnapshot(extension.Extension):
             self._loaded_random_states = None
 
     def __call__(self, trainer):
-        signal_number = self.signal_number
+        signal_number = self._agreed_signal
         if signal_number is None:
             return
-        path = os.path.join(trainer.out, self.filename.format(trainer))
+        rank = 0 if self._comm is None else self._comm.rank
+        path = os.path.join(trainer.out, self.filename.format(trainer, rank=rank))
         if _uses_gpu(trainer):
             warnings.warn('the model is on a GPU: CuPy\'s random generator state cannot be '
                           'saved, so GPU draws (dropout, cupy.random) after resuming from {!r} '
@@ -283,7 +344,7 @@ class PreemptionSnapshot(extension.Extension):
                              _signal_name(signal_number), iteration, path,
                              Preempted.EXIT_STATUS))
         sys.stderr.flush()
-        if self.requeue:
+        if self.requeue and rank == 0:
             self._requeue_slurm_job()
         raise Preempted(iteration, signal_number, path)
 

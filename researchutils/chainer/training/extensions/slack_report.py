@@ -27,6 +27,7 @@ from researchutils._checks import (
 )
 from researchutils.chainer.training.extensions import _slack_messages as messages
 from researchutils.chainer.training.extensions._slack_poster import SlackPoster, channel_key
+from researchutils.chainer.training.extensions.preemption_snapshot import Preempted
 
 __all__ = ['SlackReport']
 
@@ -63,9 +64,12 @@ class SlackReport(extension.Extension):
     added since the previous call, as an aligned table. The run's start
     (host, process id, command line, output folder) opens a thread; reports,
     uploaded images and the end of the run are replies in it. The end is
-    ``finished`` after a complete run, ``interrupted`` after a
-    KeyboardInterrupt, or, after a crash, an error message with the
-    exception's type, message and traceback (and no ``finished`` message).
+    ``finished`` after a complete run, ``preempted`` (by which signal, at
+    which iteration, and the snapshot the run resumes from when run again)
+    after :class:`~researchutils.chainer.training.extensions.PreemptionSnapshot`
+    stopped it, ``interrupted`` after a KeyboardInterrupt, or, after a
+    crash, an error message with the exception's type, message and traceback
+    (and no ``finished`` message).
 
     Posting happens on a daemon thread fed by a bounded queue: the call on
     the training thread only copies the new rows and enqueues them; the table
@@ -355,8 +359,8 @@ class SlackReport(extension.Extension):
             return
         self._finalized = True
         trainer = self._trainer
-        # Chainer calls finalize in a finally block: a KeyboardInterrupt (not an Exception,
-        # which on_error reported) is what interrupted the run.
+        # Chainer calls finalize in a finally block: a KeyboardInterrupt or a Preempted
+        # (not an Exception, which on_error reported) is what interrupted the run.
         interrupt = sys.exc_info()[1]
         if isinstance(interrupt, Exception):
             interrupt = None
@@ -366,9 +370,16 @@ class SlackReport(extension.Extension):
                 self._post_rows(trainer, bounded=False)
                 self._post_files(trainer)
                 updater = trainer.updater
-                self._poster.post(messages.end_texts(
-                    updater.iteration, updater.epoch, trainer.elapsed_time, trainer.out,
-                    interrupt, self._max_message_chars))
+                if isinstance(interrupt, Preempted):
+                    texts = messages.preempted_texts(
+                        interrupt.iteration, updater.epoch, trainer.elapsed_time,
+                        interrupt.signal_name, interrupt.path, interrupt.code,
+                        self._max_message_chars)
+                else:
+                    texts = messages.end_texts(
+                        updater.iteration, updater.epoch, trainer.elapsed_time, trainer.out,
+                        interrupt, self._max_message_chars)
+                self._poster.post(texts)
         except Exception:
             logger.exception('SlackReport: the final message could not be formatted')
         undelivered = self._poster.close(self._flush_timeout)

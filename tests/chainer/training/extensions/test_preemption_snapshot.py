@@ -8,8 +8,6 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
 import warnings
@@ -20,11 +18,14 @@ import pytest
 from researchutils.chainer.serializers import load_snapshot
 from researchutils.chainer.training.extensions import Preempted, PreemptionSnapshot
 from tests.support import preemptible_training as run
+from tests.support.processes import no_process_left, start_module  # noqa: F401 (fixture)
 from tests.support.tiny_training import Crash, crash_at
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))))
 PROCESS_TIMEOUT = 120
+# Kills what a failed test left running.
+pytestmark = pytest.mark.usefixtures('no_process_left')
 # Iterations after which a signal arrives: two mid-epoch, drawn from a seed, and an epoch end.
 _MID_EPOCH = [i for i in range(1, run.STOP_ITERATION) if i not in run.EPOCH_ENDS]
 SIGNAL_ITERATIONS = sorted(int(i) for i in numpy.random.RandomState(19).choice(
@@ -275,6 +276,8 @@ def test_a_trainer_outside_the_main_thread_warns_and_runs_on(tmp_path):
     (dict(filename=3), TypeError, 'filename must be a str'),
     (dict(requeue='yes'), TypeError, 'requeue'),
     (dict(requeue_timeout=0), ValueError, 'requeue_timeout'),
+    (dict(comm=object()), TypeError, 'comm must be a ChainerMN communicator'),
+    (dict(check_interval=0), ValueError, 'check_interval'),
 ])
 def test_bad_arguments_are_refused_by_name(arguments, error, words):
     with pytest.raises(error, match=words):
@@ -294,28 +297,8 @@ def test_a_model_on_the_gpu_warns_that_cupy_draws_are_not_saved(tmp_path):
 # --- training subprocesses ---------------------------------------------------------------
 
 
-_started = []
-
-
-@pytest.fixture(autouse=True)
-def _no_process_left():
-    yield
-    while _started:
-        process = _started.pop()
-        if process.poll() is None:  # a test failed while it ran
-            process.kill()
-            process.communicate()
-
-
 def _start(out, *options, env=None):
-    command = [sys.executable, '-m', 'tests.support.preemptible_training', str(out)]
-    env = dict(os.environ if env is None else env)
-    # The child runs the researchutils under test, even where another copy is installed.
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [REPO, env.get('PYTHONPATH')]))
-    process = subprocess.Popen(command + list(options), cwd=REPO, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _started.append(process)
-    return process
+    return start_module('tests.support.preemptible_training', out, *options, env=env)
 
 
 def _finish(process):

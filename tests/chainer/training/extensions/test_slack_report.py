@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -14,7 +15,8 @@ import pytest
 from chainer.training import extension as extension_module
 from chainer.training import extensions
 
-from researchutils.chainer.training.extensions import SlackReport
+from researchutils.chainer.training.extensions import Preempted, PreemptionSnapshot, SlackReport
+from tests.support.preemptible_training import signal_self_at
 from tests.support.slack_runs import (
     LOGGER,
     is_table,
@@ -189,6 +191,23 @@ def test_keyboard_interrupt_is_reported_as_interrupted(server, tmp_path):
     texts = server.texts()
     assert 'interrupted (KeyboardInterrupt)' in texts[-1]
     assert not any('finished' in text for text in texts)
+
+
+def test_a_preempted_run_is_reported_as_preempted_and_resuming(server, tmp_path):
+    trainer = reporting_trainer(tmp_path, make_report(server))
+    trainer.extend(PreemptionSnapshot())
+    trainer.extend(signal_self_at(5, signal.SIGTERM))
+    with pytest.raises(Preempted):
+        trainer.run()
+    texts = server.texts()
+    snapshot = os.path.join(str(tmp_path), 'run', 'snapshot_iter_5')
+    assert texts[-1].startswith(':double_vertical_bar: Training preempted by SIGTERM at '
+                                'iteration 5 (epoch 1, ')
+    assert 'it resumes from {} when run again (exit status 75)'.format(snapshot) in texts[-1]
+    assert not any('finished' in text or 'interrupted' in text or 'failed' in text
+                   for text in texts)
+    # The rows of the iterations done are posted before it.
+    assert posted_column(server, 'iteration') == ['2', '4']
 
 
 # Threads and resuming ------------------------------------------------------------------

@@ -1,0 +1,17 @@
+"""Fixtures of the training ``mpi`` tests (run under ``mpiexec -n 2`` by ``make test-mpi``).
+
+``comm``: one ChainerMN ``naive`` communicator per module; ``shared_path``: rank 0's
+``tmp_path``, the same folder on every rank.
+"""
+import pytest
+
+
+@pytest.fixture(scope='module')
+def comm():
+    import chainermn
+    return chainermn.create_communicator('naive')
+
+
+@pytest.fixture
+def shared_path(comm, tmp_path):
+    return comm.mpi_comm.bcast(str(tmp_path) if comm.rank == 0 else None, root=0)
