@@ -20,6 +20,9 @@ SETUPTOOLS_3.13 := setuptools
 # it checks that Chainer and researchutils import beside CuPy 14 and that every CuPy name
 # they use exists; docs/gpu.rst).
 EXTRA_PACKAGES_3.13 := cupy-cuda12x>=14
+# setuptools < 70 builds wheels only with the wheel package (later ones carry bdist_wheel);
+# the .pth tests build researchutils' wheel with the venv's own setuptools.
+EXTRA_PACKAGES_3.11 := wheel
 
 # $(call find_python,3.12): the first python3.12 that really runs and can make a venv, by
 # its real path: the one on PATH (a pyenv shim for a version pyenv has not selected exists
