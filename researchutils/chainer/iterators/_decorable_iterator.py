@@ -136,9 +136,19 @@ class DecorableIterator(iterator.Iterator):
 
         A snapshot taken by any decorable iterator can be loaded into any other
         (or into a Chainer ``SerialIterator`` over the same examples); batches
-        prefetched by the loading iterator are discarded.
+        prefetched by the loading iterator are discarded. An iterator that
+        shuffles without a seed and has drawn the next epoch's order for a batch
+        made ahead also saves that order (``next_order``): it was drawn from the
+        global NumPy state, which a snapshot holds only after the draw, so the
+        resumed iterator uses it rather than drawing another.
         """
         loading = isinstance(serializer, serializer_module.Deserializer)
+        next_order = None if loading else self._order_drawn_ahead()
+        if loading or next_order is not None:
+            try:
+                next_order = serializer('next_order', next_order)
+            except KeyError:  # none was drawn ahead, or another iterator wrote it
+                next_order = None
         current_position = serializer('current_position', self.current_position)
         epoch = serializer('epoch', self.epoch)
         is_new_epoch = serializer('is_new_epoch', self.is_new_epoch)
@@ -170,6 +180,9 @@ class DecorableIterator(iterator.Iterator):
             _statemachine.IteratorState(
                 int(current_position), int(epoch), bool(is_new_epoch), order),
             -1. if previous_epoch_detail is None else float(previous_epoch_detail))
+        if next_order is not None and order is not None and \
+                not isinstance(self.order_sampler, _SeededShuffle):
+            self._drawn_order = self._checked_order(next_order, 'the snapshot', len(order))
 
     # --- planning ------------------------------------------------------------------
 
@@ -178,6 +191,12 @@ class DecorableIterator(iterator.Iterator):
         self._discard_prefetched()
         self._state = state
         self._previous_epoch_detail = previous_epoch_detail
+        # The order of the epoch after ``state`` when a snapshot holds it (see serialize).
+        self._drawn_order = None
+
+    def _order_drawn_ahead(self):
+        """The next epoch's order if a batch made ahead drew it from an unseeded sampler."""
+        return None
 
     def _checked_order(self, order, source='order_sampler', size=None):
         """Returns ``order`` as an array of indices into ``self.dataset``, or raises.
@@ -224,6 +243,15 @@ class DecorableIterator(iterator.Iterator):
             def order_sampler(current_order, current_position):
                 return self._checked_order(sampler(current_order, current_position),
                                            size=len(current_order))
+            if self._drawn_order is not None:
+                checked = order_sampler
+
+                def order_sampler(current_order, current_position):
+                    # The order a snapshot holds, drawn before it was taken: used once.
+                    drawn, self._drawn_order = self._drawn_order, None
+                    if drawn is not None:
+                        return drawn
+                    return checked(current_order, current_position)
         new_state, indices = _statemachine.iterator_statemachine(
             state, self.batch_size, self._repeat, order_sampler, len(self.dataset))
         if indices is None:
@@ -300,6 +328,15 @@ class PrefetchingIterator(DecorableIterator):
                     "in Chainer; make a new iterator (or a copy of this one: copy.copy(it) "
                     'continues from the same position)'.format(type(self).__name__))
             super(PrefetchingIterator, self)._move_to(state, previous_epoch_detail)
+
+    def _order_drawn_ahead(self):
+        if isinstance(self.order_sampler, _SeededShuffle):
+            return None      # the seed gives every epoch's order again
+        with self._lock:
+            for planned in self._planned:
+                if planned.state.epoch > self._state.epoch:
+                    return planned.state.order
+        return None
 
     def _plan_and_submit(self, state):
         new_state, indices, epochs = self._plan(state)

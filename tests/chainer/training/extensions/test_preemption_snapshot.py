@@ -92,13 +92,10 @@ def test_resume_with_an_unseeded_multithread_iterator_is_exact_mid_epoch(
     _assert_same_run(resumed, _reference('multithread_shuffle_only', tmp_path_factory))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    'known limit: an unseeded shuffling iterator that prefetches (ours and Chainer\'s '
-    'MultithreadIterator) draws the next epoch\'s order from the global NumPy state a '
-    'batch ahead; stopped just before that batch, the snapshot holds neither that order '
-    'nor the state before the draw, so the resumed run draws another order'))
-def test_resume_with_an_unseeded_multithread_iterator_before_an_epoch_end_is_not_exact(
+def test_resume_with_an_unseeded_multithread_iterator_before_an_epoch_end_is_exact(
         tmp_path, tmp_path_factory):
+    # The batch made ahead drew the next epoch's order from the global NumPy state before
+    # the snapshot; the snapshot holds that order, so the resumed run draws no other.
     iteration = run.EPOCH_ENDS[0] - 1  # the batch planned ahead reaches into epoch 1
     resumed = _preempt_and_resume(tmp_path, 'multithread_shuffle_only', iteration)
     _assert_same_run(resumed, _reference('multithread_shuffle_only', tmp_path_factory))
