@@ -11,6 +11,7 @@ import json
 import math
 import os
 import socket
+import time
 import warnings
 
 from researchutils import _figures
@@ -109,16 +110,29 @@ def _storage(optuna, storage, folder):
         if storage.startswith('sqlite'):
             # Processes sharing the file wait for each other's writes, not 5 s only.
             engine_kwargs = {'connect_args': {'timeout': 300}}
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore', optuna.exceptions.ExperimentalWarning)
-            return optuna.storages.RDBStorage(storage, engine_kwargs=engine_kwargs,
-                                              heartbeat_interval=HEARTBEAT_INTERVAL,
-                                              grace_period=GRACE_PERIOD)
+        return _rdb_storage(optuna, storage, engine_kwargs)
     if not isinstance(storage, optuna.storages.BaseStorage):
         raise TypeError('storage must be None (an SQLite file in the experiment folder), an '
                         'Optuna storage URL or an optuna.storages storage, got {!r}'.format(
                             storage))
     return storage
+
+
+def _rdb_storage(optuna, url, engine_kwargs, attempts=5):
+    import sqlalchemy.exc
+    for attempt in range(attempts):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore', optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs,
+                                                  heartbeat_interval=HEARTBEAT_INTERVAL,
+                                                  grace_period=GRACE_PERIOD)
+        except sqlalchemy.exc.OperationalError:
+            # Processes starting together race to create the tables ("already exists"):
+            # the loser finds them made when it tries again.
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5 * (attempt + 1))
 
 
 def _worker():
@@ -203,7 +217,8 @@ def _objective(experiment, space, train, val, n_trials, optuna):
 
 
 def _number(value):
-    return None if value is None or math.isnan(value) else value
+    """A score for strict JSON: NaN and infinities (no JSON numbers) as None."""
+    return None if value is None or not math.isfinite(value) else value
 
 
 def _summary(experiment, study, space, optuna):

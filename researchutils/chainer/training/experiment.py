@@ -423,8 +423,8 @@ class ChainerExperiment(object):
         180 s after its process stopped; a trial is never resumed from its
         snapshots.
 
-        The summary goes to ``<name>/search.json`` (strict JSON: a NaN is
-        ``null``): every trial's number, state, score, choice and last
+        The summary goes to ``<name>/search.json`` (strict JSON: a NaN or
+        infinite value is ``null``): every trial's number, state, score, choice and last
         reported value, and the best trial's choice and whole parameters
         (``best_params``, which
         :meth:`Parameters.from_json

@@ -110,8 +110,8 @@ def _decode(value, where, allowed_modules, model_package, plain):
                                  model_package=model_package)
     if set(value) == {'__ndarray__', 'dtype'}:
         return _decode_array(value, where)
-    if search_space.is_range_json(value):
-        return search_space.range_from_json(value, where)
+    if search_space._is_range_json(value):
+        return search_space._range_from_json(value, where)
     return {key: _decode(item, '{}/{}'.format(where, key), allowed_modules, model_package,
                          plain or key in _PLAIN_KEYS)
             for key, item in value.items()}

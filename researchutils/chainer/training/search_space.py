@@ -165,13 +165,13 @@ RANGES = (FloatRange, IntRange)
 _BY_JSON_KEY = {range_class.json_key: range_class for range_class in RANGES}
 
 
-def is_range_json(value):
+def _is_range_json(value):
     """Whether JSON data ``value`` is a saved range (one ``__float_range__`` or
     ``__int_range__`` key)."""
     return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in _BY_JSON_KEY
 
 
-def range_from_json(value, where):
+def _range_from_json(value, where):
     """The range that :meth:`FloatRange.to_json` (or IntRange's) wrote; errors name ``where``."""
     (json_key, fields), = value.items()
     names = ('low', 'high', 'log', 'step')
