@@ -185,6 +185,16 @@ def _finished(study, optuna):
     return len(study.get_trials(deepcopy=False, states=(states.COMPLETE, states.PRUNED)))
 
 
+def _trial_run(experiment, params, number, trial):
+    """The experiment of trial ``number``: its folder, its parameters, the pruning extension
+    (on every ChainerMN rank, which it keeps in step; only rank 0 holds the trial)."""
+    pruning = ChainerPruningExtension(trial, 'val/' + experiment.val_score_key, (1, 'epoch'),
+                                      comm=experiment.comm)
+    return _experiment_settings.replace(
+        experiment, params=params, extensions=list(experiment.extensions) + [pruning],
+        name=os.path.join(experiment.name, 'trial_{}'.format(number)))
+
+
 def _objective(experiment, space, train, val, n_trials, optuna):
     key = experiment.val_score_key
 
@@ -198,10 +208,9 @@ def _objective(experiment, space, train, val, n_trials, optuna):
             raise _SurplusTrial('the study has its n_trials={} trials already'.format(
                 n_trials))
         params = experiment.params.choose(space.suggest(trial))
-        pruning = ChainerPruningExtension(trial, 'val/' + key, (1, 'epoch'))
-        run = _experiment_settings.replace(
-            experiment, params=params, extensions=list(experiment.extensions) + [pruning],
-            name=os.path.join(experiment.name, 'trial_{}'.format(trial.number)))
+        if experiment.comm is not None:
+            experiment.comm.bcast_obj(('trial', trial.number, params.choice), root=0)
+        run = _trial_run(experiment, params, trial.number, trial)
         try:
             model = run.run(train, val)
         except TrainingDiverged as error:
@@ -214,6 +223,24 @@ def _objective(experiment, space, train, val, n_trials, optuna):
             raise optuna.TrialPruned('trial {}: {} is NaN'.format(trial.number, key))
         return score
     return objective
+
+
+def _follow(experiment, train, val, optuna):
+    """A ChainerMN rank other than 0: runs the trials rank 0 sends, until it sends the end."""
+    comm = experiment.comm
+    while True:
+        message = comm.bcast_obj(None, root=0)
+        if message[0] == 'end':
+            if message[1] is None:
+                raise RuntimeError('search: rank 0 stopped the search with an error (its '
+                                   'traceback says which); rank {} stops too'.format(comm.rank))
+            return message[1]
+        _, number, choice = message
+        try:
+            _trial_run(experiment, experiment.params.choose(choice), number, None).run(
+                train, val)
+        except (TrainingDiverged, optuna.TrialPruned):
+            pass  # rank 0 records it; every rank stopped at the same iteration
 
 
 def _number(value):
@@ -307,10 +334,25 @@ def search(experiment, train, val, n_trials, timeout, sampler, pruner, storage):
     if pruner is not None and not isinstance(pruner, optuna.pruners.BasePruner):
         raise TypeError('pruner must be None (median pruning) or an optuna.pruners pruner, '
                         'got {!r}'.format(pruner))
-    if experiment.comm is not None:
-        raise ValueError('search does not drive ChainerMN ranks: run it with comm=None (see '
-                         'the search tutorial for searching on several machines)')
     space = _Space(experiment.params)
+    if experiment.comm is not None and experiment.comm.rank != 0:
+        return _follow(experiment, train, val, optuna)
+    if experiment.comm is None:
+        return _lead(experiment, space, train, val, n_trials, timeout, sampler, pruner, storage,
+                     optuna)
+    summary = None
+    try:
+        summary = _lead(experiment, space, train, val, n_trials, timeout, sampler, pruner,
+                        storage, optuna)
+    finally:
+        # The other ranks wait for a trial or the end; the summary, without the study.
+        experiment.comm.bcast_obj(('end', None if summary is None else dict(
+            summary, study=None)), root=0)
+    return summary
+
+
+def _lead(experiment, space, train, val, n_trials, timeout, sampler, pruner, storage, optuna):
+    """The search in one process, or on ChainerMN rank 0, which asks Optuna."""
     direction = 'minimize' if experiment.val_score_mode == 'lowest' else 'maximize'
     study = optuna.create_study(
         storage=_storage(optuna, storage, experiment.output_dir),

@@ -104,7 +104,9 @@ class ChainerExperiment(object):
         val_score_mode (str): ``"lowest"`` or ``"highest"`` is best.
         comm: A ChainerMN communicator: each rank trains on its shard with a
             multi-node optimizer, validation metrics are aggregated over
-            ranks, and only rank 0 writes files and runs ``extensions``.
+            ranks, and only rank 0 writes files and runs ``extensions``
+            (but those with a true ``every_rank`` attribute, which talk to
+            the other ranks themselves, run on every rank).
         extensions (sequence): Extra Chainer extensions, each an extension or
             an ``(extension, trigger)`` pair.
         seed (int or None): Seeds the model's initial weights; an integer
@@ -438,6 +440,15 @@ class ChainerExperiment(object):
         from the study, which others may write, are trusted only as
         ``experiment.json`` is: a list's value only as one of its candidates,
         a range's only as a number in it.
+
+        Under ChainerMN (``comm``) every rank calls ``search`` with the same
+        arguments and the ranks train each trial together: rank 0 alone
+        opens the study, asks Optuna for each trial and broadcasts its
+        parameters; the pruning decision is rank 0's and every rank stops
+        at the same iteration. Every rank returns the summary (its
+        ``study`` is None on the other ranks); ``sampler``, ``pruner`` and
+        ``storage`` matter on rank 0 only. Several such jobs may share one
+        study through a database or journal file, as processes do.
 
         Args:
             train (DataManager): The training batches.

@@ -47,6 +47,9 @@ class ChainerPruningExtension(chainer.training.Extension):
             rank 0 holds the trial (the others pass ``trial=None``); rank 0
             reports and decides, and every rank learns the decision, so all
             raise TrialPruned at the same iteration. None: one process.
+            With a communicator its ``every_rank`` attribute is True, so a
+            :class:`~researchutils.chainer.training.ChainerExperiment` runs
+            it on every rank.
 
     Raises:
         TypeError: ``pruner_trigger`` is another kind of trigger (one that
@@ -73,6 +76,8 @@ class ChainerPruningExtension(chainer.training.Extension):
                             'or a (period, unit) pair, got {!r}: pruning reports at a step, '
                             'which other triggers do not give'.format(pruner_trigger))
         self._comm = comm
+        # A ChainerExperiment runs this extension on every rank, not only on rank 0.
+        self.every_rank = comm is not None
         self._rank_zero = comm is None or comm.rank == 0
         if self._rank_zero and trial is None:
             raise TypeError('trial must be an optuna Trial (None only on ChainerMN ranks '
@@ -86,7 +91,7 @@ class ChainerPruningExtension(chainer.training.Extension):
         if not self._pruner_trigger(trainer):
             return
         step = getattr(trainer.updater, self._pruner_trigger.unit)
-        prune = self._rank_zero and self._report(trainer, step)
+        prune = self._report(trainer, step) if self._rank_zero else None
         if self._comm is not None:
             prune = self._comm.bcast_obj(prune, root=0)
         if prune:
