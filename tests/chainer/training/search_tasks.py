@@ -3,7 +3,7 @@
 SGD on the linear task of :mod:`tests.chainer.training.tasks`: of the learning rates in
 :data:`LEARNING_RATES`, the upper half diverge (the weights overflow within the first epoch)
 and the lowest learn slowly. Run as ``python -m tests.chainer.training.search_tasks
-SAVE_PATH N_TRIALS STORAGE [SECONDS_PER_EPOCH]`` it runs one search worker (STORAGE:
+SAVE_PATH N_TRIALS STORAGE [SECONDS_PER_EPOCH [NUM_EPOCHS]]`` it runs one search worker (STORAGE:
 ``default``, ``journal`` for ``SAVE_PATH/journal.log``, or a URL), printing the numbers of
 the trials it ran (not its surplus ones) as JSON on its last line.
 """
@@ -45,11 +45,12 @@ def storage(save_path, name):
     return name
 
 
-def main(save_path, n_trials, storage_name, seconds_per_epoch=0.0):
+def main(save_path, n_trials, storage_name, seconds_per_epoch=0.0, num_epochs=3):
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     extensions = [tasks.SlowEpochs(seconds_per_epoch)] if seconds_per_epoch else []
-    summary = search_experiment(save_path, extensions=extensions).search(
+    summary = search_experiment(save_path, search_params(num_epochs),
+                                extensions=extensions).search(
         *search_managers(), n_trials=n_trials, storage=storage(save_path, storage_name),
         pruner=optuna.pruners.NopPruner())
     mine = [t.number for t in summary['study'].trials
@@ -60,4 +61,5 @@ def main(save_path, n_trials, storage_name, seconds_per_epoch=0.0):
 
 if __name__ == '__main__':
     main(sys.argv[1], int(sys.argv[2]), sys.argv[3],
-         float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
+         float(sys.argv[4]) if len(sys.argv) > 4 else 0.0,
+         int(sys.argv[5]) if len(sys.argv) > 5 else 3)

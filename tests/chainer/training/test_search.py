@@ -231,3 +231,31 @@ def test_a_killed_search_started_again_continues_without_redoing_finished_trials
     assert len([s for s in states() if s in (STATES.COMPLETE, STATES.PRUNED)]) == 3
     assert (tmp_path / 'exp' / 'trial_0' / 'run_state.json').stat().st_mtime_ns == first_state
     assert [t['state'] for t in summary['trials']][1] == 'FAIL'
+
+
+def test_the_search_draws_its_history_and_parameter_importances_as_png(tmp_path):
+    pytest.importorskip('matplotlib')
+    image = pytest.importorskip('PIL.Image')
+    enqueued_study(tmp_path, [0.1, 0.3])
+    search_tasks.search_experiment(str(tmp_path), search_tasks.search_params(1)).search(
+        *search_tasks.search_managers(), n_trials=2)
+    for name in ('search_history.png', 'search_importances.png'):
+        with image.open(tmp_path / 'exp' / name) as picture:
+            assert picture.format == 'PNG' and min(picture.size) > 100
+
+
+def test_without_matplotlib_the_search_writes_its_json_and_names_the_plot_extra(tmp_path):
+    code = ('import sys, warnings\n'
+            'sys.modules["matplotlib"] = None\n'
+            'warnings.simplefilter("ignore")\n'
+            'from tests.chainer.training import search_tasks\n'
+            'with warnings.catch_warnings(record=True) as caught:\n'
+            '    warnings.simplefilter("always")\n'
+            '    search_tasks.search_experiment(sys.argv[1], search_tasks.search_params(1, [0.1]))'
+            '.search(*search_tasks.search_managers(), n_trials=1)\n'
+            'print([str(w.message) for w in caught if "figures" in str(w.message)])\n')
+    out = subprocess.run([sys.executable, '-c', code, str(tmp_path)], cwd=REPO, check=True,
+                         capture_output=True, text=True).stdout
+    assert 'search figures needs matplotlib: pip install researchutils[plot]' in out
+    assert load_json(tmp_path / 'exp' / 'search.json')['best_choice'] == {LR: 0.1}
+    assert not (tmp_path / 'exp' / 'search_history.png').exists()
