@@ -15,7 +15,7 @@
    target <= 0.6x on 2 cores. The load average is printed before and after: the machine is
    shared.
 
-Usage: ``python benchmarks/bench_search.py [--quick]``.
+Usage: ``python benchmarks/bench_search.py [--quick] [--processes-only]``.
 """
 import os
 import shutil
@@ -123,14 +123,16 @@ def bench_epochs(seeds):
 
 def workers(folder, count, n_trials):
     started = time.perf_counter()
+    errors = [tempfile.TemporaryFile() for _ in range(count)]
     processes = [subprocess.Popen(
         [sys.executable, '-m', 'tests.chainer.training.search_tasks', folder, str(n_trials),
          'default', '0', str(WORKER_EPOCHS)],
-        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(count)]
-    for process in processes:
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=error) for error in errors]
+    for process, error in zip(processes, errors):
         if process.wait() != 0:
-            raise RuntimeError('a search worker failed (rc {})'.format(process.returncode))
+            error.seek(0)
+            raise RuntimeError('a search worker failed (rc {}): {}'.format(
+                process.returncode, error.read().decode(errors='replace')[-3000:]))
     return time.perf_counter() - started
 
 
@@ -154,7 +156,8 @@ def bench_processes(rounds, n_trials):
 
 def main(argv):
     quick = '--quick' in argv
-    bench_epochs(range(3) if quick else range(5))
+    if '--processes-only' not in argv:
+        bench_epochs(range(3) if quick else range(5))
     bench_processes(1 if quick else 3, 8 if quick else 12)
 
 

@@ -290,7 +290,9 @@ def _write_summary(experiment, study, summary):
 def _save_figure(axes, path, plt):
     figure = axes.figure
     try:
-        write_atomically(path, lambda stream: figure.savefig(stream, format='png'))
+        # Optuna's long parameter names (paths) would be cut at the figure's edge.
+        write_atomically(path, lambda stream: figure.savefig(stream, format='png',
+                                                             bbox_inches='tight'))
     finally:
         plt.close(figure)
 
