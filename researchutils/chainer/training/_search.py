@@ -127,9 +127,10 @@ def _rdb_storage(optuna, url, engine_kwargs, attempts=5):
                 return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs,
                                                   heartbeat_interval=HEARTBEAT_INTERVAL,
                                                   grace_period=GRACE_PERIOD)
-        except sqlalchemy.exc.OperationalError:
-            # Processes starting together race to create the tables ("already exists"):
-            # the loser finds them made when it tries again.
+        except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.IntegrityError):
+            # Processes starting together race to create the tables ("already exists") and
+            # to record the schema version (a UNIQUE constraint): the loser finds both made
+            # when it tries again.
             if attempt == attempts - 1:
                 raise
             time.sleep(0.5 * (attempt + 1))

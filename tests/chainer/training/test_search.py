@@ -259,3 +259,17 @@ def test_without_matplotlib_the_search_writes_its_json_and_names_the_plot_extra(
     assert 'search figures needs matplotlib: pip install researchutils[plot]' in out
     assert load_json(tmp_path / 'exp' / 'search.json')['best_choice'] == {LR: 0.1}
     assert not (tmp_path / 'exp' / 'search_history.png').exists()
+
+
+def test_processes_opening_a_new_default_study_at_once_all_open_it(tmp_path):
+    # They race to create the SQLite tables and to record the schema version.
+    code = ('import sys, optuna\n'
+            'from researchutils.chainer.training import _search\n'
+            '_search._storage(optuna, None, sys.argv[1])\n')
+    for attempt in range(3):
+        folder = str(tmp_path / str(attempt))
+        processes = [subprocess.Popen([sys.executable, '-c', code, folder], cwd=REPO,
+                                      stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        for process in processes:
+            _, err = process.communicate(timeout=120)
+            assert process.returncode == 0, err[-2000:]
