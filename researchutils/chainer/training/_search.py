@@ -178,7 +178,17 @@ def _taken(study, optuna, before):
     states = optuna.trial.TrialState
     return sum(1 for trial in study.get_trials(deepcopy=False, states=(
         states.COMPLETE, states.PRUNED, states.RUNNING))
-        if trial.number < before and not trial.user_attrs.get('surplus'))
+        if trial.number < before and not _surplus(trial))
+
+
+def _surplus(trial):
+    # User attributes come from whoever shares the study: only a plain True counts.
+    return trial.user_attrs.get('surplus') is True
+
+
+def _diverged(trial):
+    reason = trial.user_attrs.get('diverged')
+    return reason if isinstance(reason, str) else None
 
 
 def _finished(study, optuna):
@@ -253,7 +263,7 @@ def _summary(experiment, study, space, optuna):
     states = optuna.trial.TrialState
     trials, results, best = [], [], None
     for trial in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
-        if trial.user_attrs.get('surplus'):
+        if _surplus(trial):
             continue
         choice = space.read(trial)
         score = trial.value if trial.state == states.COMPLETE else float('nan')
@@ -263,7 +273,7 @@ def _summary(experiment, study, space, optuna):
             'score': _number(score), 'choice': json_values.to_json_value(choice, 'choice'),
             'last_reported': _number(trial.intermediate_values[steps[-1]]) if steps else None,
             'epochs_reported': len(steps),
-            'diverged': trial.user_attrs.get('diverged')})
+            'diverged': _diverged(trial)})
         if trial.state in (states.COMPLETE, states.PRUNED):
             results.append((choice, score))
         if trial.state == states.COMPLETE and (

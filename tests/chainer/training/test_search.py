@@ -273,3 +273,19 @@ def test_processes_opening_a_new_default_study_at_once_all_open_it(tmp_path):
         for process in processes:
             _, err = process.communicate(timeout=120)
             assert process.returncode == 0, err[-2000:]
+
+
+def test_user_attributes_from_the_study_are_read_only_as_plain_values(tmp_path):
+    study = enqueued_study(tmp_path, [])
+    distribution = optuna.distributions.CategoricalDistribution(search_tasks.LEARNING_RATES)
+    study.add_trial(optuna.trial.create_trial(
+        params={LR: 0.1}, distributions={LR: distribution}, value=1.0,
+        user_attrs={'surplus': 'yes', 'diverged': {'__object__': 'os:system'},
+                    'worker': {'host': 'elsewhere', 'pid': 1}}))
+    summary = search_tasks.search_experiment(str(tmp_path)).search(
+        *search_tasks.search_managers(), n_trials=1)
+    # Not taken for a surplus trial ('yes' is no True), no reference in search.json.
+    assert [trial['number'] for trial in summary['trials']] == [0]
+    assert summary['trials'][0]['diverged'] is None
+    assert 'os:system' not in (tmp_path / 'exp' / 'search.json').read_text()
+    assert summary['best_params'].choice == {LR: 0.1}
