@@ -43,13 +43,25 @@ class _SurplusTrial(Exception):
     """A trial asked for when the study already had n_trials finished or running."""
 
 
-def _label(candidate):
-    """The Optuna choice standing for one list candidate: the value itself when Optuna can
-    store it, else its JSON text (a class, a tuple, a dict...)."""
-    if isinstance(candidate, _PLAIN) and not (isinstance(candidate, float)
-                                              and math.isnan(candidate)):
-        return candidate
-    return json.dumps(json_values.to_json_value(candidate), sort_keys=True)
+def _labels(candidates):
+    """The Optuna choices standing for a list's candidates: the values themselves when Optuna
+    can store and tell them apart, else the JSON text of each (a class, a tuple; or values
+    Optuna finds equal, as 1, 1.0 and True, which it stores by their position found with
+    ``==``)."""
+    plain = all(isinstance(candidate, _PLAIN) and not (
+        isinstance(candidate, float) and math.isnan(candidate)) for candidate in candidates)
+    if plain and all(first != second for i, first in enumerate(candidates)
+                     for second in candidates[i + 1:]):
+        return list(candidates)
+    return [json.dumps(json_values.to_json_value(candidate), sort_keys=True)
+            for candidate in candidates]
+
+
+def _index(labels, raw):
+    """Where ``raw`` is among ``labels``, by type and value (1, 1.0 and True are three), or
+    None."""
+    return next((i for i, label in enumerate(labels)
+                 if type(label) is type(raw) and label == raw), None)
 
 
 class _Space(object):
@@ -62,8 +74,8 @@ class _Space(object):
         if not self.dimensions:
             raise ValueError('search needs variable parameters to search over: give '
                              'Parameters variable_params (lists, FloatRange, IntRange)')
-        self.labels = {name: [_label(candidate) for candidate in value]
-                       for name, value in self.dimensions if isinstance(value, list)}
+        self.labels = {name: _labels(value) for name, value in self.dimensions
+                       if isinstance(value, list)}
 
     def suggest(self, trial):
         choice = {}
@@ -76,7 +88,7 @@ class _Space(object):
                                                  log=value.log)
             else:
                 label = trial.suggest_categorical(name, self.labels[name])
-                choice[name] = value[self.labels[name].index(label)]
+                choice[name] = value[_index(self.labels[name], label)]
         return choice
 
     def read(self, trial):
@@ -88,11 +100,12 @@ class _Space(object):
         for name, value in self.dimensions:
             raw = trial.params[name]
             if isinstance(value, list):
-                labels = self.labels[name]
-                if not any(type(raw) is type(label) and raw == label for label in labels):
+                index = _index(self.labels[name], raw)
+                if index is None:
                     raise ValueError('trial {} of the study has {}={!r}, which is none of its '
-                                     'candidates {}'.format(trial.number, name, raw, labels))
-                raw = value[labels.index(raw)]
+                                     'candidates {}'.format(trial.number, name, raw,
+                                                            self.labels[name]))
+                raw = value[index]
             choice[name] = raw
         try:
             self.params.choose(choice)

@@ -154,3 +154,26 @@ def test_an_experiment_checks_a_ranged_space_when_made(tmp_path):
     with pytest.raises(ValueError, match='num_epochs'):
         tasks.experiment(tmp_path, params)
     assert json.dumps(ranged_params().to_json())  # ranges are JSON
+
+
+def test_candidates_equal_in_python_but_of_other_types_stay_apart_in_a_search(tmp_path):
+    optuna = pytest.importorskip('optuna')
+    params = Parameters(tasks.make_params(num_epochs=1).fixed_params,
+                        {'model': {'marker': [1, True, 1.0]}})
+    chosen = []
+
+    class Remember(tasks.Regressor):
+        def __init__(self, marker, **kwargs):
+            chosen.append(marker)
+            super().__init__(**kwargs)
+    experiment = ChainerExperiment(params, Remember, name='exp', save_path=str(tmp_path),
+                                   val_score_key='MSE', seed=0)
+    study_folder = tmp_path / 'exp'
+    study_folder.mkdir()
+    study = optuna.create_study(study_name='exp',
+                                storage='sqlite:///' + str(study_folder / 'search.db'))
+    for marker in (True, 1.0, 1):
+        study.enqueue_trial({'model/marker': json.dumps(marker)})  # the labels Optuna holds
+    summary = experiment.search(*tasks.make_managers(n_train=32, n_val=16), n_trials=3)
+    picked = [choice['model/marker'] for choice, _ in summary['results']]
+    assert [type(marker) for marker in picked] == [bool, float, int]
