@@ -174,6 +174,7 @@ def finish(process, timeout=300):
     return json.loads(out.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('storage', ['default', 'journal'])
 def test_two_processes_searching_one_study_finish_n_trials_in_all(tmp_path, storage):
     first, second = worker(tmp_path, 6, storage), worker(tmp_path, 6, storage)
@@ -200,6 +201,7 @@ def wait_for(condition, timeout, what):
     pytest.fail('gave up waiting for ' + what)
 
 
+@pytest.mark.slow
 def test_a_killed_search_started_again_continues_without_redoing_finished_trials(tmp_path):
     enqueued_study(tmp_path, [0.1, 0.3, 0.03, 0.1])  # none diverges: each trains 3 epochs
     process = worker(tmp_path, 3, seconds_per_epoch=1.0)
@@ -261,6 +263,7 @@ def test_without_matplotlib_the_search_writes_its_json_and_names_the_plot_extra(
     assert not (tmp_path / 'exp' / 'search_history.png').exists()
 
 
+@pytest.mark.slow
 def test_processes_opening_a_new_default_study_at_once_all_open_it(tmp_path):
     # They race to create the SQLite tables and to record the schema version.
     code = ('import sys, optuna\n'
