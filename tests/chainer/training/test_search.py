@@ -292,3 +292,14 @@ def test_user_attributes_from_the_study_are_read_only_as_plain_values(tmp_path):
     assert summary['trials'][0]['diverged'] is None
     assert 'os:system' not in (tmp_path / 'exp' / 'search.json').read_text()
     assert summary['best_params'].choice == {LR: 0.1}
+
+
+def test_a_timeout_alone_ends_the_search_after_the_trial_running_then(tmp_path):
+    experiment = search_tasks.search_experiment(
+        str(tmp_path), search_tasks.search_params(2, [0.1, 0.3]),
+        extensions=[tasks.SlowEpochs(0.5)])
+    started = time.monotonic()
+    summary = experiment.search(*search_tasks.search_managers(), timeout=0.2)
+    # Optuna starts no trial after the timeout; the first one (two 0.5 s epochs) ran whole.
+    assert len(summary['study'].trials) == 1 and summary['trials'][0]['state'] == 'COMPLETE'
+    assert time.monotonic() - started >= 1.0
