@@ -52,6 +52,8 @@ extras = {
     'slack': ['slack_sdk>=3.19,<4'],
     'mpi': ['mpi4py>=3.1'],
     'plot': ['matplotlib>=3.3'],
+    # Optuna's own figures (search_history.png...) need the plot extra too.
+    'search': ['optuna>=4.0'],
     'docs': ['sphinx>=5'],
     'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.4'],
 }

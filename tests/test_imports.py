@@ -6,7 +6,7 @@ import sys
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OPTIONAL = ('slack_sdk', 'mpi4py', 'matplotlib', 'cupy', 'chainermn')
+OPTIONAL = ('slack_sdk', 'mpi4py', 'matplotlib', 'cupy', 'chainermn', 'optuna')
 
 LIGHT_MODULES = [
     'researchutils',
@@ -21,6 +21,7 @@ LIGHT_MODULES = [
     'researchutils.chainer.data_loading',
     'researchutils.chainer.training',
     'researchutils.chainer.training.extensions',
+    'researchutils.chainer.training.search_space',
     'researchutils.chainer.training.triggers',
     'researchutils.chainer.training.updaters',
     'researchutils.arrays',
@@ -133,3 +134,23 @@ def test_original_top_level_modules_are_attributes_of_the_package():
     out = subprocess.run([sys.executable, '-c', code], check=True,
                          capture_output=True, text=True).stdout
     assert out.split() == ['False', 'True', '[[1]]']
+
+
+@pytest.mark.parametrize('code', [
+    'from researchutils.chainer.training.extensions import ChainerPruningExtension\n'
+    'ChainerPruningExtension(None, "val/MSE", (1, "epoch"))\n',
+    'from tests.chainer.training import search_tasks\n'
+    'search_tasks.search_experiment(sys.argv[1]).search(*search_tasks.search_managers(), '
+    'n_trials=1)\n',
+])
+def test_search_without_optuna_names_the_extra(code, tmp_path):
+    code = ('import sys\n'
+            'sys.modules["optuna"] = None\n'
+            'try:\n'
+            '    exec({!r})\n'
+            'except ImportError as e:\n'
+            '    print("ImportError:", e)\n').format(code)
+    out = subprocess.run([sys.executable, '-c', code, str(tmp_path)], check=True, cwd=REPO,
+                         capture_output=True, text=True).stdout
+    assert out.startswith('ImportError:')
+    assert 'needs Optuna: pip install researchutils[search]' in out

@@ -17,6 +17,7 @@ from researchutils.chainer.training.references import (
     object_reference,
     resolve_reference,
 )
+from researchutils.chainer.training.search_space import FloatRange, IntRange
 from researchutils.chainer.training.train_utils import (
     atomic_write_text,
     create_optims_default_chainer,
@@ -24,6 +25,8 @@ from researchutils.chainer.training.train_utils import (
 
 __all__ = [
     'ChainerExperiment',
+    'FloatRange',
+    'IntRange',
     'Parameters',
     'Predictor',
     'atomic_write_text',

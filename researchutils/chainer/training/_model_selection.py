@@ -162,7 +162,7 @@ def kfold(experiment, data, metrics, num_epochs, num_splits, shuffle, random_see
     return predictions, results
 
 
-def _score(run, model, val, training):
+def score_model(run, model, val, training):
     """The ``val_score_key`` metric of ``model`` over ``val``, keeping no prediction."""
     key = run.val_score_key
     predictor = Predictor(model, _experiment_settings.resolved_key_mapping(run.model_cls,
@@ -202,7 +202,7 @@ def grid_search(experiment, train, val):
                           .format(k, run.output_dir, error), RuntimeWarning)
             score = float('nan')
         else:
-            score = _score(run, model, val, combination.training)
+            score = score_model(run, model, val, combination.training)
         results.append((combination.choice, score))
         if not math.isnan(score) and (
                 best is None or improves(experiment.val_score_mode, score, best[1])):

@@ -74,6 +74,12 @@ def _extend(trainer, experiment, model, predictor, training, val):
             raise TypeError('lr_sched_cls(**lr_sched_params) must give a Chainer extension, '
                             'got {!r}'.format(extension))
         trainer.extend(extension, trigger=training.get('lr_sched_trigger', (1, 'epoch')))
+    # The user's extensions run on rank 0, but those that talk to the other ranks (every_rank)
+    # run on each.
+    every_rank = [extension for extension in experiment.extensions if getattr(
+        extension[0] if isinstance(extension, tuple) else extension, 'every_rank', False)]
+    for extension in every_rank:
+        _extend_one(trainer, extension)
     if not _experiment_settings.is_writer(experiment.comm):
         return
     if experiment.val_score_key is not None and val is not None:
@@ -87,10 +93,15 @@ def _extend(trainer, experiment, model, predictor, training, val):
     if sys.stdout.isatty():
         trainer.extend(chainer_extensions.ProgressBar())
     for extension in experiment.extensions:
-        if isinstance(extension, tuple):
-            trainer.extend(extension[0], trigger=extension[1])
-        else:
-            trainer.extend(extension)
+        if not any(extension is other for other in every_rank):
+            _extend_one(trainer, extension)
+
+
+def _extend_one(trainer, extension):
+    if isinstance(extension, tuple):
+        trainer.extend(extension[0], trigger=extension[1])
+    else:
+        trainer.extend(extension)
 
 
 def _extend_plots(trainer, training, val):

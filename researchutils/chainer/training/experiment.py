@@ -16,6 +16,7 @@ from researchutils.chainer.training import (
     _experiment_settings,
     _model_files,
     _model_selection,
+    _search,
     _trainer,
     json_values,
     train_utils,
@@ -116,7 +117,9 @@ class ChainerExperiment(object):
         val_score_mode (str): ``"lowest"`` or ``"highest"`` is best.
         comm: A ChainerMN communicator: each rank trains on its shard with a
             multi-node optimizer, validation metrics are aggregated over
-            ranks, and only rank 0 writes files and runs ``extensions``.
+            ranks, and only rank 0 writes files and runs ``extensions``
+            (but those with a true ``every_rank`` attribute, which talk to
+            the other ranks themselves, run on every rank).
         extensions (sequence): Extra Chainer extensions, each an extension or
             an ``(extension, trigger)`` pair.
         seed (int or None): Seeds the model's initial weights; an integer
@@ -146,8 +149,9 @@ class ChainerExperiment(object):
             setattr(self, name, value)
         self.trainer = None
         self.devices = [_experiment_settings.resolve_device(gpu_id) for gpu_id in self.gpu_ids]
-        # Check each combination of a grid at once, not after the first trainings.
-        for combination in self.params.grid():
+        # Check each combination of a grid (ranges at their low end) at once, not after the
+        # first trainings.
+        for combination in self.params._examples():
             self._check_training(combination.training)
 
     __init__.__signature__ = _experiment_settings.SIGNATURE
@@ -409,6 +413,100 @@ class ChainerExperiment(object):
             {'training/optimizer_params/alpha': 0.01}
         """
         return _model_selection.grid_search(self, train, val)
+
+    def search(self, train, val, n_trials=None, timeout=None, sampler=None, pruner=None,
+               storage=None):
+        """Searches the variable parameters with Optuna, one experiment per trial.
+
+        Lists in ``variable_params`` are categorical choices,
+        :class:`~researchutils.chainer.training.search_space.FloatRange` and
+        :class:`~researchutils.chainer.training.search_space.IntRange` ranges.
+        Trial ``n`` runs in ``<name>/trial_<n>`` with the sampled parameters
+        and is scored by ``val_score_key`` on ``val`` (its best model's
+        score), lower or higher being better as ``val_score_mode`` says. A
+        :class:`~researchutils.chainer.training.extensions.ChainerPruningExtension`
+        reports ``val/<val_score_key>`` at every epoch end, and a trial the
+        pruner rejects ends PRUNED. A trial whose training diverged (stopped
+        by ``stop_on_non_number``) or whose score is NaN is PRUNED too, with
+        the reason in its ``diverged`` user attribute: never best.
+
+        The trials live in the Optuna study named ``name`` in ``storage``
+        (made or continued: ``load_if_exists``); by default the SQLite file
+        ``<name>/search.db``. Several processes, or machines sharing a
+        database or journal file, may search one study at once:
+        ``n_trials`` counts the study's finished (COMPLETE or PRUNED) trials,
+        whoever ran them, so they finish ``n_trials`` in all. A search started
+        again continues the study; finished trials are not run again. A
+        trial left RUNNING by a process that was killed is marked FAIL (and
+        its number not reused) when a search starts on the same host, and,
+        in storages made from a URL (heartbeat every 60 s), by any host
+        180 s after its process stopped; a trial is never resumed from its
+        snapshots.
+
+        The summary goes to ``<name>/search.json`` (strict JSON: a NaN or
+        infinite value is ``null``): every trial's number, state, score, choice and last
+        reported value, and the best trial's choice and whole parameters
+        (``best_params``, which
+        :meth:`Parameters.from_json
+        <researchutils.chainer.training.Parameters.from_json>` reads back).
+        With matplotlib (``pip install researchutils[plot]``) Optuna's
+        optimization history (``search_history.png``) and parameter
+        importances (``search_importances.png``, from 2 finished trials) are
+        drawn beside it.
+
+        Needs Optuna: ``pip install researchutils[search]``. Values read back
+        from the study, which others may write, are trusted only as
+        ``experiment.json`` is: a list's value only as one of its candidates,
+        a range's only as a number in it.
+
+        Under ChainerMN (``comm``) every rank calls ``search`` with the same
+        arguments and the ranks train each trial together: rank 0 alone
+        opens the study, asks Optuna for each trial and broadcasts its
+        parameters; the pruning decision is rank 0's and every rank stops
+        at the same iteration. Every rank returns the summary (its
+        ``study`` is None on the other ranks); ``sampler``, ``pruner`` and
+        ``storage`` matter on rank 0 only. Several such jobs may share one
+        study through a database or journal file, as processes do.
+
+        Args:
+            train (DataManager): The training batches.
+            val (DataManager): The validation batches.
+            n_trials (int or None): Finished trials the study should hold
+                (None: no bound, then ``timeout`` ends the search).
+            timeout (float or None): Seconds after which this process starts
+                no new trial.
+            sampler (optuna.samplers.BaseSampler or None): None: a
+                ``TPESampler()`` (unseeded, so processes sharing a study draw
+                differently; pass ``TPESampler(seed=...)`` for a reproducible
+                search in one process).
+            pruner (optuna.pruners.BasePruner or None): None: a
+                ``MedianPruner()``; ``optuna.pruners.NopPruner()`` prunes nothing.
+            storage (str, optuna.storages.BaseStorage or None): An Optuna
+                storage URL (``"postgresql://..."``, ``"sqlite:///..."``), a
+                storage (``JournalStorage(JournalFileBackend(path))`` for a
+                journal file), or None for ``<name>/search.db``.
+
+        Returns:
+            dict: ``best_params`` (Parameters or None when no trial
+            completed), ``best_score`` (NaN without one), ``best_trial`` (its
+            number), ``results`` (``(choice, score)`` for every finished
+            trial, NaN for a pruned one), ``trials`` (what ``search.json``
+            says of each trial) and ``study`` (the ``optuna.Study``).
+
+        Raises:
+            ImportError: Optuna is missing.
+            ValueError: No ``val_score_key`` or ``val``, neither ``n_trials``
+                nor ``timeout``, no variable parameters, a study of the same
+                name optimizing the other way, or a trial in the study whose
+                values the parameters do not allow.
+
+        Example:
+            >>> summary = experiment.search(manager_train, manager_val,
+            ...                             n_trials=20)  # doctest: +SKIP
+            >>> summary["best_params"].choice  # doctest: +SKIP
+            {'training/optimizer_params/alpha': 0.0123}
+        """
+        return _search.search(self, train, val, n_trials, timeout, sampler, pruner, storage)
 
     def save(self):
         """Writes ``<name>/experiment.json``: the parameters, settings and model class.

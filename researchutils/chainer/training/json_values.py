@@ -2,8 +2,9 @@
 
 What :meth:`Parameters.to_json <researchutils.chainer.training.Parameters.to_json>` and
 ``ChainerExperiment.save`` write, and what their loaders read: nested dicts, lists, tuples,
-numbers, strings, NumPy arrays, and classes and functions as ``"module:qualname"``
-references, which resolve on reading only as
+numbers, strings, NumPy arrays, search ranges
+(:class:`~researchutils.chainer.training.search_space.FloatRange`, ``IntRange``), and classes
+and functions as ``"module:qualname"`` references, which resolve on reading only as
 :func:`~researchutils.chainer.training.references.resolve_reference` allows.
 Every JSON file the experiment reads (``experiment.json``, ``run_state.json``) goes through
 :func:`load_json`, which refuses what :mod:`json` lets pass (a repeated key, nesting without
@@ -15,6 +16,7 @@ import os
 import numpy
 
 from researchutils._errors import add_note
+from researchutils.chainer.training import search_space
 from researchutils.chainer.training.references import (
     _PARAMETER_RULES,
     _check_allowed_modules,
@@ -51,6 +53,8 @@ def to_json_value(value, where='value'):
         return value.item()
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if isinstance(value, search_space.RANGES):
+        return value.to_json()
     if isinstance(value, numpy.ndarray):
         return {'__ndarray__': value.tolist(), 'dtype': str(value.dtype)}
     if isinstance(value, dict):
@@ -106,6 +110,8 @@ def _decode(value, where, allowed_modules, model_package, plain):
                                  model_package=model_package)
     if set(value) == {'__ndarray__', 'dtype'}:
         return _decode_array(value, where)
+    if search_space._is_range_json(value):
+        return search_space._range_from_json(value, where)
     return {key: _decode(item, '{}/{}'.format(where, key), allowed_modules, model_package,
                          plain or key in _PLAIN_KEYS)
             for key, item in value.items()}

@@ -3,6 +3,7 @@ import itertools
 
 from researchutils.chainer.training import json_values
 from researchutils.chainer.training._trees import copy_tree, leaves, merge, set_path, walk
+from researchutils.chainer.training.search_space import RANGES
 
 _PARTS = ('model', 'training')
 _MISSING = object()
@@ -24,6 +25,27 @@ def _check_tree(tree, argument):
     return copy_tree(tree)
 
 
+def _check_variable_leaf(path, value):
+    where = 'variable_params/' + '/'.join(path)
+    if isinstance(value, RANGES):
+        return
+    if not isinstance(value, list) or not value:
+        raise ValueError('{} must be a non-empty list of candidate values or a FloatRange or '
+                         'IntRange, got {!r}'.format(where, value))
+    # Refused now, not when experiment.json is written or a search stores the choice.
+    json_values.to_json_value(value, where)
+
+
+def _same_value(first, second):
+    """Whether two parameter values are the same, by their JSON form (arrays, classes too)."""
+    if first is second:
+        return True
+    try:
+        return json_values.to_json_value(first) == json_values.to_json_value(second)
+    except ValueError:  # not a value JSON can hold, so none of the candidates
+        return False
+
+
 class Parameters(object):
     """Hyper-parameters of an experiment: fixed values and values to search over.
 
@@ -31,12 +53,22 @@ class Parameters(object):
     a ``"training"`` part (``num_epochs``, ``optimizer_cls``, ``losses``...).
     ``variable_params`` has the same shape, with a list of candidate values at
     each leaf; :meth:`grid` gives one :class:`Parameters` per combination,
-    which :meth:`ChainerExperiment.grid_search` trains and compares.
+    which :meth:`ChainerExperiment.grid_search` trains and compares. A leaf
+    may also be a range,
+    :class:`~researchutils.chainer.training.search_space.FloatRange` or
+    :class:`~researchutils.chainer.training.search_space.IntRange`, which
+    :meth:`ChainerExperiment.search` samples (a list is then a categorical
+    choice); such parameters are no grid.
 
     Args:
         fixed_params (dict or None): ``{"model": {...}, "training": {...}}``.
         variable_params (dict or None): The same shape; every leaf a non-empty
-            list of values.
+            list of values that can be saved as JSON, or a range.
+
+    Raises:
+        ValueError: A variable leaf is an empty list, not a list or range, or
+            holds a value JSON cannot hold (a lambda); a range in
+            ``fixed_params``. The message names the key's path.
 
     Example:
         >>> params = Parameters(
@@ -55,9 +87,11 @@ class Parameters(object):
         self.fixed_params = _check_tree(fixed_params, 'fixed_params')
         self.variable_params = _check_tree(variable_params, 'variable_params')
         for path, value in leaves(self.variable_params):
-            if not isinstance(value, list) or not value:
-                raise ValueError('variable_params/{} must be a non-empty list of candidate '
-                                 'values, got {!r}'.format('/'.join(path), value))
+            _check_variable_leaf(path, value)
+        for path, value in leaves(self.fixed_params):
+            if isinstance(value, RANGES):
+                raise ValueError('fixed_params/{} is {!r}, a search range: put it in '
+                                 'variable_params'.format('/'.join(path), value))
         self.choice = {}
 
     def _trees(self):
@@ -138,16 +172,71 @@ class Parameters(object):
             ...                     {"training": {"lr": [1, 2], "momentum": [0, 0.9]}})
             >>> [p.choice for p in params.grid()][1]
             {'training/lr': 1, 'training/momentum': 0.9}
+
+        Raises:
+            ValueError: A variable parameter is a range (only
+                :meth:`ChainerExperiment.search` samples ranges); the message
+                names it.
         """
         variable = list(leaves(self.variable_params))
+        for path, value in variable:
+            if isinstance(value, RANGES):
+                raise ValueError('variable_params/{} is {!r}, a range, not a list of '
+                                 'candidates: these parameters are no grid, so grid() and '
+                                 'grid_search cannot enumerate them; use '
+                                 'ChainerExperiment.search'.format('/'.join(path), value))
+        return self._combinations(variable)
+
+    def _combinations(self, variable):
         for values in itertools.product(*[candidates for _, candidates in variable]):
-            update = {}
-            for (path, _), value in zip(variable, values):
-                set_path(update, path, value)
-            combination = Parameters(merge(self.fixed_params, update))
-            combination.choice = {'/'.join(path): value
-                                  for (path, _), value in zip(variable, values)}
-            yield combination
+            yield self.choose({'/'.join(path): value
+                               for (path, _), value in zip(variable, values)})
+
+    def _examples(self):
+        """Every combination of the lists, each range at its low end: what the experiment
+        checks when it is made."""
+        return self._combinations([(path, [value.low] if isinstance(value, RANGES) else value)
+                                   for path, value in leaves(self.variable_params)])
+
+    def choose(self, choice):
+        """Returns the fixed :class:`Parameters` with the variable parameters set as chosen.
+
+        The values may come from elsewhere (a study others share), so each
+        must be one of its list's candidates or a number its range can give.
+
+        Args:
+            choice (dict): Every variable parameter's path (``"training/lr"``)
+                to its value.
+
+        Returns:
+            Parameters: No variable parameters; :attr:`choice` is ``choice``.
+
+        Raises:
+            ValueError: A path is missing or unknown, or a value is not one
+                its key allows; the message names the key and the value.
+
+        Example:
+            >>> params = Parameters({"training": {"lr": 1}}, {"training": {"momentum": [0, 0.9]}})
+            >>> params.choose({"training/momentum": 0.9}).training
+            {'lr': 1, 'momentum': 0.9}
+        """
+        variable = {'/'.join(path): (path, allowed) for path, allowed in leaves(
+            self.variable_params)}
+        if not isinstance(choice, dict) or set(choice) != set(variable):
+            raise ValueError('a choice gives a value to each variable parameter {}, got {!r}'
+                             .format(sorted(variable), choice))
+        update = {}
+        for key, value in choice.items():
+            path, allowed = variable[key]
+            fits = (allowed.contains(value) if isinstance(allowed, RANGES)
+                    else any(_same_value(value, candidate) for candidate in allowed))
+            if not fits:
+                raise ValueError('variable_params/{}: {!r} is not one of the values it allows '
+                                 '({!r})'.format(key, value, allowed))
+            set_path(update, path, value)
+        combination = Parameters(merge(self.fixed_params, update))
+        combination.choice = dict(choice)
+        return combination
 
     def to_json(self):
         """Returns the parameters as JSON-ready data (classes and functions by reference).

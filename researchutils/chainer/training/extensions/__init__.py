@@ -10,9 +10,13 @@ Trainer; they work on any Trainer too.
 Importing this package loads no optional dependency (so importing
 :mod:`researchutils.chainer.training`, which uses the experiment's
 extensions, does not either); slack_sdk is imported only when a
-:class:`SlackReport` is made from a token.
+:class:`SlackReport` is made from a token, Optuna only when a
+:class:`ChainerPruningExtension` is made.
 """
 from researchutils.chainer.training.extensions.best_model_saver import BestModelSaver
+from researchutils.chainer.training.extensions.chainer_pruning_extension import (
+    ChainerPruningExtension,
+)
 from researchutils.chainer.training.extensions.predictor_evaluator import PredictorEvaluator
 from researchutils.chainer.training.extensions.preemption_snapshot import (
     Preempted,
@@ -24,5 +28,5 @@ from researchutils.chainer.training.extensions.stop_on_non_number import (
     TrainingDiverged,
 )
 
-__all__ = ['BestModelSaver', 'Preempted', 'PredictorEvaluator',
+__all__ = ['BestModelSaver', 'ChainerPruningExtension', 'Preempted', 'PredictorEvaluator',
            'PreemptionSnapshot', 'SlackReport', 'StopOnNonNumber', 'TrainingDiverged']

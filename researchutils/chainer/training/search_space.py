@@ -1,0 +1,186 @@
+"""Search-space ranges for :class:`~researchutils.chainer.training.Parameters`.
+
+A variable parameter is a list of candidates (a categorical choice, and a dimension of
+:meth:`~researchutils.chainer.training.Parameters.grid`), or one of the ranges here, which only
+:meth:`~researchutils.chainer.training.ChainerExperiment.search` samples: :class:`FloatRange`
+and :class:`IntRange` (Optuna's ``FloatDistribution`` and ``IntDistribution``). Ranges are
+plain records checked when made; they are saved in ``experiment.json`` as
+``{"__float_range__": {"low": ..., "high": ..., "log": ..., "step": ...}}`` (``__int_range__``
+for integers). Importing this module imports nothing beyond the standard library. Its tests
+are in ``tests/chainer/training/test_search_space.py``.
+"""
+import math
+import numbers
+
+# A float step divides high - low when the quotient is this close to an integer.
+_STEP_TOLERANCE = 1e-9
+
+
+def _number(value, argument, where, integer):
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise TypeError('{}: {} must be {}, got {!r}'.format(
+            where, argument, 'an integer' if integer else 'a real number', value))
+    value = int(value) if integer else float(value)
+    if not math.isfinite(value):
+        raise ValueError('{}: {} must be finite, got {!r}'.format(where, argument, value))
+    return value
+
+
+class _Range(object):
+    """What FloatRange and IntRange share: low <= high, log scale or step, the checks."""
+
+    _integer = False
+    json_key = None
+
+    def __init__(self, low, high, log, step, where):
+        where = where or type(self).__name__
+        self.low = _number(low, 'low', where, self._integer)
+        self.high = _number(high, 'high', where, self._integer)
+        if not isinstance(log, bool):
+            raise TypeError('{}: log must be True or False, got {!r}'.format(where, log))
+        self.log = log
+        if self.low > self.high:
+            raise ValueError('{}: low={!r} is above high={!r}'.format(where, self.low,
+                                                                       self.high))
+        if log and self.low <= 0:
+            raise ValueError('{}: a log-scale range needs low > 0, got low={!r}'.format(
+                where, self.low))
+        self.step = None if step is None else _number(step, 'step', where, self._integer)
+        if self.step is None:
+            return
+        if self.step <= 0:
+            raise ValueError('{}: step must be positive, got {!r}'.format(where, self.step))
+        if log and (self.step != 1 or not self._integer):
+            raise ValueError('{}: a log-scale range takes no step (got step={!r}): the '
+                             'values are spread evenly in log space'.format(where, self.step))
+        quotient = (self.high - self.low) / self.step
+        if abs(quotient - round(quotient)) > _STEP_TOLERANCE * max(1.0, quotient):
+            raise ValueError('{}: step={!r} does not divide high - low = {!r}: choose high '
+                             'as low plus a whole number of steps'.format(
+                                 where, self.step, self.high - self.low))
+
+    def contains(self, value):
+        """Whether ``value`` is a number this range can give (within low..high, on its step).
+
+        Args:
+            value: A value read back, e.g. from an Optuna study.
+
+        Returns:
+            bool: True for an in-range int (IntRange) or real number (FloatRange).
+        """
+        kind = numbers.Integral if self._integer else numbers.Real
+        if isinstance(value, bool) or not isinstance(value, kind):
+            return False
+        if not (math.isfinite(value) and self.low <= value <= self.high):
+            return False
+        if self.step is None or self.log:
+            return True
+        steps = (value - self.low) / self.step
+        return abs(steps - round(steps)) <= _STEP_TOLERANCE * max(1.0, steps)
+
+    def to_json(self):
+        """Returns the range as JSON-ready data (what ``experiment.json`` holds).
+
+        Returns:
+            dict: ``{"__float_range__" or "__int_range__": {"low", "high", "log", "step"}}``.
+        """
+        return {self.json_key: {'low': self.low, 'high': self.high, 'log': self.log,
+                                'step': self.step}}
+
+    def __eq__(self, other):
+        return type(self) is type(other) and (self.low, self.high, self.log, self.step) == (
+            other.low, other.high, other.log, other.step)
+
+    def __hash__(self):
+        return hash((type(self), self.low, self.high, self.log, self.step))
+
+    def __repr__(self):
+        return '{}({!r}, {!r}, log={!r}, step={!r})'.format(
+            type(self).__name__, self.low, self.high, self.log, self.step)
+
+
+class FloatRange(_Range):
+    """A real-valued search range: Optuna's ``FloatDistribution``.
+
+    Args:
+        low (float): The smallest value.
+        high (float): The largest value, at least ``low``.
+        log (bool): Sample on a log scale (then ``low > 0`` and no ``step``).
+        step (float or None): Sample only ``low + k * step``; it must divide
+            ``high - low``.
+
+    Raises:
+        TypeError: A bound or step is not a real number (bools are refused).
+        ValueError: ``low > high``, a log range with ``low <= 0`` or a step,
+            a step that is not positive or does not divide ``high - low``, or
+            a bound that is NaN or infinite. The message names the argument.
+
+    Example:
+        >>> FloatRange(1e-4, 1e-1, log=True)
+        FloatRange(0.0001, 0.1, log=True, step=None)
+        >>> FloatRange(0.0, 1.0, step=0.3)
+        Traceback (most recent call last):
+        ...
+        ValueError: FloatRange: step=0.3 does not divide high - low = 1.0: ...
+    """
+
+    json_key = '__float_range__'
+
+    def __init__(self, low, high, log=False, step=None, *, where=None):
+        super().__init__(low, high, log, step, where)
+
+
+class IntRange(_Range):
+    """An integer search range: Optuna's ``IntDistribution``.
+
+    Args:
+        low (int): The smallest value.
+        high (int): The largest value, at least ``low``.
+        log (bool): Sample on a log scale (then ``low > 0``, and ``step`` 1).
+        step (int): Sample only ``low + k * step``; it must divide
+            ``high - low``.
+
+    Raises:
+        TypeError: A bound or step is not an integer.
+        ValueError: As for :class:`FloatRange`.
+
+    Example:
+        >>> IntRange(8, 64, step=8).contains(24)
+        True
+        >>> IntRange(5, 1)
+        Traceback (most recent call last):
+        ...
+        ValueError: IntRange: low=5 is above high=1
+    """
+
+    _integer = True
+    json_key = '__int_range__'
+
+    def __init__(self, low, high, log=False, step=1, *, where=None):
+        super().__init__(low, high, log, step, where)
+
+
+RANGES = (FloatRange, IntRange)
+_BY_JSON_KEY = {range_class.json_key: range_class for range_class in RANGES}
+
+
+def _is_range_json(value):
+    """Whether JSON data ``value`` is a saved range (one ``__float_range__`` or
+    ``__int_range__`` key)."""
+    return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in _BY_JSON_KEY
+
+
+def _range_from_json(value, where):
+    """The range that :meth:`FloatRange.to_json` (or IntRange's) wrote; errors name ``where``."""
+    (json_key, fields), = value.items()
+    names = ('low', 'high', 'log', 'step')
+    if not isinstance(fields, dict) or not set(fields) <= set(names) or not (
+            {'low', 'high'} <= set(fields)):
+        raise ValueError('{}: {} holds {!r}; it takes the keys low, high and optionally log '
+                         'and step'.format(where, json_key, fields))
+    range_class = _BY_JSON_KEY[json_key]
+    kwargs = {name: fields[name] for name in ('log', 'step') if name in fields}
+    if range_class is IntRange and kwargs.get('step', 1) is None:
+        kwargs['step'] = 1
+    return range_class(fields['low'], fields['high'], where=where, **kwargs)

@@ -1,0 +1,96 @@
+"""ChainerPruningExtension on a plain Chainer Trainer, driven by a real Optuna study."""
+import chainer
+import pytest
+from chainer.training import triggers
+
+from researchutils.chainer.training.extensions import ChainerPruningExtension
+from tests.support.tiny_training import make_trainer
+
+optuna = pytest.importorskip('optuna')
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+class Recorder(chainer.training.Extension):
+    """Records main/loss at each epoch end, the error handlers and finalize calls."""
+
+    trigger = 1, 'epoch'
+    priority = chainer.training.PRIORITY_READER + 1  # before the pruning extension
+
+    def __init__(self):
+        self.losses, self.events = {}, []
+
+    def __call__(self, trainer):
+        self.losses[trainer.updater.epoch] = float(trainer.observation['main/loss'].array)
+
+    def on_error(self, trainer, exc, tb):
+        self.events.append(('on_error', type(exc).__name__))
+
+    def finalize(self):
+        self.events.append(('finalize',))
+
+
+def optimize(tmp_path, pruner, pruner_trigger=(1, 'epoch'), key='main/loss', epochs=3):
+    """One trial of a 4-iteration-an-epoch Trainer; the study, the trainer and the recorder."""
+    study = optuna.create_study(pruner=pruner)
+    seen = {}
+
+    def objective(trial):
+        trainer = make_trainer(tmp_path, stop_iteration=4 * epochs)
+        seen['trainer'], seen['recorder'] = trainer, Recorder()
+        trainer.extend(seen['recorder'])
+        trainer.extend(ChainerPruningExtension(trial, key, pruner_trigger))
+        try:
+            trainer.run(show_loop_exception_msg=False)
+        finally:
+            seen['events_at_exit'] = list(seen['recorder'].events)
+        return 0.0
+    study.optimize(objective, n_trials=1)
+    return study.trials[0], seen['trainer'], seen['recorder'], seen['events_at_exit']
+
+
+def test_a_trial_the_pruner_rejects_ends_pruned_after_every_extension_finalized(tmp_path):
+    # Every loss is above 0, so the first report prunes.
+    trial, trainer, recorder, events = optimize(tmp_path, optuna.pruners.ThresholdPruner(
+        upper=0.0))
+    assert trial.state == optuna.trial.TrialState.PRUNED
+    assert trainer.updater.epoch == 1 and trainer.updater.iteration == 4
+    assert trial.intermediate_values == {1: pytest.approx(recorder.losses[1])}
+    # TrialPruned left trainer.run only after Chainer's on_error and finalize.
+    assert events == [('on_error', 'TrialPruned'), ('finalize',)]
+
+
+def test_a_trial_not_pruned_reports_each_epoch_and_completes(tmp_path):
+    trial, trainer, recorder, events = optimize(tmp_path, optuna.pruners.NopPruner())
+    assert trial.state == optuna.trial.TrialState.COMPLETE
+    assert trainer.updater.epoch == 3
+    assert trial.intermediate_values == pytest.approx(recorder.losses)
+    assert events == [('finalize',)]
+
+
+def test_an_iteration_trigger_reports_at_iteration_steps(tmp_path):
+    trial, trainer, _, _ = optimize(tmp_path, optuna.pruners.NopPruner(),
+                                    pruner_trigger=(3, 'iteration'))
+    assert sorted(trial.intermediate_values) == [3, 6, 9, 12]
+
+
+def test_a_manual_schedule_trigger_is_accepted(tmp_path):
+    trial, _, _, _ = optimize(tmp_path, optuna.pruners.NopPruner(),
+                              pruner_trigger=triggers.ManualScheduleTrigger([1, 3], 'epoch'))
+    assert sorted(trial.intermediate_values) == [1, 3]
+
+
+@pytest.mark.parametrize('pruner_trigger', [
+    triggers.MinValueTrigger('main/loss'), triggers.EarlyStoppingTrigger(),
+    lambda trainer: True])
+def test_triggers_that_give_no_step_are_refused(pruner_trigger):
+    study = optuna.create_study()
+    with pytest.raises(TypeError, match='pruner_trigger must be an IntervalTrigger'):
+        ChainerPruningExtension(study.ask(), 'main/loss', pruner_trigger)
+
+
+def test_a_missing_observation_warns_once_and_reports_nothing(tmp_path):
+    with pytest.warns(RuntimeWarning, match=r"'val/MSE' is not observed at epoch 1") as caught:
+        trial, _, _, _ = optimize(tmp_path, optuna.pruners.ThresholdPruner(upper=0.0),
+                                  key='val/MSE')
+    assert len([w for w in caught if 'is not observed' in str(w.message)]) == 1
+    assert trial.state == optuna.trial.TrialState.COMPLETE and trial.intermediate_values == {}
