@@ -57,8 +57,11 @@ def wait_for(path, timeout=HANDSHAKE_TIMEOUT):
 
 
 def touch(path, text=''):
-    with open(path, 'w') as f:
+    """Writes ``text`` to ``path`` whole: a reader that sees the file sees all of it."""
+    partial = '{}.{}.partial'.format(path, os.getpid())
+    with open(partial, 'w') as f:
         f.write(text)
+    os.replace(partial, path)
 
 
 def noisy_example(dataset, index):
