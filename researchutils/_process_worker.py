@@ -136,8 +136,14 @@ class MainProcess(object):
 
 
 def worker_main(source, pickled, tasks, results, maxtasksperchild, main_pid):
-    # Ctrl-C is for the main process, which then finalizes the workers.
+    # Ctrl-C and SIGUSR1 (a cluster's warning before its time limit, which SLURM may send to
+    # every process of the job) are for the main process: it finishes its iteration, saves
+    # (PreemptionSnapshot) and then closes the pool. SIGTERM keeps its default action, by
+    # which the pool (and multiprocessing at exit) ends a worker; a handler inherited by
+    # fork (PreemptionSnapshot's only sets a flag) would leave the worker running.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     main_process = MainProcess(main_pid)
     outbox = Outbox(results.fileno())
     _serve(source, pickled, tasks, outbox, maxtasksperchild, main_process)

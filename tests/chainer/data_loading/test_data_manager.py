@@ -1,4 +1,5 @@
 import os
+import signal
 import time
 
 import chainer
@@ -439,6 +440,48 @@ def test_finalize_leaves_no_worker_process():
     iterator.finalize()
     manager.finalize()
     assert multiprocessing.active_children() == []
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize('start_method', START_METHODS)
+def test_a_sigusr1_sent_to_the_workers_is_left_to_the_main_process(start_method):
+    # SLURM's warning before the time limit may reach every process of the job: the
+    # workers go on making batches, and the main process alone decides when they end.
+    import multiprocessing
+    manager = DataManager(Numbers(8), 2, transforms=add_one, n_process_augmentation=2)
+    with using_start_method(start_method):
+        iterator = manager.get_iterator()
+        try:
+            got = [iterator.next()]
+            workers = multiprocessing.active_children()
+            assert len(workers) == 2
+            for worker in workers:
+                os.kill(worker.pid, signal.SIGUSR1)
+            time.sleep(0.5)           # time for the signal's default action, which would kill
+            assert all(worker.exitcode is None for worker in workers)
+            got += [iterator.next() for _ in range(2 * len(manager) - 1)]
+        finally:
+            iterator.finalize()
+    assert firsts(got) == [[1, 2], [3, 4], [5, 6], [7, 8]] * 2
+    assert multiprocessing.active_children() == []
+
+
+@pytest.mark.timeout(120)
+def test_forked_workers_end_by_sigterm_at_finalize_despite_a_handler_of_the_main_process():
+    # PreemptionSnapshot's SIGTERM handler only sets a flag; a worker forked with it kept
+    # running on SIGTERM, and finalize() waited, then killed it.
+    import multiprocessing
+    previous = signal.signal(signal.SIGTERM, lambda number, frame: None)
+    try:
+        manager = DataManager(Numbers(8), 2, transforms=add_one, n_process_augmentation=2)
+        with using_start_method('fork'):
+            iterator = manager.get_iterator()
+            iterator.next()
+            workers = multiprocessing.active_children()
+            iterator.finalize()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert [worker.exitcode for worker in workers] == [-signal.SIGTERM] * 2
 
 
 @pytest.mark.timeout(60)
