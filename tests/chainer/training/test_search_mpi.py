@@ -9,17 +9,7 @@ optuna = pytest.importorskip('optuna')
 pytestmark = [pytest.mark.mpi, pytest.mark.timeout(300)]
 
 
-@pytest.fixture(scope='module')
-def comm():
-    import chainermn
-    return chainermn.create_communicator('naive')
-
-
-@pytest.fixture
-def shared_path(comm, tmp_path):
-    return comm.mpi_comm.bcast(str(tmp_path) if comm.rank == 0 else None, root=0)
-
-
+# comm and shared_path: tests/chainer/training/conftest.py.
 def experiment(comm, path, learning_rates):
     return tasks.ChainerExperiment(
         search_tasks.search_params(num_epochs=2, learning_rates=learning_rates),
