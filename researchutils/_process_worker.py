@@ -141,9 +141,9 @@ def worker_main(source, pickled, tasks, results, maxtasksperchild, main_pid):
     # (PreemptionSnapshot) and then closes the pool. SIGTERM keeps its default action, by
     # which the pool (and multiprocessing at exit) ends a worker; a handler inherited by
     # fork (PreemptionSnapshot's only sets a flag) would leave the worker running.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     main_process = MainProcess(main_pid)
     outbox = Outbox(results.fileno())
     _serve(source, pickled, tasks, outbox, maxtasksperchild, main_process)

@@ -446,20 +446,42 @@ def test_finalize_leaves_no_worker_process():
     assert set(multiprocessing.active_children()) - before == set()
 
 
+def _new_workers(before):
+    """Worker processes started since ``before`` (earlier tests' may await the collector)."""
+    import multiprocessing
+    return sorted(set(multiprocessing.active_children()) - before, key=lambda p: p.pid)
+
+
+def _wait_until_ignored(pid, signal_number, timeout=30.0):
+    """Waits until process ``pid`` ignores ``signal_number`` (Linux: /proc/PID/status)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open('/proc/{}/status'.format(pid)) as status:
+            mask = next(line for line in status if line.startswith('SigIgn:'))
+        if int(mask.split()[1], 16) >> (signal_number - 1) & 1:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError('process {} did not ignore {} within {} s'.format(
+                pid, signal.Signals(signal_number).name, timeout))
+        time.sleep(0.01)
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize('start_method', START_METHODS)
 def test_a_sigusr1_sent_to_the_workers_is_left_to_the_main_process(start_method):
     # SLURM's warning before the time limit may reach every process of the job: the
     # workers go on making batches, and the main process alone decides when they end.
     import multiprocessing
+    before = set(multiprocessing.active_children())
     manager = DataManager(Numbers(8), 2, transforms=add_one, n_process_augmentation=2)
     with using_start_method(start_method):
         iterator = manager.get_iterator()
         try:
             got = [iterator.next()]
-            workers = multiprocessing.active_children()
+            workers = _new_workers(before)
             assert len(workers) == 2
             for worker in workers:
+                _wait_until_ignored(worker.pid, signal.SIGUSR1)
                 os.kill(worker.pid, signal.SIGUSR1)
             time.sleep(0.5)           # time for the signal's default action, which would kill
             assert all(worker.exitcode is None for worker in workers)
@@ -467,7 +489,7 @@ def test_a_sigusr1_sent_to_the_workers_is_left_to_the_main_process(start_method)
         finally:
             iterator.finalize()
     assert firsts(got) == [[1, 2], [3, 4], [5, 6], [7, 8]] * 2
-    assert multiprocessing.active_children() == []
+    assert _new_workers(before) == []
 
 
 @pytest.mark.timeout(120)
@@ -475,13 +497,16 @@ def test_forked_workers_end_by_sigterm_at_finalize_despite_a_handler_of_the_main
     # PreemptionSnapshot's SIGTERM handler only sets a flag; a worker forked with it kept
     # running on SIGTERM, and finalize() waited, then killed it.
     import multiprocessing
+    before = set(multiprocessing.active_children())
     previous = signal.signal(signal.SIGTERM, lambda number, frame: None)
     try:
         manager = DataManager(Numbers(8), 2, transforms=add_one, n_process_augmentation=2)
         with using_start_method('fork'):
             iterator = manager.get_iterator()
             iterator.next()
-            workers = multiprocessing.active_children()
+            workers = _new_workers(before)
+            for worker in workers:     # past its signal set-up (SIGTERM is reset first)
+                _wait_until_ignored(worker.pid, signal.SIGUSR1)
             iterator.finalize()
     finally:
         signal.signal(signal.SIGTERM, previous)
