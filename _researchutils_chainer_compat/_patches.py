@@ -224,12 +224,17 @@ def _fix(loader, module):
     module.fix = fix_by_trunc
 
 
-def _numpy_fix_deprecated():
-    import numpy
+def _warns_deprecation(call):
+    """Whether ``call()`` warns with a DeprecationWarning (how a patch sees that it is due)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
-        numpy.fix(numpy.zeros(1))
+        call()
     return any(issubclass(w.category, DeprecationWarning) for w in caught)
+
+
+def _numpy_fix_deprecated():
+    import numpy
+    return _warns_deprecation(lambda: numpy.fix(numpy.zeros(1)))
 
 
 def _variable(loader, module):
@@ -288,10 +293,7 @@ def _convert(loader, module):
 def _numpy_warns_on_positional_out():
     import numpy
     target = numpy.zeros(1)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter('always')
-        numpy.maximum(target, target, target)
-    return any(issubclass(w.category, DeprecationWarning) for w in caught)
+    return _warns_deprecation(lambda: numpy.maximum(target, target, target))
 
 
 def _multiprocess_iterator(loader, module):
@@ -315,10 +317,7 @@ def _multiprocess_iterator(loader, module):
 
 def _setdaemon_deprecated():
     import threading
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter('always')
-        threading.Thread().setDaemon(True)
-    return any(issubclass(w.category, DeprecationWarning) for w in caught)
+    return _warns_deprecation(lambda: threading.Thread().setDaemon(True))
 
 
 def _maxout(loader, module):
@@ -359,10 +358,7 @@ def _maxout(loader, module):
 
 def _numpy_shape_setter_deprecated():
     import numpy
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter('always')
-        numpy.zeros(2).shape = (2, 1)
-    return any(issubclass(w.category, DeprecationWarning) for w in caught)
+    return _warns_deprecation(lambda: setattr(numpy.zeros(2), 'shape', (2, 1)))
 
 
 def _caffe_pb2(loader, module):
