@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine with pip and Python 3.11, 3.12 or 3.13:
 #   make demo   runs the main example
-#   make test   lint, docs (warnings are errors), then pytest and, when mpiexec exists, the
-#               MPI tests on every stack below whose Python is found
+#   make test   lint (ruff, then mypy), docs (warnings are errors), then pytest and, when
+#               mpiexec exists, the MPI tests on every stack below whose Python is found
 SHELL := /bin/bash
 comma := ,
 
@@ -62,7 +62,7 @@ PYTEST_ARGS ?=
 DEMO_ARGS ?=
 STAMPS :=
 
-.PHONY: all install test test-unit test-mpi lint docs bench demo clean
+.PHONY: all install test test-unit test-mpi lint typecheck docs bench demo clean
 
 all: test
 
@@ -89,8 +89,16 @@ $(foreach v,$(TEST_VERSIONS),$(eval $(call venv_rules,.venv-$(v),$(PYTHON_$(v)),
 
 install: $(firstword $(STAMPS))
 
+# mypy reads its settings, the files it checks and the list of strictly typed modules from
+# pyproject.toml ([tool.mypy]).
+MYPY := $(VENV)/bin/mypy
+
 lint: install
 	$(VENV)/bin/ruff check researchutils _researchutils_chainer_compat tests benchmarks examples docs setup.py
+	$(MYPY)
+
+typecheck: install
+	$(MYPY)
 
 docs: install
 	rm -rf docs/_build
@@ -124,6 +132,6 @@ demo: install
 	$(PY) examples/video_prediction/train.py $(DEMO_ARGS)
 
 clean:
-	rm -rf $(VENV) $(VENV)-3.* docs/_build .pytest_cache wheelhouse gpu-check-results
+	rm -rf $(VENV) $(VENV)-3.* docs/_build .pytest_cache .mypy_cache wheelhouse gpu-check-results
 
 include tools/gpu.mk

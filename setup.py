@@ -55,7 +55,7 @@ extras = {
     # Optuna's own figures (search_history.png...) need the plot extra too.
     'search': ['optuna>=4.0'],
     'docs': ['sphinx>=5'],
-    'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.4'],
+    'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.4', 'mypy>=2'],
 }
 extras['all'] = sorted({req for reqs in extras.values() for req in reqs})
 
@@ -70,6 +70,9 @@ setup(
     license='MIT',
     packages=find_packages(include=['researchutils', 'researchutils.*',
                                     '_researchutils_chainer_compat']),
+    # PEP 561: the marker that tells type checkers to read the annotations of the installed
+    # package.
+    package_data={'researchutils': ['py.typed']},
     # Tested on Python 3.11-3.13 with NumPy 1.26 and 2.x; what Chainer 7.8.1 (its last
     # release) lacks on those stacks is supplied by the .pth above.
     python_requires='>=3.11',
