@@ -122,7 +122,10 @@ class Specifier:
             if not _PREFIX.match(self.target[:-2]):
                 raise ValueError('invalid specifier: {!r}'.format(text))
             return
-        self.version = Version(self.target)
+        try:
+            self.version = Version(self.target)
+        except ValueError:
+            raise ValueError('invalid specifier: {!r}'.format(text)) from None
         if self.version.local and self.operator not in ('==', '!=') or \
                 self.operator == '~=' and len(self.version.release) < 2:
             raise ValueError('invalid specifier: {!r}'.format(text))
