@@ -150,7 +150,7 @@ def _observed_while_loading(module, look, then):
     code = PAUSING_FINDER + textwrap.dedent('''
         PAUSED = {!r}
         {}
-        thread = threading.Thread(target=observe, args=(look,))
+        thread = threading.Thread(target=observe, args=(look,), daemon=True)
         thread.start()
         import {}
         thread.join()
