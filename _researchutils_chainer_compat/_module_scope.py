@@ -87,6 +87,7 @@ def run(loader, module, imports=None, numpy_names=None, readers=()):
     module.__builtins__ = dict(vars(builtins), __import__=_import_with(imports))
     loader.exec_module(module)
     if view is not None:
+        del imports['numpy']         # an `import numpy` from now on gets the real one
         import numpy
         for name, value in list(vars(module).items()):
             if value is view:
