@@ -58,24 +58,36 @@ def pad_sequence(loader, module):
 
 def convert(loader, module):
     """``concat_examples`` (every Trainer's default converter) pads with ``numpy.full``."""
-    # An int out of the dtype's range: numpy.full wrapped it up to NumPy 2.0 and refuses it
-    # from 2.5; wrapped as NumPy 1.x did (through int64, else uint64). And NumPy 2.5
-    # deprecates maximum's positional `out`, which Chainer passes: given by keyword.
+    # Both from NumPy 2.5: maximum's positional `out` deprecated, and numpy.full refusing
+    # an int out of the dtype's range.
     loader.exec_module(module)
+    _maximum_out_by_keyword(module)
+    _padding_wrapped_by_full(module)
+
+
+def _maximum_out_by_keyword(module):
+    # NumPy 2.5 deprecates maximum's positional `out`, which _concat_arrays_with_padding
+    # passes: it gets a maximum that passes it by keyword, which is what NumPy did with it.
     import numpy
-    concat = module._concat_arrays_with_padding
-    if _warns_deprecation(lambda: numpy.maximum(*[numpy.zeros(1)] * 3)):
+    if not _warns_deprecation(lambda: numpy.maximum(*[numpy.zeros(1)] * 3)):
+        return
 
-        def maximum_out_by_keyword(x1, x2, *out, **kwargs):
-            if out:
-                kwargs['out'] = out[0] if len(out) == 1 else out
-            return numpy.maximum(x1, x2, **kwargs)
+    def maximum_out_by_keyword(x1, x2, *out, **kwargs):
+        if out:
+            kwargs['out'] = out[0] if len(out) == 1 else out
+        return numpy.maximum(x1, x2, **kwargs)
 
-        _module_scope.give_numpy_names(module, ['_concat_arrays_with_padding'],
-                                       {'maximum': maximum_out_by_keyword})
-        concat = module._concat_arrays_with_padding
+    _module_scope.give_numpy_names(module, ['_concat_arrays_with_padding'],
+                                   {'maximum': maximum_out_by_keyword})
+
+
+def _padding_wrapped_by_full(module):
+    # An int out of the dtype's range: numpy.full wrapped it up to NumPy 2.0 and refuses it
+    # (OverflowError) from 2.5. Wrapped as NumPy 1.x's full did (through int64, else uint64).
+    import numpy
     if not _refuses(lambda: numpy.full(1, -1, numpy.uint8)):
         return
+    concat = module._concat_arrays_with_padding
 
     @functools.wraps(concat)
     def concat_with_wrapped_padding(arrays, padding):
