@@ -32,7 +32,6 @@ NUMPY_2 = int(importlib.metadata.version('numpy').split('.')[0]) >= 2
 
 
 def _run(args, **kwargs):
-    kwargs.setdefault('env', checkout_env())
     result = subprocess.run(args, capture_output=True, text=True, timeout=120, **kwargs)
     assert result.returncode == 0, result.stderr
     return result
@@ -335,8 +334,9 @@ def _copy_source(tmp_path):
     source.mkdir()
     for name in ('setup.py', 'README.md'):
         shutil.copy(os.path.join(REPO, name), source / name)
-    shutil.copytree(os.path.join(REPO, 'researchutils'), source / 'researchutils',
-                    ignore=shutil.ignore_patterns('__pycache__'))
+    for package in ('researchutils', '_researchutils_chainer_compat'):
+        shutil.copytree(os.path.join(REPO, package), source / package,
+                        ignore=shutil.ignore_patterns('__pycache__'))
     return source
 
 
@@ -353,8 +353,13 @@ def test_wheel_has_the_pth_files_at_its_root(hook, tmp_path):
     with zipfile.ZipFile(tmp_path / name) as wheel:
         assert wheel.read(PTH_NAME).decode('utf-8') == PTH_LINE
         assert wheel.read(OLD_PTH_NAME).decode('utf-8').startswith('#')
+        packed = set(wheel.namelist())
         record = wheel.read(next(n for n in wheel.namelist() if n.endswith('.dist-info/RECORD')))
     assert PTH_NAME + ',' in record.decode('utf-8')
+    if hook == 'build_wheel':           # an editable wheel points at the source instead
+        compat = os.path.join(REPO, '_researchutils_chainer_compat')
+        assert {'_researchutils_chainer_compat/' + name for name in os.listdir(compat)
+                if name.endswith('.py')} <= packed
 
 
 @pytest.mark.slow
@@ -373,7 +378,9 @@ def test_pip_install_replaces_a_leftover_old_pth_and_uninstall_removes_both(tmp_
     assert os.path.isfile(os.path.join(purelib, PTH_NAME))
     with open(os.path.join(purelib, OLD_PTH_NAME)) as f:
         assert f.read().startswith('#')
-    assert _run([python, '-c', 'pass']).stderr == ''
+    assert _run([python, '-c', 'pass']).stderr == ''       # the .pth line ran, silently
+    finders = _finders('import sys')
+    assert _run([python, '-c', finders]).stdout.split() == ['1']
     _run(pip + ['uninstall', '-y', 'researchutils'])
     assert not os.path.exists(os.path.join(purelib, PTH_NAME))
     assert not os.path.exists(os.path.join(purelib, OLD_PTH_NAME))
