@@ -134,38 +134,31 @@ def test_int_table_is_what_numpy_1_stores(case):
         assert _stored_or_error(lambda: np.full(2, padding, dtype)[1]) == by_full
 
 
-def _expected_rows(dtype, stored):
-    return np.array([[1, 2, 3], [4, stored, stored]], dtype)
-
-
-@pytest.mark.parametrize('case', INT_PADDINGS, ids=_case_id)
-def test_pad_sequence_stores_an_int_padding_as_numpy_1_did(case):
-    dtype, padding, stored, _ = case
+def _assert_pads_with(pad, dtype, padding, stored):
+    """``pad(arrays, padding)`` of [1, 2, 3] and [4] stores ``stored`` (or raises it)."""
     xs = [np.array([1, 2, 3], dtype), np.array([4], dtype)]
     with warnings.catch_warnings():
         warnings.simplefilter('error')
         if stored is OverflowError:
             with pytest.raises(OverflowError):
-                F.pad_sequence(xs, padding=padding)
+                pad(xs, padding)
             return
-        y = F.pad_sequence(xs, padding=padding).array
+        y = pad(xs, padding)
     assert y.dtype == dtype
-    np.testing.assert_array_equal(y, _expected_rows(dtype, stored))
+    np.testing.assert_array_equal(y, np.array([[1, 2, 3], [4, stored, stored]], dtype))
+
+
+@pytest.mark.parametrize('case', INT_PADDINGS, ids=_case_id)
+def test_pad_sequence_stores_an_int_padding_as_numpy_1_did(case):
+    dtype, padding, stored, _ = case
+    _assert_pads_with(lambda xs, p: F.pad_sequence(xs, padding=p).array, dtype, padding, stored)
 
 
 @pytest.mark.parametrize('case', INT_PADDINGS, ids=_case_id)
 def test_concat_examples_stores_an_int_padding_as_numpy_1_did(case):
     dtype, padding, _, stored = case
-    batch = [np.array([1, 2, 3], dtype), np.array([4], dtype)]
-    with warnings.catch_warnings():
-        warnings.simplefilter('error')
-        if stored is OverflowError:
-            with pytest.raises(OverflowError):
-                chainer.dataset.concat_examples(batch, padding=padding)
-            return
-        y = chainer.dataset.concat_examples(batch, padding=padding)
-    assert y.dtype == dtype
-    np.testing.assert_array_equal(y, _expected_rows(dtype, stored))
+    _assert_pads_with(lambda xs, p: chainer.dataset.concat_examples(xs, padding=p),
+                      dtype, padding, stored)
 
 
 def test_concat_examples_pads_each_element_of_a_tuple_with_its_own_wrapped_padding():
