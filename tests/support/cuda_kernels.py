@@ -1,4 +1,4 @@
-"""The CUDA kernels that researchutils and the Chainer code it runs on the GPU define, read from the source.
+"""The CUDA kernels of researchutils and of the Chainer code it runs on the GPU, from the source.
 
 ``tests/support/gpu_compile.py`` builds CuPy's source for each and compiles it with NVRTC;
 ``python -m tests.support.cuda_kernels`` prints the list. Like ``tests/support/cupy_names``

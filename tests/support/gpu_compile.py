@@ -15,10 +15,11 @@ What CuPy itself does, and what of it is used here (CuPy 14.2, :data:`TESTED_CUP
   arguments' dtypes (``_decide_params_type``), describes each argument (``_ArgInfo``: array
   or scalar, dtype, ndim, contiguity, 32-bit indexing) and calls
   ``_get_elementwise_kernel_code``. Here the kernel object is CuPy's own, built from the
-  evaluated definition; the arguments are described as CuPy describes contiguous arrays of
-  the path's dtypes after its dimension reduction (every array 1-d, contiguous, 32-bit
-  indexed): only the declaration of an argument changes with its shape or with a Python
-  scalar in its place, never the kernel's body.
+  evaluated definition, and the arguments are described as Chainer's call sites pass them:
+  the parameters listed in :data:`SCALAR_ARGUMENTS` as scalars (declared by value), the
+  others as CuPy describes contiguous arrays after its dimension reduction (1-d, 32-bit
+  indexed); only an argument's declaration changes with the shape of a real call, never the
+  kernel's body.
 * ``ReductionKernel`` does the same through ``_ReductionKernel_get_cached_function_code``,
   with the ``IndexT`` type CuPy adds and its default block size, for a full reduction of a
   1-d input (what Chainer's reductions on our paths do).
@@ -535,7 +536,7 @@ def check(kernels=None, jobs=None, cache=True, log=None):
     # Identical sources (the same kernel defined twice) compile once.
     work = {}        # key -> job
     job_keys = {}    # (id(source), arch) -> key
-    for kernel, sources in built:
+    for _, sources in built:
         for source, kernel_options in sources:
             text = full_source(internals, source.code)
             for arch in archs:
@@ -551,12 +552,15 @@ def check(kernels=None, jobs=None, cache=True, log=None):
     todo = [key for key in work if key not in outcomes]
     # Architecture-major order: NVRTC's precompiled header is reused along one architecture.
     todo.sort(key=lambda key: (int(work[key][2]), work[key][0][:200]))
-    jobs = jobs or len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else 1
+    if not jobs:
+        jobs = (len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity')
+                else os.cpu_count() or 1)
     if log is not None:
         print('{} sources x {} architectures: {} compilations, {} from the cache ({})'.format(
             sum(len(s) for _, s in built), len(archs), len(work), len(outcomes),
             store.folder or 'no cache'), file=log, flush=True)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    # Threads suffice: CuPy's nvrtc.compileProgram releases the GIL while NVRTC compiles.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         for key, outcome in zip(todo, pool.map(_compile_one, [work[k] for k in todo])):
             outcomes[key] = outcome
             if outcome[0]:
