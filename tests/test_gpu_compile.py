@@ -47,13 +47,18 @@ def result(request):
     found = gpu_compile.check()
     report = io.StringIO()
     gpu_compile.report(found, report)
-    terminal = request.config.pluginmanager.getplugin('terminalreporter')
-    if terminal is not None:
-        terminal.write_line('')
-        terminal.write_line('GPU compile check ({} compilations, {} from the cache {}, '
-                            '{:.0f} s): {}'.format(found.compilations, found.cached,
-                                                   gpu_compile.cache_folder(), found.seconds,
-                                                   gpu_compile.summary_line(found)))
+    # The count belongs in the run's output even when the tests pass: write it past the
+    # output capture, as capsys.disabled() does.
+    plugins = request.config.pluginmanager
+    terminal, capture = plugins.getplugin('terminalreporter'), plugins.getplugin('capturemanager')
+    if terminal is not None and capture is not None:
+        with capture.global_and_fixture_disabled():
+            terminal.write_line('')
+            terminal.write_line('GPU compile check ({} compilations, {} from the cache {}, '
+                                '{:.0f} s): {}'.format(found.compilations, found.cached,
+                                                       gpu_compile.cache_folder(),
+                                                       found.seconds,
+                                                       gpu_compile.summary_line(found)))
     return found, report.getvalue()
 
 
