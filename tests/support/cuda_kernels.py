@@ -127,8 +127,9 @@ class _Unresolved(Exception):
 class _Evaluator:
     """Evaluates the constant expressions kernel definitions are written with."""
 
-    def __init__(self, namespace):
+    def __init__(self, namespace, import_error=None):
         self._namespace = namespace
+        self._import_error = import_error
 
     def __call__(self, node):
         method = getattr(self, '_' + type(node).__name__, None)
@@ -142,6 +143,9 @@ class _Evaluator:
     def _Name(self, node):
         value = self._namespace.get(node.id, _Unresolved)
         if value is _Unresolved or not isinstance(value, (str, int, float, bool, tuple)):
+            if self._import_error is not None:
+                raise _Unresolved('{} (the module did not import: {})'.format(
+                    node.id, self._import_error))
             raise _Unresolved(node.id)
         return value
 
@@ -245,10 +249,11 @@ def _bind(kind, call, evaluate):
 
 
 def _module_namespace(module_name):
+    """(the module's globals, None), or ({}, the error) when it does not import here."""
     try:
-        return vars(importlib.import_module(module_name))
-    except Exception:   # an optional dependency missing: constants are then unknown
-        return {}
+        return vars(importlib.import_module(module_name)), None
+    except Exception as error:   # an optional dependency missing: its constants are unknown
+        return {}, '{}: {}'.format(type(error).__name__, error)
 
 
 def kernels_in_file(path, module_name, label):
@@ -284,7 +289,7 @@ def kernels_in_file(path, module_name, label):
             found.append(Kernel(kind, where, function, None, _UNBUILDABLE[kind]))
             continue
         if evaluate is None:
-            evaluate = _Evaluator(_module_namespace(module_name))
+            evaluate = _Evaluator(*_module_namespace(module_name))
         try:
             found.append(Kernel(kind, where, function, _bind(kind, node, evaluate), None))
         except _Unresolved as error:

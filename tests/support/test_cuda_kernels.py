@@ -76,8 +76,18 @@ def test_an_argument_known_only_at_run_time_is_named_as_the_reason(tmp_path):
             return cupy.ReductionKernel('T x', 'T y', body, 'a + b', 'y = a', '0', 'r')
     ''')
     assert kernel.kind == 'reduction' and kernel.arguments is None
-    assert kernel.problem == 'argument map_expr = body depends on run-time value body'
+    assert kernel.problem.startswith('argument map_expr = body depends on run-time value body')
     assert kernel.name == '<planted_kernels.py:4>'
+
+
+def test_a_module_constant_of_a_module_that_does_not_import_names_the_error(tmp_path):
+    kernel, = _walk(tmp_path, '''
+        import cupy
+        BODY = 'y = x'
+        cupy.ElementwiseKernel('T x', 'T y', BODY, 'k')
+    ''')
+    assert kernel.arguments is None
+    assert 'BODY (the module did not import: ModuleNotFoundError' in kernel.problem
 
 
 def test_operator_kernels_point_at_the_line_that_launches_them(monkeypatch):
