@@ -18,8 +18,11 @@ SETUPTOOLS_3.12 := setuptools
 SETUPTOOLS_3.13 := setuptools
 # The newest stack also has CuPy, as a GPU user's environment would (no CUDA driver here:
 # it checks that Chainer and researchutils import beside CuPy 14 and that every CuPy name
-# they use exists; docs/gpu.rst).
-EXTRA_PACKAGES_3.13 := cupy-cuda12x>=14
+# they use exists), and CUDA 13's NVRTC and headers, with which every kernel on our GPU
+# paths is compiled for today's GPUs (`make gpu-compile-check`; docs/gpu.rst). CuPy stays on
+# the minor version whose internals that check reads (TESTED_CUPY in
+# tests/support/gpu_compile.py).
+EXTRA_PACKAGES_3.13 := cupy-cuda13x==14.2.* nvidia-cuda-nvrtc==13.* nvidia-cuda-runtime==13.*
 # setuptools < 70 builds wheels only with the wheel package (later ones carry bdist_wheel);
 # the .pth tests build researchutils' wheel with the venv's own setuptools.
 EXTRA_PACKAGES_3.11 := wheel
