@@ -1,0 +1,123 @@
+"""The PostgreSQL server of tests/support/postgres_server.py: real server, real clients."""
+import os
+import socket
+
+import pytest
+
+from tests.support import postgres_server as pg
+
+needs_postgres = pytest.mark.skipif(pg.missing() is not None, reason=str(pg.missing()))
+
+
+def uid_of(pid):
+    with open('/proc/{}/status'.format(pid)) as stream:
+        for line in stream:
+            if line.startswith('Uid:'):
+                return int(line.split()[1])
+    raise AssertionError('no Uid line for process {}'.format(pid))
+
+
+def refused(port):
+    try:
+        socket.create_connection(('127.0.0.1', port), timeout=10).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def test_the_session_server_keeps_what_a_real_client_writes(postgres_server, postgres_database):
+    psycopg = pytest.importorskip('psycopg')
+    url = postgres_server.url(postgres_database)
+    with psycopg.connect(url) as connection:
+        connection.execute('CREATE TABLE trials (number integer PRIMARY KEY, value real)')
+        connection.execute('INSERT INTO trials VALUES (0, 0.5), (1, 0.25)')
+    with psycopg.connect(url) as connection:
+        rows = connection.execute('SELECT number, value FROM trials ORDER BY number').fetchall()
+        where = connection.execute('SELECT current_database(), inet_server_port()').fetchone()
+    assert rows == [(0, 0.5), (1, 0.25)]
+    assert where == (postgres_database, postgres_server.port)
+
+
+def test_each_test_database_is_a_new_empty_one(postgres_server, postgres_database):
+    other = postgres_server.create_database()
+    assert other != postgres_database
+    assert postgres_server.psql('SELECT count(*) FROM pg_tables WHERE schemaname = '
+                                "'public'", other).strip() == '0'
+
+
+def test_a_wrong_password_is_refused(postgres_server):
+    psycopg = pytest.importorskip('psycopg')
+    url = postgres_server.url().replace(postgres_server.password, 'not-the-password')
+    with pytest.raises(psycopg.OperationalError, match='password authentication failed'):
+        psycopg.connect(url).close()
+
+
+def test_the_server_never_runs_as_root(postgres_server):
+    uid = uid_of(postgres_server.process.pid)
+    if os.geteuid() == 0:
+        assert uid == pg.server_user().pw_uid != 0
+        assert os.stat(postgres_server.data_dir).st_uid == uid
+    else:
+        assert uid == os.geteuid()
+
+
+@needs_postgres
+def test_a_stopped_server_leaves_no_process_port_or_data_folder(tmp_path):
+    psycopg = pytest.importorskip('psycopg')
+    server = pg.PostgresServer(tmp_path)
+    with server:
+        connection = psycopg.connect(server.url())  # a backend process of its own
+        processes = server.processes()
+        backend = connection.info.backend_pid
+        data_dir = server.data_dir
+    assert backend in processes and server.process is None
+    assert len(processes) >= 3, processes  # postmaster, backend, checkpointer...
+    assert pg.alive(processes) == {}
+    assert not os.path.exists(data_dir)
+    assert refused(server.port)
+    connection.close()
+
+
+@needs_postgres
+def test_a_failing_test_stops_its_server_all_the_same(tmp_path):
+    class Failure(Exception):
+        pass
+    server = pg.PostgresServer(tmp_path)
+    with pytest.raises(Failure):
+        with server:
+            processes = server.processes()
+            raise Failure
+    assert processes and pg.alive(processes) == {}
+
+
+@needs_postgres
+def test_a_port_taken_before_the_server_binds_is_retried_on_another(tmp_path, monkeypatch):
+    with socket.socket() as holder:
+        holder.bind(('127.0.0.1', 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        ports = iter([taken])
+        real_free_port = pg._free_port
+        monkeypatch.setattr(pg, '_free_port', lambda: next(ports, None) or real_free_port())
+        with pg.PostgresServer(tmp_path) as server:
+            assert server.port != taken
+            assert server.psql('SELECT 1').strip() == '1'
+    with open(server.log_path) as stream:
+        assert 'Address already in use' in stream.read()
+
+
+@needs_postgres
+def test_an_address_it_cannot_listen_on_fails_the_start_with_the_log_and_nothing_left(
+        tmp_path):
+    # TEST-NET-3: no interface of this machine has it, so binding fails (nothing is sent).
+    server = pg.PostgresServer(tmp_path, networks=[('203.0.113.7', '203.0.113.0/24')])
+    with pytest.raises(RuntimeError, match='could not bind.*203.0.113.7'):
+        server.start()
+    assert server.process is None and server._own_data_parent is None
+
+
+def test_without_the_binaries_the_reason_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setattr(pg, 'SEARCH_DIRS', str(tmp_path / 'none' / '*' / 'bin'))
+    monkeypatch.setenv('PATH', str(tmp_path))
+    assert pg.find_bin_dir() is None
+    assert 'apt-get install postgresql' in pg.missing()
