@@ -303,6 +303,8 @@ class PostgresServer(object):
             # A test server: durability is not wanted, speed is.
             'fsync': 'off', 'synchronous_commit': 'off', 'full_page_writes': 'off',
             'max_connections': 100, 'shared_buffers': '32MB',
+            # Where each connection came from, for clients() and for whoever reads the log.
+            'log_connections': 'on',
         }
         command = [self._program('postgres'), '-D', self.data_dir]
         for name, value in settings.items():
@@ -383,6 +385,23 @@ class PostgresServer(object):
         if done.returncode != 0:
             raise RuntimeError('psql {!r} failed: {}'.format(sql, done.stderr))
         return done.stdout
+
+    def clients(self, database):
+        """The addresses that connected to ``database``, read from the server's log (each
+        line begins with the backend's ``[pid]``: a connection's lines come in order)."""
+        received, found = {}, set()
+        with open(self.log_path, errors='replace') as stream:
+            for line in stream:
+                match = re.search(r'\[([0-9]+)\] LOG:  connection received: host=(\S+)',
+                                  line)
+                if match:
+                    received[match.group(1)] = match.group(2)
+                    continue
+                match = re.search(r'\[([0-9]+)\] LOG:  connection authorized: .*'
+                                  r'database=(\S+)', line)
+                if match and match.group(2) == database and match.group(1) in received:
+                    found.add(received[match.group(1)])
+        return found
 
     def create_database(self, name=None):
         """Makes an empty database (a fresh name unless given); returns its name."""

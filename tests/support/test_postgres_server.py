@@ -36,6 +36,7 @@ def test_the_session_server_keeps_what_a_real_client_writes(postgres_server, pos
         where = connection.execute('SELECT current_database(), inet_server_port()').fetchone()
     assert rows == [(0, 0.5), (1, 0.25)]
     assert where == (postgres_database, postgres_server.port)
+    assert postgres_server.clients(postgres_database) == {'127.0.0.1'}
 
 
 def test_each_test_database_is_a_new_empty_one(postgres_server, postgres_database):
