@@ -26,8 +26,9 @@ every listen address, with a generous deadline, while watching that the server h
 exited (its log's tail is then in the error). A port found taken when the server binds
 (free ports are only free until used) is retried with another one. :meth:`stop` asks for a
 fast shutdown (SIGINT), waits for the server and every process it started to be gone, and
-only then escalates (SIGQUIT, SIGKILL); the server also gets SIGINT if the test process
-dies (``PR_SET_PDEATHSIG``), so no server outlives its session.
+only then escalates (SIGQUIT, SIGKILL; a killed server's shared memory segment is removed
+then, and its dynamic shared memory lives in its data folder); the server also gets SIGINT
+if the test process dies (``PR_SET_PDEATHSIG``), so no server outlives its session.
 
 :func:`missing` says why no server can start here, for a clean skip. Tested by
 tests/support/test_postgres_server.py.
@@ -303,6 +304,9 @@ class PostgresServer(object):
             # A test server: durability is not wanted, speed is.
             'fsync': 'off', 'synchronous_commit': 'off', 'full_page_writes': 'off',
             'max_connections': 100, 'shared_buffers': '32MB',
+            # Dynamic shared memory in the data folder (pg_dynshmem), not in /dev/shm: a
+            # server that had to be killed leaves nothing that outlives its folder.
+            'dynamic_shared_memory_type': 'mmap',
             # Where each connection came from, for clients() and for whoever reads the log.
             'log_connections': 'on',
         }
@@ -426,6 +430,7 @@ class PostgresServer(object):
         if process is None:
             return
         started = descendants(process.pid)
+        segment = self.shared_memory_id()
         for sig, patience in ((signal.SIGINT, STOP_TIMEOUT), (signal.SIGQUIT, STOP_TIMEOUT),
                               (signal.SIGKILL, STOP_TIMEOUT)):
             with contextlib.suppress(ProcessLookupError):
@@ -441,6 +446,19 @@ class PostgresServer(object):
         for pid in alive(started):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        if process.returncode == -signal.SIGKILL and segment is not None:
+            # A postmaster that exits removes its System V segment; a killed one cannot.
+            subprocess.run(['ipcrm', '-m', str(segment)], capture_output=True,
+                           stdin=subprocess.DEVNULL, timeout=60)
+
+    def shared_memory_id(self):
+        """The id of the server's System V shared memory segment (``postmaster.pid``'s
+        seventh line: key, id), or None."""
+        try:
+            with open(os.path.join(self.data_dir, 'postmaster.pid')) as stream:
+                return int(stream.read().splitlines()[6].split()[1])
+        except (OSError, TypeError, IndexError, ValueError):
+            return None
 
     def stop(self):
         """Stops the server and its processes, removes its data folder; safe to call twice."""

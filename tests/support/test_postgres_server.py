@@ -79,6 +79,28 @@ def test_a_stopped_server_leaves_no_process_port_or_data_folder(tmp_path):
     connection.close()
 
 
+def shared_memory_ids():
+    with open('/proc/sysvipc/shm') as stream:
+        return {int(line.split()[1]) for line in stream.readlines()[1:]}
+
+
+@needs_postgres
+def test_a_server_killed_outright_leaves_no_process_or_shared_memory(tmp_path):
+    server = pg.PostgresServer(tmp_path)
+    with server:
+        processes = server.processes()
+        segment = server.shared_memory_id()
+        assert segment in shared_memory_ids()
+        # Its dynamic shared memory is in its data folder, which goes with it.
+        assert os.listdir(os.path.join(server.data_dir, 'pg_dynshmem'))
+        data_dir = server.data_dir
+        server.process.kill()  # no chance to clean up, as under the OOM killer
+        server.process.wait(timeout=60)
+    assert pg.alive(processes) == {}
+    assert segment not in shared_memory_ids()
+    assert not os.path.exists(data_dir)
+
+
 @needs_postgres
 def test_a_failing_test_stops_its_server_all_the_same(tmp_path):
     class Failure(Exception):
