@@ -58,6 +58,7 @@ _BINARIES = ('initdb', 'postgres', 'pg_isready', 'psql')
 _PORT_ATTEMPTS = 5
 _PR_SET_PDEATHSIG = 1
 _FOLDER_PREFIX = 'researchutils-postgres-'
+_prctl = ctypes.CDLL(None, use_errno=True).prctl
 _templates = {}
 
 
@@ -103,9 +104,9 @@ def _free_port():
 
 
 def _die_with_parent():
-    """In the server's child process: a fast shutdown when the test process dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT), 0, 0, 0)
+    """In the server's child process: a fast shutdown when the test process dies. (Only a
+    call into libc, looked up beforehand: the child of a threaded process must not import.)"""
+    _prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT), 0, 0, 0)
 
 
 def process_start(pid):

@@ -1,10 +1,16 @@
 """The PostgreSQL server of tests/support/postgres_server.py: real server, real clients."""
+import json
 import os
+import signal
 import socket
+import subprocess
+import sys
+import time
 
 import pytest
 
 from tests.support import postgres_server as pg
+from tests.support.processes import REPO
 
 needs_postgres = pytest.mark.skipif(pg.missing() is not None, reason=str(pg.missing()))
 
@@ -137,6 +143,40 @@ def test_an_address_it_cannot_listen_on_fails_the_start_with_the_log_and_nothing
     with pytest.raises(RuntimeError, match='could not bind.*203.0.113.7'):
         server.start()
     assert server.process is None and server._own_data_parent is None
+
+
+DYING_SESSION = '''
+import json, sys
+from tests.support import postgres_server as pg
+server = pg.PostgresServer(sys.argv[1])
+server.start()
+print(json.dumps({'processes': server.processes(), 'data_dir': server.data_dir}), flush=True)
+sys.stdin.read()
+'''
+
+
+@needs_postgres
+def test_a_test_process_killed_outright_takes_its_server_along(tmp_path):
+    session = subprocess.Popen([sys.executable, '-c', DYING_SESSION, str(tmp_path)],
+                               cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True)
+    try:
+        started = json.loads(session.stdout.readline())
+    finally:
+        session.kill()
+        session.communicate()
+    processes = {int(pid): start for pid, start in started['processes'].items()}
+    deadline = time.monotonic() + 60
+    while pg.alive(processes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = pg.alive(processes)
+    for pid in left:  # the test fails; the server is not left running all the same
+        os.kill(pid, signal.SIGKILL)
+    assert left == {}
+    # Its data folder outlived it; the next session that makes a folder removes it.
+    assert os.path.exists(started['data_dir'])
+    pg._remove_leftovers()
+    assert not os.path.exists(started['data_dir'])
 
 
 def test_without_the_binaries_the_reason_says_what_to_install(monkeypatch, tmp_path):
