@@ -54,6 +54,10 @@ extras = {
     'plot': ['matplotlib>=3.3'],
     # Optuna's own figures (search_history.png...) need the plot extra too.
     'search': ['optuna>=4.0'],
+    # A study on a PostgreSQL server (postgresql:// URLs): SQLAlchemy 2.1 made psycopg 3 the
+    # driver of a plain postgresql:// URL (2.0 and older took psycopg2), so the extra asks for
+    # both; the binary wheels carry libpq, so no system library is needed.
+    'search-db': ['optuna>=4.0', 'sqlalchemy>=2.1', 'psycopg[binary]>=3.1'],
     'docs': ['sphinx>=5'],
     'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.4', 'mypy>=2'],
 }

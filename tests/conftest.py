@@ -1,7 +1,13 @@
-"""Test-wide markers: ``gpu`` tests skip without CUDA, ``mpi`` tests outside mpiexec."""
+"""Test-wide markers (``gpu`` tests skip without CUDA, ``mpi`` tests outside mpiexec) and the
+session-wide fixtures of tests/support."""
 import os
 
 import pytest
+
+# Session-wide fixtures that tests of several folders share (one PostgreSQL server and one
+# bridge for the namespace hosts a session): they must be known here, at the top.
+from tests.support.netns_hosts import host_network, network_hosts  # noqa: F401 (fixtures)
+from tests.support.postgres_server import postgres_database, postgres_server  # noqa: F401
 
 # Tests never open windows, whatever the machine: matplotlib draws with Agg. Tests of the
 # display path select tests/support/recording_backend.py in a subprocess of their own.
