@@ -172,7 +172,7 @@ def score_model(run, model, val, training):
 
 
 def _write_summary(path, val_score_key, results, best_params, best_score):
-    train_utils.atomic_write_text(path, json_values.dumps_json(json_values.strict_json_value({
+    train_utils.atomic_write_text(path, json_values.dumps_json(json_values._strict_json_value({
         'val_score_key': val_score_key,
         'results': [{'choice': json_values.to_json_value(choice, 'choice'),
                      'score': score_for_json(score)} for choice, score in results],

@@ -25,7 +25,7 @@ from researchutils.chainer.training.references import (
     resolve_reference,
 )
 
-# The floats strict JSON has no number for, as strict_json_value writes them.
+# The floats strict JSON has no number for, as _strict_json_value writes them.
 _NON_FINITE = ('nan', 'inf', '-inf')
 # Keyword arguments and triggers: plain values only, never a reference.
 _PLAIN_KEYS = ('optimizer_params', 'lr_sched_params', 'lr_sched_trigger')
@@ -86,7 +86,7 @@ def _decode_float(value, where):
 
 
 def _array_items(items, where):
-    """An array's nested lists, with strict_json_value's non-finite floats read back."""
+    """An array's nested lists, with _strict_json_value's non-finite floats read back."""
     if isinstance(items, list):
         return [_array_items(item, where) for item in items]
     if isinstance(items, dict) and set(items) == {'__float__'}:
@@ -146,6 +146,9 @@ def from_json_value(value, where='value', allowed_modules=(), model_package=None
     :func:`~researchutils.chainer.training.references.resolve_reference`); under
     ``optimizer_params``, ``lr_sched_params`` and ``lr_sched_trigger`` no
     reference is read at all. Arrays must have a boolean or numeric dtype.
+    ``{"__float__": "nan"}`` (``"inf"``, ``"-inf"``), how the summaries that
+    are strict JSON (``search.json``, ``grid_search.json``) write such
+    floats, is read back as the float.
 
     Args:
         value: Data read by :func:`json.loads`.
@@ -172,7 +175,7 @@ def from_json_value(value, where='value', allowed_modules=(), model_package=None
                    where.rsplit('/', 1)[-1] in _PLAIN_KEYS)
 
 
-def strict_json_value(data):
+def _strict_json_value(data):
     """JSON-ready data with every NaN or infinite float written as strict JSON can hold it.
 
     Such a float becomes ``{"__float__": "nan"}`` (``"inf"``, ``"-inf"``), which
@@ -186,15 +189,15 @@ def strict_json_value(data):
         object: The same data, with no NaN or infinity left.
 
     Example:
-        >>> strict_json_value({'clip': [1.0, float('inf')]})
+        >>> _strict_json_value({'clip': [1.0, float('inf')]})
         {'clip': [1.0, {'__float__': 'inf'}]}
     """
     if isinstance(data, float) and not math.isfinite(data):
         return {'__float__': repr(data)}
     if isinstance(data, dict):
-        return {key: strict_json_value(item) for key, item in data.items()}
+        return {key: _strict_json_value(item) for key, item in data.items()}
     if isinstance(data, list):
-        return [strict_json_value(item) for item in data]
+        return [_strict_json_value(item) for item in data]
     return data
 
 

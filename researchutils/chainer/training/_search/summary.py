@@ -1,9 +1,9 @@
 """What a search leaves: its summary (``search.json`` and the returned dict) and figures.
 
 ``search.json`` is strict JSON: a score that is NaN or infinite is ``null``, and a
-parameter that is such a float is tagged (``{"__float__": "inf"}``,
-:func:`~researchutils.chainer.training.json_values.strict_json_value`) so that
-``Parameters.from_json`` reads the best parameters back exactly. Whatever the summary saves
+parameter that is such a float is tagged (``{"__float__": "inf"}``, by
+``json_values._strict_json_value``) so that ``Parameters.from_json`` reads the best
+parameters back exactly. Whatever the summary saves
 is checked before the first trial (:func:`check_saveable`), not after the last. The
 figures are Optuna's optimization history and parameter importances, drawn with
 matplotlib when it is there (a warning says so when not).
@@ -76,7 +76,7 @@ def write_summary(experiment, study, summary, study_id):
     best_params = summary['best_params']
     train_utils.atomic_write_text(
         os.path.join(experiment.output_dir, SUMMARY_FILE),
-        json_values.dumps_json(json_values.strict_json_value({
+        json_values.dumps_json(json_values._strict_json_value({
             'study_name': study.study_name, 'study_id': study_id,
             'direction': study.direction.name.lower(),
             'val_score_key': experiment.val_score_key,
