@@ -168,7 +168,7 @@ def test_a_second_study_in_the_same_folder_trains_its_own_trials(tmp_path):
 
 def test_searches_in_new_in_memory_studies_never_share_a_trial_folder(tmp_path):
     experiment = search_tasks.search_experiment(str(tmp_path), search_tasks.search_params(1))
-    folders = []
+    folders, trials = [], []
     for lr in (0.01, 0.3):
         storage = optuna.storages.InMemoryStorage()
         enqueued_study(tmp_path, [lr], storage=storage)
@@ -182,8 +182,18 @@ def test_searches_in_new_in_memory_studies_never_share_a_trial_folder(tmp_path):
         owner = json.loads(open(os.path.join(folders[-1], 'search_trial.json')).read())
         assert owner == {'study_name': 'exp', 'trial': 0, 'study_id': summary[
             'study'].user_attrs['researchutils_study_id']}
+        trials.append(summary['study'].trials[0])
     assert folders[0] != folders[1]
     assert [epochs_trained(folder) for folder in folders] == [1, 1]
+    # What a retried trial would use to find a failed trial's folder: only its own.
+    from researchutils.chainer.training._search import folders as trial_folders
+    assert [trial_folders.folder_of(experiment.output_dir, 'exp', trial)
+            for trial in trials] == folders
+    assert trial_folders.folder_of(experiment.output_dir, 'other', trials[0]) is None
+    forged = optuna.trial.create_trial(
+        params=trials[1].params, distributions=trials[1].distributions, value=1.0,
+        user_attrs=dict(trials[1].user_attrs, folder=trials[0].user_attrs['folder']))
+    assert trial_folders.folder_of(experiment.output_dir, 'exp', forged) is None
 
 
 def test_a_trial_folder_of_an_unknown_owner_is_never_used(tmp_path):

@@ -9,7 +9,8 @@ trial's number), before anything else is written there. A folder found already t
 used only when its record names that same owner: never one recorded for another study or
 trial, nor one whose owner is unknown (no record, or one that cannot be read). A retried
 trial (a new number taking up a failed trial's parameters) finds the failed trial's folder
-by that trial's ``folder`` user attribute and checks the record against that trial.
+with :func:`folder_of`: by that trial's ``folder`` and ``study_id`` user attributes, and
+only when the folder's record names that trial of that study.
 Tests: ``tests/chainer/training/test_search.py``.
 """
 import json
@@ -19,8 +20,16 @@ import re
 from researchutils.chainer.training import train_utils
 
 OWNER_FILE = 'search_trial.json'
+# A trial's user attributes saying which folder it took, for which study id.
 FOLDER_ATTR = 'folder'
+STUDY_ID_ATTR = 'study_id'
 _FOLDER = re.compile('study_[0-9a-f]{8}/trial_[0-9]+')
+_STUDY_ID = re.compile('[0-9a-f]{32}')
+
+
+def is_study_id(value):
+    """Whether ``value`` is a study id as a search stores it (32 hexadecimal digits)."""
+    return isinstance(value, str) and _STUDY_ID.fullmatch(value) is not None
 
 
 def relative_folder(study_id, number):
@@ -38,6 +47,17 @@ def recorded_folder(trial):
     it recorded none or something that is no trial folder."""
     folder = trial.user_attrs.get(FOLDER_ATTR)
     return folder if isinstance(folder, str) and _FOLDER.fullmatch(folder) else None
+
+
+def folder_of(output_dir, study_name, trial):
+    """The folder in ``output_dir`` that ``trial`` (of the study ``study_name``) took, when
+    the folder's record names that trial of that study; None otherwise."""
+    folder, study_id = recorded_folder(trial), trial.user_attrs.get(STUDY_ID_ATTR)
+    if folder is None or not is_study_id(study_id) or folder != relative_folder(
+            study_id, trial.number):
+        return None
+    path = os.path.join(output_dir, folder)
+    return path if belongs_to(path, owner(study_name, study_id, trial.number)) else None
 
 
 def _recorded_owner(folder):

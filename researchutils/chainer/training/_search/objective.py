@@ -67,6 +67,7 @@ def objective(experiment, space, train, val, n_trials):
             raise SurplusTrial('the study has its n_trials={} trials already'.format(n_trials))
         study_id = studies.study_id(study)
         folder = folders.relative_folder(study_id, trial.number)
+        trial.set_user_attr(folders.STUDY_ID_ATTR, study_id)
         trial.set_user_attr(folders.FOLDER_ATTR, folder)
         params = experiment.params.choose(space.suggest(trial))
         folders.claim(os.path.join(experiment.output_dir, folder),

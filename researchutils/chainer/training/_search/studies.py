@@ -24,7 +24,6 @@ Optuna's heartbeat, which fails it once it stopped beating for ``GRACE_PERIOD`` 
 Tests: ``tests/chainer/training/test_search.py``.
 """
 import os
-import re
 import socket
 import time
 import uuid
@@ -34,12 +33,13 @@ import optuna
 import sqlalchemy.exc
 from sqlalchemy.engine import URL, make_url
 
+from researchutils.chainer.training._search import folders
+
 STUDY_FILE = 'search.db'
 HEARTBEAT_INTERVAL = 60
 GRACE_PERIOD = 180
 OPEN_ATTEMPTS = 5
 STUDY_ID_ATTR = 'researchutils_study_id'
-_STUDY_ID = re.compile('[0-9a-f]{32}')
 # Failures that go away when tried again: a lock held by another process, and the race of
 # processes creating the tables ("already exists") and the schema version (an integrity
 # error, a UNIQUE constraint) at once.
@@ -158,7 +158,7 @@ def study_id(study):
     if STUDY_ID_ATTR not in study.user_attrs:
         study.set_user_attr(STUDY_ID_ATTR, uuid.uuid4().hex)
     value = study.user_attrs[STUDY_ID_ATTR]  # read back: another process may have set it
-    if not isinstance(value, str) or not _STUDY_ID.fullmatch(value):
+    if not folders.is_study_id(value):
         raise ValueError('the study {!r} has the user attribute {}={!r}, which is no id a '
                          'search stored (32 hexadecimal digits): it names the folders of its '
                          'trials, so it is not used'.format(study.study_name, STUDY_ID_ATTR,
