@@ -1,4 +1,5 @@
 """The order of validation scores: ``val_score_mode`` "lowest" or "highest" is best."""
+import math
 
 VAL_SCORE_MODES = ('lowest', 'highest')
 
@@ -13,3 +14,8 @@ def check_val_score_mode(mode, name='val_score_mode'):
 def improves(mode, new, old):
     """Whether score ``new`` beats ``old`` under ``mode`` ("lowest" or "highest")."""
     return new < old if mode == 'lowest' else new > old
+
+
+def score_for_json(score):
+    """A score as the summaries write it: None (``null``) for none, NaN or an infinity."""
+    return None if score is None or not math.isfinite(score) else score
