@@ -180,7 +180,7 @@ def test_searches_in_new_in_memory_studies_never_share_a_trial_folder(tmp_path):
         assert log[-1]['val/MSE'] == pytest.approx(summary['best_score'], rel=1e-5)
         folders.append(folder_of(tmp_path, summary['trials'][0]))
         owner = json.loads(open(os.path.join(folders[-1], 'search_trial.json')).read())
-        assert owner == {'study_name': 'exp', 'trial': 0, 'study_id': summary[
+        assert owner == {'study_name': 'exp', 'trial': 0, 'holder': 0, 'study_id': summary[
             'study'].user_attrs['researchutils_study_id']}
         trials.append(summary['study'].trials[0])
     assert folders[0] != folders[1]
@@ -416,17 +416,38 @@ def test_a_running_trial_of_another_host_is_not_failed_here(tmp_path):
     assert [trial['state'] for trial in summary['trials']] == ['RUNNING']
 
 
-def test_a_running_trial_of_a_dead_process_of_this_host_is_failed(tmp_path):
+def test_a_running_trial_of_a_dead_process_of_this_host_is_failed_and_retried(tmp_path):
+    gone = subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'],
+                          check=True, capture_output=True, text=True)
+    study = enqueued_study(tmp_path, [0.3])
+    running = study.ask()
+    running.suggest_categorical(LR, search_tasks.LEARNING_RATES)
+    running.set_user_attr('worker', {'host': socket.gethostname(), 'pid': int(gone.stdout),
+                                     'started': 1})
+    summary = search_tasks.search_experiment(str(tmp_path), search_tasks.search_params(
+        1)).search(*search_tasks.search_managers(), n_trials=1)
+    # Failed, and retried with its parameters: the retry is the one trial counted, and
+    # trains afresh, as the dead trial left no folder.
+    assert [t.state for t in study.trials] == [STATES.FAIL, STATES.COMPLETE]
+    assert study.trials[1].params == {LR: 0.3}
+    assert optuna.storages.RetryFailedTrialCallback.retry_history(study.trials[1]) == [0]
+    assert [(t['number'], t['state'], t['retry_of'], t['resumed_at'], t['folder'])
+            for t in summary['trials']] == [(1, 'COMPLETE', [0], None, study.trials[1]
+                                             .user_attrs['folder'])]
+    assert summary['trials'][0]['folder'].endswith('/trial_1')
+
+
+def test_a_worker_record_copied_from_another_trial_says_nothing_of_this_one(tmp_path):
     gone = subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'],
                           check=True, capture_output=True, text=True)
     study = enqueued_study(tmp_path, [])
     running = study.ask()
+    # Optuna's own RetryFailedTrialCallback copies the failed trial's user attributes.
     running.set_user_attr('worker', {'host': socket.gethostname(), 'pid': int(gone.stdout),
-                                     'started': 1})
-    study.enqueue_trial({LR: 0.1})
-    summary = search_tasks.search_experiment(str(tmp_path), search_tasks.search_params(
-        1)).search(*search_tasks.search_managers(), n_trials=1)
-    assert [trial['state'] for trial in summary['trials']] == ['FAIL', 'COMPLETE']
+                                     'started': 1, 'trial': running.number + 7})
+    search_tasks.search_experiment(str(tmp_path)).search(
+        *search_tasks.search_managers(), n_trials=1)
+    assert study.trials[0].state == STATES.RUNNING
 
 
 def worker(tmp_path, n_trials, storage='default', seconds_per_epoch=0.0):
