@@ -1,4 +1,6 @@
-"""Importing a module loads only the standard library, numpy and chainer."""
+"""Importing a module loads only the standard library, numpy and chainer, and importing one
+piece of researchutils loads that piece alone."""
+import fnmatch
 import os
 import subprocess
 import sys
@@ -154,3 +156,90 @@ def test_search_without_optuna_names_the_extra(code, tmp_path):
                          capture_output=True, text=True).stdout
     assert out.startswith('ImportError:')
     assert 'needs Optuna: pip install researchutils[search]' in out
+
+
+# What importing each piece may load, and what it must not, in a fresh interpreter: a piece
+# loads itself and the small private helpers, never the experiment, the search, the data
+# managers, the models, the worker pool, Optuna or matplotlib (DESIGN.md, "Importing one
+# piece loads that piece"). Names are fnmatch patterns over sys.modules.
+HELPERS = ('researchutils', 'researchutils._*', 'researchutils.chainer',
+           'researchutils.chainer._*')
+EXPERIMENT = ('researchutils.chainer.training.experiment',
+              'researchutils.chainer.training._experiment',
+              'researchutils.chainer.training._experiment.*',
+              'researchutils.chainer.training._experiment_settings',
+              'researchutils.chainer.training._model_selection',
+              'researchutils.chainer.training._trainer',
+              'researchutils.chainer.training._search', 'researchutils.chainer.training._search.*',
+              'researchutils.chainer.training.parameters')
+DATA = ('researchutils.chainer.data_loading', 'researchutils.chainer.data_loading.*')
+MODELS = ('researchutils.chainer.models', 'researchutils.chainer.models.*')
+POOL = ('researchutils._process_pool', 'researchutils._process_worker',
+        'researchutils._process_pipe')
+HEAVY = ('optuna', 'optuna.*', 'matplotlib', 'matplotlib.*')
+TRAINING = ('researchutils.chainer.training',)
+EXTENSIONS = ('researchutils.chainer.training.extensions',
+              'researchutils.chainer.training.extensions.*',
+              'researchutils.chainer.training._scores',
+              'researchutils.chainer.serializers', 'researchutils.chainer.serializers.*')
+FUNCTIONS = ('researchutils.chainer.functions', 'researchutils.chainer.functions.*')
+LINKS = FUNCTIONS + ('researchutils.chainer.links', 'researchutils.chainer.links.*')
+SERIALIZERS = ('researchutils.chainer.serializers', 'researchutils.chainer.serializers.*')
+ITERATORS = ('researchutils.chainer.iterators', 'researchutils.chainer.iterators.*')
+
+#        piece: (what it may load besides HELPERS, what it must not load)
+IMPORT_TABLE = {
+    'researchutils.chainer.training': (TRAINING, EXPERIMENT + DATA + MODELS + POOL + HEAVY),
+    'researchutils.chainer.training.extensions': (
+        TRAINING + EXTENSIONS, EXPERIMENT + DATA + MODELS + POOL + HEAVY),
+    'researchutils.chainer.functions': (FUNCTIONS, EXPERIMENT + DATA + MODELS + POOL + HEAVY),
+    'researchutils.chainer.links': (LINKS, EXPERIMENT + DATA + MODELS + POOL + HEAVY),
+    'researchutils.chainer.serializers': (SERIALIZERS,
+                                          EXPERIMENT + DATA + MODELS + POOL + HEAVY),
+    'researchutils.chainer.iterators': (ITERATORS + POOL, TRAINING + DATA + MODELS + HEAVY),
+    'researchutils.chainer.models': (MODELS, EXPERIMENT + DATA + POOL + HEAVY),
+}
+IMPORT_TABLE.update({
+    'researchutils.chainer.training.extensions.' + name:
+        IMPORT_TABLE['researchutils.chainer.training.extensions']
+    for name in ('slack_report', 'preemption_snapshot', 'chainer_pruning_extension',
+                 'best_model_saver', 'predictor_evaluator', 'stop_on_non_number')})
+IMPORT_TABLE.update({
+    module: IMPORT_TABLE['researchutils.chainer.iterators'] for module in (
+        'researchutils.chainer.iterators.' + name for name in (
+            'decorable_serial_iterator', 'decorable_multithread_iterator',
+            'decorable_multiprocess_iterator', 'unmodifiable_decorable_list'))})
+
+
+def _loaded_by(piece):
+    """The researchutils, Optuna and matplotlib modules importing ``piece`` loads, fresh."""
+    code = ('import importlib, sys\n'
+            'importlib.import_module({!r})\n'
+            'print(" ".join(sorted(m for m in sys.modules\n'
+            '                      if m.split(".")[0] in ("researchutils", "optuna",\n'
+            '                                             "matplotlib"))))\n').format(piece)
+    out = subprocess.run([sys.executable, '-c', code], check=True, cwd=REPO,
+                         capture_output=True, text=True).stdout
+    return out.split()
+
+
+def _matching(modules, patterns):
+    return sorted(m for m in modules if any(fnmatch.fnmatchcase(m, p) for p in patterns))
+
+
+@pytest.mark.parametrize('piece', sorted(IMPORT_TABLE))
+def test_importing_a_piece_loads_that_piece_alone(piece):
+    may_load, must_not = IMPORT_TABLE[piece]
+    loaded = _loaded_by(piece)
+    assert piece in loaded
+    assert _matching(loaded, must_not) == []
+    assert sorted(set(loaded) - set(_matching(loaded, HELPERS + may_load))) == []
+
+
+def test_the_forbidden_modules_are_what_the_experiment_loads():
+    # A pattern that matched nothing (a module renamed or moved) would forbid nothing: each
+    # group must match modules that importing the experiment and the search does load.
+    loaded = _loaded_by('researchutils.chainer.training.experiment')
+    for group in (('researchutils.chainer.training.experiment',),
+                  ('researchutils.chainer.training.parameters',), DATA, MODELS, POOL):
+        assert _matching(loaded, group), group

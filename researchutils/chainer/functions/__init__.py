@@ -4,20 +4,11 @@ Example:
     >>> from researchutils.chainer.functions import (
     ...     grad_clip_lstm, average_k_step_squared_error)
 """
-from researchutils.chainer.functions.activation.grad_clip_lstm import (  # noqa: F401
-    GradClipLSTM,
-    GradClipLSTMGrad,
-    grad_clip_lstm,
-)
-from researchutils.chainer.functions.loss.average_k_step_squared_error import (  # noqa: F401
-    AverageKStepSquaredError,
-    average_k_step_squared_error,
-)
+from researchutils._lazy import lazy_exports
 
-__all__ = [
-    'AverageKStepSquaredError',
-    'GradClipLSTM',
-    'GradClipLSTMGrad',
-    'average_k_step_squared_error',
-    'grad_clip_lstm',
-]
+_EXPORTS = {
+    'activation.grad_clip_lstm': ['GradClipLSTM', 'GradClipLSTMGrad', 'grad_clip_lstm'],
+    'loss.average_k_step_squared_error': ['AverageKStepSquaredError',
+                                          'average_k_step_squared_error'],
+}
+__all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

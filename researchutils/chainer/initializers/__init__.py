@@ -3,6 +3,9 @@
 Example:
     >>> from researchutils.chainer.initializers import NormalWithLoc
 """
-from researchutils.chainer.initializers.normal_with_loc import NormalWithLoc  # noqa: F401
+from researchutils._lazy import lazy_exports
 
-__all__ = ['NormalWithLoc']
+_EXPORTS = {
+    'normal_with_loc': ['NormalWithLoc'],
+}
+__all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -3,13 +3,12 @@
 Example:
     >>> from researchutils.chainer.links import GradClipLSTM
 """
-from researchutils.chainer.links.connection.action_conditioned_lstm import (  # noqa: F401
-    ActionConditionedLSTM,
-)
-from researchutils.chainer.links.connection.conv_lstm import ConvLSTM  # noqa: F401
-from researchutils.chainer.links.connection.deconvolution_ps import (  # noqa: F401
-    DeconvolutionPS,
-)
-from researchutils.chainer.links.connection.grad_clip_lstm import GradClipLSTM  # noqa: F401
+from researchutils._lazy import lazy_exports
 
-__all__ = ['ActionConditionedLSTM', 'ConvLSTM', 'DeconvolutionPS', 'GradClipLSTM']
+_EXPORTS = {
+    'connection.action_conditioned_lstm': ['ActionConditionedLSTM'],
+    'connection.conv_lstm': ['ConvLSTM'],
+    'connection.deconvolution_ps': ['DeconvolutionPS'],
+    'connection.grad_clip_lstm': ['GradClipLSTM'],
+}
+__all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -1,24 +1,15 @@
-"""researchutils.chainer.models: Delira-style networks and data-parallel training."""
-from researchutils.chainer.models.abstract_network import AbstractChainerNetwork
-from researchutils.chainer.models.data_parallel import (
-    DataParallelChainerNetwork,
-    DataParallelChainerOptimizer,
-    ParallelOptimizerCumulateGradientsHook,
-    ParallelOptimizerUpdateModelParameters,
-)
-from researchutils.chainer.models.multi_node import (
-    create_communicator,
-    mean_across_ranks,
-    setup_multi_node_optimizer,
-)
+"""researchutils.chainer.models: Delira-style networks and data-parallel training.
 
-__all__ = [
-    'AbstractChainerNetwork',
-    'DataParallelChainerNetwork',
-    'DataParallelChainerOptimizer',
-    'ParallelOptimizerCumulateGradientsHook',
-    'ParallelOptimizerUpdateModelParameters',
-    'create_communicator',
-    'mean_across_ranks',
-    'setup_multi_node_optimizer',
-]
+Each name is loaded on first use: the ChainerMN helpers, for instance, do not load the
+data-parallel network.
+"""
+from researchutils._lazy import lazy_exports
+
+_EXPORTS = {
+    'abstract_network': ['AbstractChainerNetwork'],
+    'data_parallel': ['DataParallelChainerNetwork', 'DataParallelChainerOptimizer',
+                      'ParallelOptimizerCumulateGradientsHook',
+                      'ParallelOptimizerUpdateModelParameters'],
+    'multi_node': ['create_communicator', 'mean_across_ranks', 'setup_multi_node_optimizer'],
+}
+__all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

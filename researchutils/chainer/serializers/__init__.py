@@ -1,7 +1,7 @@
-"""researchutils.chainer.serializers: npz model and snapshot helpers."""
-from researchutils.chainer.serializers.npz import load_model  # NOQA
-from researchutils.chainer.serializers.npz import load_model_from_snapshot  # NOQA
-from researchutils.chainer.serializers.npz import load_snapshot  # NOQA
-from researchutils.chainer.serializers.npz import save_model  # NOQA
+"""researchutils.chainer.serializers: npz model and snapshot helpers (loaded on first use)."""
+from researchutils._lazy import lazy_exports
 
-__all__ = ['save_model', 'load_model', 'load_snapshot', 'load_model_from_snapshot']
+_EXPORTS = {
+    'npz': ['save_model', 'load_model', 'load_snapshot', 'load_model_from_snapshot'],
+}
+__all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -4,9 +4,6 @@ import os
 import re
 import stat
 
-from chainer.serializers import npz as chainer_npz
-
-from researchutils import _files
 from researchutils.chainer.training import json_values, train_utils
 
 SNAPSHOT_NAME = 'snapshot_epoch_{.updater.epoch}'
@@ -19,16 +16,6 @@ FINAL_MODEL = 'final_model.npz'
 SETTINGS_FILE = 'experiment.json'
 _SNAPSHOT = re.compile(r'^snapshot_epoch_([0-9]+)$')
 _RANK_SNAPSHOT = re.compile(r'^snapshot_epoch_([0-9]+)_rank([0-9]+)$')
-
-
-def replace_model(path, model):
-    """Writes ``model`` to the npz file ``path`` atomically, replacing what was there.
-
-    The same file as ``serializers.save_model``'s, through the same atomic
-    writer; but the best and final models are meant to be replaced, which
-    ``save_model`` never does.
-    """
-    _files.write_atomically(path, lambda file: chainer_npz.save_npz(file, model))
 
 
 def _newest(folder, pattern, rank=None):

@@ -269,8 +269,8 @@ class ChainerExperiment(object):
         self.trainer = trainer
         trainer.run()
         if self._is_writer:
-            _model_files.replace_model(os.path.join(self.output_dir, _model_files.FINAL_MODEL),
-                                       model)
+            serializers.save_model(os.path.join(self.output_dir, _model_files.FINAL_MODEL),
+                                   model, overwrite=True)
             _model_files.write_run_state(self.output_dir, trainer.updater.epoch)
         if self.comm is not None:
             self.comm.mpi_comm.barrier()

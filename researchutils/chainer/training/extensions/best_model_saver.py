@@ -1,9 +1,14 @@
-"""BestModelSaver: keeps the model of the best validation score in one npz file."""
+"""BestModelSaver: keeps the model of the best validation score in one npz file.
+
+It writes through :func:`researchutils.chainer.serializers.save_model` (atomic, replacing the
+older file) and orders scores with ``training/_scores``, as the experiment does; it imports
+nothing of the experiment. Tests: ``tests/chainer/training/extensions/test_best_model_saver.py``.
+"""
 import math
 
 import chainer
 
-from researchutils.chainer.training._model_files import replace_model
+from researchutils.chainer.serializers import save_model
 from researchutils.chainer.training._scores import check_val_score_mode, improves
 
 
@@ -54,7 +59,7 @@ class BestModelSaver(chainer.training.Extension):
         value = float(trainer.observation[self._monitor])
         if not math.isnan(self.best_value) and not improves(self._mode, value, self.best_value):
             return
-        replace_model(self._path, self._model)
+        save_model(self._path, self._model, overwrite=True)
         self.best_value = value
         self.best_epoch = trainer.updater.epoch
 

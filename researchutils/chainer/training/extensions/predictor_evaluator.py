@@ -1,9 +1,11 @@
-"""PredictorEvaluator: NumPy validation metrics over a DataManager, as an extension."""
+"""PredictorEvaluator: NumPy validation metrics over a DataManager, as an extension.
+
+The Predictor and DataManager classes are imported when one is made, not with this module:
+importing an extension loads neither the data managers nor their worker processes. Its tests
+are in ``tests/chainer/training/extensions/test_predictor_evaluator.py``.
+"""
 import chainer
 import numpy
-
-from researchutils.chainer.data_loading import DataManager
-from researchutils.chainer.training.predictor import Predictor
 
 
 class PredictorEvaluator(chainer.training.Extension):
@@ -46,6 +48,8 @@ class PredictorEvaluator(chainer.training.Extension):
     name = 'validation'
 
     def __init__(self, predictor, manager, metrics, metric_keys=None, comm=None):
+        from researchutils.chainer.data_loading import DataManager
+        from researchutils.chainer.training.predictor import Predictor
         if not isinstance(predictor, Predictor):
             raise TypeError('predictor must be a Predictor, got {!r}'.format(
                 type(predictor).__name__))

@@ -2,10 +2,11 @@
 
 :class:`ResumableEarlyStoppingTrigger` is the stop trigger of a
 :class:`~researchutils.chainer.training.ChainerExperiment` with
-``early_stopping_patience``.
+``early_stopping_patience``. Loaded on first use.
 """
-from researchutils.chainer.training.triggers.resumable_early_stopping_trigger import (
-    ResumableEarlyStoppingTrigger,
-)
+from researchutils._lazy import lazy_exports
 
-__all__ = ['ResumableEarlyStoppingTrigger']
+_EXPORTS = {
+    'resumable_early_stopping_trigger': ['ResumableEarlyStoppingTrigger'],
+}
+__all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

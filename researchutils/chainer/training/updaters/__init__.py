@@ -3,8 +3,11 @@
 :class:`ClosureUpdater` trains an
 :class:`~researchutils.chainer.models.AbstractChainerNetwork` through its
 one-step ``closure``; :class:`~researchutils.chainer.training.ChainerExperiment`
-runs its Trainer with it.
+runs its Trainer with it. Loaded on first use.
 """
-from researchutils.chainer.training.updaters.closure_updater import ClosureUpdater
+from researchutils._lazy import lazy_exports
 
-__all__ = ['ClosureUpdater']
+_EXPORTS = {
+    'closure_updater': ['ClosureUpdater'],
+}
+__all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
