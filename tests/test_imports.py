@@ -1,5 +1,6 @@
 """Importing a module loads only the standard library, numpy and chainer, and importing one
 piece of researchutils loads that piece alone."""
+import ast
 import fnmatch
 import os
 import subprocess
@@ -168,6 +169,7 @@ EXPERIMENT = ('researchutils.chainer.training.experiment',
               'researchutils.chainer.training._experiment',
               'researchutils.chainer.training._experiment.*',
               'researchutils.chainer.training._experiment_settings',
+              'researchutils.chainer.training._model_files',
               'researchutils.chainer.training._model_selection',
               'researchutils.chainer.training._trainer',
               'researchutils.chainer.training._search', 'researchutils.chainer.training._search.*',
@@ -243,3 +245,103 @@ def test_the_forbidden_modules_are_what_the_experiment_loads():
     for group in (('researchutils.chainer.training.experiment',),
                   ('researchutils.chainer.training.parameters',), DATA, MODELS, POOL):
         assert _matching(loaded, group), group
+
+
+def _module_files():
+    """Every researchutils module name and its source file."""
+    package_root = os.path.join(REPO, 'researchutils')
+    for folder, _, files in os.walk(package_root):
+        for file_name in files:
+            if file_name.endswith('.py'):
+                path = os.path.join(folder, file_name)
+                name = os.path.relpath(path, REPO)[:-len('.py')].replace(os.sep, '.')
+                yield name[:-len('.__init__')] if name.endswith('.__init__') else name, path
+
+
+def _imported_names(tree, module, is_package):
+    """What ``tree`` imports, anywhere in it (functions included), as ``(package, name)``
+    pairs (``name`` None for ``import package``), and the modules of a lazy re-export table
+    (``_EXPORTS``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, None) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ''
+            if node.level:
+                parts = module.split('.')
+                parts = parts[:len(parts) - node.level + (1 if is_package else 0)]
+                base = '.'.join(parts + ([base] if base else []))
+            yield from ((base, alias.name) for alias in node.names)
+        elif (isinstance(node, ast.Assign) and len(node.targets) == 1
+              and getattr(node.targets[0], 'id', None) == '_EXPORTS'):
+            yield from ((module, name) for name in ast.literal_eval(node.value))
+
+
+def import_graph():
+    """``{module: set of researchutils modules it imports}``, from the sources.
+
+    ``from package import name`` depends on the module ``package.name`` when there is one,
+    else on the package; the parents Python imports on the way are not counted.
+    """
+    files = dict(_module_files())
+    graph = {}
+    for module, path in files.items():
+        with open(path) as source:
+            tree = ast.parse(source.read())
+        imported = set()
+        for base, name in _imported_names(tree, module, path.endswith('__init__.py')):
+            full = '{}.{}'.format(base, name) if name else base
+            imported.add(full if full in files else base)
+        graph[module] = {name for name in imported if name in files and name != module}
+    return graph
+
+
+def _circles(graph):
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    order, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(module):
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        on_stack.add(module)
+        for other in sorted(graph[module]):
+            if other not in order:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in on_stack:
+                low[module] = min(low[module], order[other])
+        if low[module] == order[module]:
+            group = []
+            while not group or group[-1] != module:
+                group.append(stack.pop())
+                on_stack.discard(group[-1])
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return found
+
+
+def test_no_import_circle_among_researchutils_modules():
+    assert _circles(import_graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle_through_a_function_level_import():
+    graph = import_graph()
+    references = 'researchutils.chainer.training.references'
+    train_utils = 'researchutils.chainer.training.train_utils'
+    assert references in graph[train_utils]  # its lazy re-export of the moved names
+    graph[references] = graph[references] | {train_utils}
+    assert _circles(graph) == [[references, train_utils]]
+
+
+def test_no_extension_imports_the_experiment_or_its_private_modules():
+    # Not even inside a function: the experiment depends on its plug-ins, never the reverse.
+    graph = import_graph()
+    extensions = [module for module in graph
+                  if module.startswith('researchutils.chainer.training.extensions.')]
+    assert extensions
+    for module in extensions:
+        assert _matching(graph[module], EXPERIMENT) == [], module
