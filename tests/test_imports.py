@@ -168,10 +168,6 @@ HELPERS = ('researchutils', 'researchutils._*', 'researchutils.chainer',
 EXPERIMENT = ('researchutils.chainer.training.experiment',
               'researchutils.chainer.training._experiment',
               'researchutils.chainer.training._experiment.*',
-              'researchutils.chainer.training._experiment_settings',
-              'researchutils.chainer.training._model_files',
-              'researchutils.chainer.training._model_selection',
-              'researchutils.chainer.training._trainer',
               'researchutils.chainer.training._search', 'researchutils.chainer.training._search.*',
               'researchutils.chainer.training.parameters')
 DATA = ('researchutils.chainer.data_loading', 'researchutils.chainer.data_loading.*')

@@ -18,8 +18,9 @@ from researchutils import _figures
 from researchutils._checks import check_positive_float, check_positive_int
 from researchutils._files import write_atomically
 from researchutils._optuna import import_optuna
-from researchutils.chainer.training import _experiment_settings, json_values, train_utils
-from researchutils.chainer.training._model_selection import score_model
+from researchutils.chainer.training import json_values, train_utils
+from researchutils.chainer.training._experiment import settings as _experiment_settings
+from researchutils.chainer.training._experiment.model_selection import score_model
 from researchutils.chainer.training._scores import improves
 from researchutils.chainer.training._trees import leaves
 from researchutils.chainer.training.extensions.chainer_pruning_extension import (

@@ -74,6 +74,22 @@ class ScriptedScore(object):
         return self.scores.pop(0)
 
 
+class CountUpdates(chainer.training.Extension):
+    """Counts iterations and remembers the epoch training resumed from."""
+
+    trigger = (1, 'iteration')
+
+    def __init__(self):
+        self.updates = 0
+        self.first_epoch = None
+
+    def initialize(self, trainer):
+        self.first_epoch = trainer.updater.epoch
+
+    def __call__(self, trainer):
+        self.updates += 1
+
+
 def make_params(model=None, variable=None, **training):
     settings = {'batch_size': 32, 'num_epochs': 6, 'optimizer_cls': chainer.optimizers.Adam,
                 'optimizer_params': {'alpha': 0.02},

@@ -1,30 +1,12 @@
-"""The files of an experiment's folder: snapshots, models, run state."""
-import json
+"""The files of an experiment's folder: which snapshot it resumes from, which model it returns."""
 import os
 import stat
 
-import chainer
 import pytest
 
-from researchutils.chainer.training import _model_files
+from researchutils.chainer.training._experiment import files
 from tests.chainer.training import tasks
 from tests.chainer.training.tasks import experiment
-
-
-class CountUpdates(chainer.training.Extension):
-    """Counts iterations and remembers the epoch training resumed from."""
-
-    trigger = (1, 'iteration')
-
-    def __init__(self):
-        self.updates = 0
-        self.first_epoch = None
-
-    def initialize(self, trainer):
-        self.first_epoch = trainer.updater.epoch
-
-    def __call__(self, trainer):
-        self.updates += 1
 
 
 def test_resume_loads_the_newest_snapshot_and_trains_only_the_missing_epochs(tmp_path):
@@ -34,7 +16,7 @@ def test_resume_loads_the_newest_snapshot_and_trains_only_the_missing_epochs(tmp
     snapshots = sorted(n for n in os.listdir(first.output_dir) if n.startswith('snapshot'))
     assert snapshots == ['snapshot_epoch_3', 'snapshot_epoch_4']  # two kept
     os.remove(os.path.join(first.output_dir, 'run_state.json'))  # let it train further
-    counter = CountUpdates()
+    counter = tasks.CountUpdates()
     experiment(tmp_path, tasks.make_params(num_epochs=6), extensions=[counter]).run(train, val)
     assert counter.first_epoch == 4
     assert counter.updates == 2 * 2
@@ -60,56 +42,12 @@ def test_every_file_the_experiment_writes_follows_the_umask(tmp_path, umask):
 def test_latest_snapshot_is_the_highest_epoch_by_number_not_by_name(tmp_path):
     for name in ('snapshot_epoch_9', 'snapshot_epoch_10', 'snapshot_epoch_2.tmp', 'log'):
         (tmp_path / name).write_bytes(b'')
-    assert _model_files.latest_snapshot(str(tmp_path)) == str(tmp_path / 'snapshot_epoch_10')
+    assert files.latest_snapshot(str(tmp_path)) == str(tmp_path / 'snapshot_epoch_10')
 
 
 def test_latest_snapshot_of_a_missing_or_empty_folder_is_none(tmp_path):
-    assert _model_files.latest_snapshot(str(tmp_path / 'missing')) is None
-    assert _model_files.latest_snapshot(str(tmp_path)) is None
-
-
-# run_state.json: what it says is checked before it is believed.
-
-def _write_state(exp, text):
-    with open(os.path.join(exp.output_dir, 'run_state.json'), 'w') as stream:
-        stream.write(text)
-
-
-def test_a_state_saying_not_finished_beside_a_snapshot_resumes_and_trains(tmp_path):
-    train, val = tasks.make_managers(n_train=64, batch_size=32)  # 2 iterations per epoch
-    first = experiment(tmp_path, tasks.make_params(num_epochs=1))
-    first.run(train, val)
-    _write_state(first, '{"finished": false, "epoch": 1}')
-    counter = CountUpdates()
-    second = experiment(tmp_path, tasks.make_params(num_epochs=3), extensions=[counter])
-    second.run(train, val)
-    assert (counter.first_epoch, counter.updates) == (1, 2 * 2)
-    assert [entry['epoch'] for entry in tasks.read_log(second)] == [1, 2, 3]
-    with open(os.path.join(second.output_dir, 'run_state.json')) as stream:
-        assert json.load(stream) == {'finished': True, 'epoch': 3}
-
-
-@pytest.mark.parametrize('text', [
-    '{"finished": "yes", "epoch": 1}', '{"finished": true}', '{"finished": true, "epoch": -1}',
-    '{"finished": true, "epoch": 1.5}', '{"finished": true, "epoch": true}', '[]',
-    '{"finished": true, "epoch": 1, "comment": "done"}'])
-def test_a_state_that_does_not_say_what_happened_is_refused_naming_it(tmp_path, text):
-    train, val = tasks.make_managers(n_train=64, batch_size=32)
-    first = experiment(tmp_path, tasks.make_params(num_epochs=1))
-    first.run(train, val)
-    _write_state(first, text)
-    with pytest.raises(ValueError, match=r'run_state.json must hold .*not trusted'):
-        experiment(tmp_path, tasks.make_params(num_epochs=1)).run(train, val)
-
-
-def test_a_finished_state_older_than_the_newest_snapshot_is_refused(tmp_path):
-    train, val = tasks.make_managers(n_train=64, batch_size=32)
-    first = experiment(tmp_path, tasks.make_params(num_epochs=2))
-    first.run(train, val)
-    _write_state(first, '{"finished": true, "epoch": 1}')
-    with pytest.raises(ValueError, match=r"says the run finished at epoch 1, but "
-                                         r".*snapshot_epoch_2 is newer"):
-        experiment(tmp_path, tasks.make_params(num_epochs=2)).run(train, val)
+    assert files.latest_snapshot(str(tmp_path / 'missing')) is None
+    assert files.latest_snapshot(str(tmp_path)) is None
 
 
 @pytest.mark.parametrize('val_score_key, missing', [('MSE', 'best_model.npz'),

@@ -1,4 +1,4 @@
-"""ChainerExperiment.kfold and .grid_search (researchutils.chainer.training._model_selection)."""
+"""ChainerExperiment.kfold and .grid_search (training/_experiment/model_selection.py)."""
 import json
 import math
 import os

@@ -1,10 +1,12 @@
-"""The files of an experiment's folder: snapshots, models, run state, settings."""
-import numbers
+"""The files of an experiment's folder: their names, and which snapshot or model to take.
+
+Only regular files count: a folder, a FIFO or a symbolic link named like a snapshot or a
+model is never resumed from nor returned. Tests:
+``tests/chainer/training/_experiment/test_files.py``.
+"""
 import os
 import re
 import stat
-
-from researchutils.chainer.training import json_values, train_utils
 
 SNAPSHOT_NAME = 'snapshot_epoch_{.updater.epoch}'
 # Under ChainerMN a preempted run leaves one snapshot per rank (its iterator, its random
@@ -59,40 +61,38 @@ def snapshot_epoch(path):
     return int(_SNAPSHOT.match(os.path.basename(path)).group(1))
 
 
-def write_run_state(folder, epoch):
-    """Records in ``folder`` that the run finished after ``epoch`` epochs."""
-    train_utils.atomic_write_text(os.path.join(folder, STATE_FILE), json_values.dumps_json(
-        {'finished': True, 'epoch': epoch}))
+def is_writer(comm):
+    """Whether this process writes files: always without ChainerMN, rank 0 with it."""
+    return comm is None or comm.rank == 0
 
 
-def read_run_state(folder):
-    """What ``run_state.json`` in ``folder`` says, checked; None when there is none.
+def model_path(folder, scored, finished_state=None):
+    """The model file a run in ``folder`` returns: the best model when ``scored`` (and there is
+    one), else the final model.
 
-    The file is trusted only when it says what happened: a dict of exactly
-    ``finished`` (a bool) and ``epoch`` (the epoch the run stopped at, a
-    non-negative int), and a finished run's epoch is not older than the newest
-    snapshot beside it.
-
-    Returns:
-        dict or None: ``{"finished": bool, "epoch": int}``.
+    Args:
+        folder (str): The experiment's folder.
+        scored (bool): The run chose a best model by its validation score.
+        finished_state (dict or None): What ``run_state.json`` says of a run that finished
+            earlier: its model must be there, never an untrained one returned instead.
 
     Raises:
-        ValueError: The file says something else, naming it and what to do.
+        FileNotFoundError: The finished run's model file is missing; the message says how to
+            train again.
     """
-    path = os.path.join(folder, STATE_FILE)
-    if not os.path.lexists(path):
-        return None
-    state = json_values.load_json(path)
-    if not (isinstance(state, dict) and set(state) == {'finished', 'epoch'}
-            and isinstance(state['finished'], bool)
-            and isinstance(state['epoch'], numbers.Integral)
-            and not isinstance(state['epoch'], bool) and state['epoch'] >= 0):
-        raise ValueError('{} must hold {{"finished": true or false, "epoch": <the epoch the run '
-                         'stopped at>}}, but it holds {!r}: it is not trusted. Delete it to '
-                         'resume from the last snapshot'.format(path, state))
-    snapshot = latest_snapshot(folder)
-    if state['finished'] and snapshot is not None and snapshot_epoch(snapshot) > state['epoch']:
-        raise ValueError('{} says the run finished at epoch {}, but {} is newer: the file is '
-                         'not trusted. Delete it to resume from that snapshot'.format(
-                             path, state['epoch'], snapshot))
-    return state
+    best = os.path.join(folder, BEST_MODEL)
+    final = os.path.join(folder, FINAL_MODEL)
+    if finished_state is not None:
+        path = best if scored else final
+        if not os.path.isfile(path):
+            snapshot = latest_snapshot(folder)
+            raise FileNotFoundError(
+                '{} says the run finished at epoch {}, but its model {} is missing, so '
+                'there is no trained model to return. Delete {} to train again: the run '
+                'resumes from {}'.format(
+                    STATE_FILE, finished_state['epoch'], path, os.path.join(folder, STATE_FILE),
+                    snapshot or 'the start (there is no snapshot)'))
+        return path
+    if scored and os.path.exists(best):
+        return best
+    return final
