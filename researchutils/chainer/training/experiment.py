@@ -90,11 +90,15 @@ class ChainerExperiment(object):
         >>> model = experiment.run(manager_train, manager_val)  # doctest: +SKIP
     """
 
-    def __init__(self, *args, **kwargs):
-        # The arguments, their defaults and checks are the rows of settings.SETTINGS;
-        # __signature__ below shows them.
-        for name, value in settings.bind(self, args, kwargs).items():
-            setattr(self, name, value)
+    def __init__(self, params, model_cls, n_epochs=None, name=None, save_path=None,
+                 key_mapping=None, val_score_key=None,
+                 optim_builder=train_utils.create_optims_default_chainer, checkpoint_freq=1,
+                 *, gpu_ids=None, val_score_mode='lowest', comm=None, extensions=(), seed=None,
+                 stop_on_non_number=True, preemption_snapshot=True):
+        # Each argument is a row of settings.SETTINGS, which checks it (a test holds the
+        # names, kinds and defaults here to the table's); locals() are exactly the arguments.
+        for setting, value in settings.checked(locals()).items():
+            setattr(self, setting, value)
         self.trainer = None
         self.devices = [_model.resolve_device(gpu_id) for gpu_id in self.gpu_ids]
         # Check each combination of a grid (ranges at their low end) at once, not after the
@@ -102,8 +106,6 @@ class ChainerExperiment(object):
         for combination in self.params._examples():
             checks.check_training(combination.training, self.n_epochs, self.optim_builder,
                                   self.val_score_key)
-
-    __init__.__signature__ = settings.SIGNATURE
 
     @property
     def output_dir(self):
@@ -197,7 +199,7 @@ class ChainerExperiment(object):
         return predictor.predict_all(test_data, metrics, metric_keys, verbose=verbose)
 
     def kfold(self, data, metrics, num_epochs=None, num_splits=None, shuffle=False,
-              random_seed=None, split_type='random', val_split=0.2, label_key='label',
+              random_seed=None, split_type='random', val_split=0.2, label_key='label', *,
               train_kwargs=None, metric_keys=None, test_kwargs=None, params=None,
               verbose=False):
         """Trains once per fold and tests each fold's model on its held-out part.
@@ -250,8 +252,10 @@ class ChainerExperiment(object):
             {'MSE': 0.01}
         """
         return model_selection.kfold(
-            self, data, metrics, num_epochs, num_splits, shuffle, random_seed, split_type,
-            val_split, label_key, train_kwargs, metric_keys, test_kwargs, params, verbose)
+            self, data, metrics, num_epochs=num_epochs, num_splits=num_splits, shuffle=shuffle,
+            random_seed=random_seed, split_type=split_type, val_split=val_split,
+            label_key=label_key, train_kwargs=train_kwargs, metric_keys=metric_keys,
+            test_kwargs=test_kwargs, params=params, verbose=verbose)
 
     def grid_search(self, train, val):
         """Trains one experiment per combination of the variable parameters.

@@ -125,8 +125,9 @@ def _merged_params(base, more):
                       merge(base.variable_params, more.variable_params))
 
 
-def kfold(experiment, data, metrics, num_epochs, num_splits, shuffle, random_seed, split_type,
-          val_split, label_key, train_kwargs, metric_keys, test_kwargs, params, verbose):
+def kfold(experiment, data, metrics, *, num_epochs, num_splits, shuffle, random_seed,
+          split_type, val_split, label_key, train_kwargs, metric_keys, test_kwargs, params,
+          verbose):
     """:meth:`ChainerExperiment.kfold`, whose docstring says what each argument does."""
     if not isinstance(data, DataManager):
         raise TypeError('kfold takes the examples as a DataManager (data), got {}'.format(

@@ -1,9 +1,10 @@
 """ChainerExperiment's settings, each spelled once in one table.
 
 :data:`SETTINGS` is the one table of the constructor's arguments: name, default, check,
-whether it is keyword-only and how it is saved. The constructor's binding, ``replace``, and
-``experiment.json`` (save and load) are all read from it, and a test holds the constructor's
-signature to it. Tests: ``tests/chainer/training/_experiment/test_settings.py``.
+whether it is keyword-only and how it is saved. The constructor's checks, ``replace``, and
+``experiment.json`` (save and load) are all read from it; the constructor spells the same
+arguments out (for readers, IDEs and type checkers), and a test holds its signature to the
+table's names, kinds and defaults. Tests: ``tests/chainer/training/_experiment/test_settings.py``.
 """
 import collections
 import inspect
@@ -77,18 +78,11 @@ SETTINGS = (
             *_PLAIN),
 )
 
-SIGNATURE = inspect.Signature(
-    [inspect.Parameter('self', inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    + [inspect.Parameter(setting.name, inspect.Parameter.KEYWORD_ONLY if setting.keyword_only
-                         else inspect.Parameter.POSITIONAL_OR_KEYWORD, default=setting.default)
-       for setting in SETTINGS])
 
-
-def bind(experiment, args, kwargs):
-    """The constructor's arguments as ``{name: checked value}``, in the table's order."""
-    bound = SIGNATURE.bind(experiment, *args, **kwargs)
-    bound.apply_defaults()
-    return {setting.name: setting.check(bound.arguments[setting.name]) for setting in SETTINGS}
+def checked(arguments):
+    """The constructor's ``arguments`` (its ``locals()``) as ``{name: checked value}``, checked
+    in the table's order (the signature's), so the first wrong one is named."""
+    return {setting.name: setting.check(arguments[setting.name]) for setting in SETTINGS}
 
 
 def replace(experiment, **changes):

@@ -1,4 +1,5 @@
 """ChainerExperiment.kfold and .grid_search (training/_experiment/model_selection.py)."""
+import inspect
 import json
 import math
 import os
@@ -343,3 +344,20 @@ def test_kfold_val_split_that_leaves_no_training_example_is_refused_before_train
                   num_splits=2, val_split=0.9)
     assert not os.path.exists(exp.output_dir)
 
+
+def test_kfold_takes_delira_positional_arguments_up_to_label_key_then_keywords_only():
+    # A Delira script passes data, metrics, num_epochs, ..., label_key by position
+    # (test_experiment.py's Delira script); the managers' settings come by keyword.
+    parameters = inspect.signature(ChainerExperiment.kfold).parameters.values()
+    assert [p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD] == [
+        'self', 'data', 'metrics', 'num_epochs', 'num_splits', 'shuffle', 'random_seed',
+        'split_type', 'val_split', 'label_key']
+    assert [p.name for p in parameters if p.kind is p.KEYWORD_ONLY] == [
+        'train_kwargs', 'metric_keys', 'test_kwargs', 'params', 'verbose']
+
+
+def test_kfold_refuses_a_manager_setting_by_position(tmp_path):
+    with pytest.raises(TypeError, match='positional'):
+        experiment(tmp_path).kfold(DataManager(tasks.LinearTask(16), 4),
+                                   {'MSE': tasks.mean_squared_error}, 1, 2, False, 0,
+                                   'random', 0.2, 'label', {'batch_size': 2})

@@ -97,6 +97,27 @@ def test_the_signature_takes_delira_positional_order_then_keyword_only_settings(
                             'stop_on_non_number', 'preemption_snapshot']
 
 
+def test_the_constructor_spells_out_the_settings_table():
+    # Its code, not a __signature__ attribute: what IDEs and type checkers read.
+    code = ChainerExperiment.__init__.__code__
+    names = code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount]
+    assert list(names) == [setting.name for setting in settings_table.SETTINGS]
+    assert '__signature__' not in vars(ChainerExperiment.__init__)
+    parameters = list(inspect.signature(ChainerExperiment).parameters.values())
+    assert [(p.name, p.kind is p.KEYWORD_ONLY, p.default) for p in parameters] == [
+        (setting.name, setting.keyword_only, setting.default)
+        for setting in settings_table.SETTINGS]
+
+
+def test_the_first_wrong_argument_in_the_signature_order_is_named(tmp_path):
+    with pytest.raises(TypeError, match='n_epochs'):
+        ChainerExperiment(tasks.make_params(), tasks.Regressor, 'three', save_path=123,
+                          checkpoint_freq=0)
+    with pytest.raises(TypeError, match='save_path'):
+        ChainerExperiment(tasks.make_params(), tasks.Regressor, save_path=123,
+                          checkpoint_freq=0)
+
+
 def test_too_many_positional_arguments_are_refused():
     with pytest.raises(TypeError, match='positional'):
         ChainerExperiment(tasks.make_params(), tasks.Regressor, 1, 'n', '.', None, None,
