@@ -18,6 +18,7 @@ from researchutils.chainer.training._experiment import (
 )
 from researchutils.chainer.training._experiment import model as _model
 from researchutils.chainer.training._experiment import trainer as _trainer
+from researchutils.chainer.training._ranks import is_rank_zero
 
 
 class ChainerExperiment(object):
@@ -164,7 +165,7 @@ class ChainerExperiment(object):
         self.trainer = _trainer.build_trainer(self, model, predictor, training, train, val,
                                               devices[0])
         self.trainer.run()
-        if files.is_writer(self.comm):
+        if is_rank_zero(self.comm):
             serializers.save_model(os.path.join(self.output_dir, files.FINAL_MODEL), model,
                                    overwrite=True)
             run_state.write_run_state(self.output_dir, self.trainer.updater.epoch)
@@ -393,7 +394,7 @@ class ChainerExperiment(object):
             >>> path = experiment.save()  # doctest: +SKIP
         """
         path = os.path.join(self.output_dir, files.SETTINGS_FILE)
-        if files.is_writer(self.comm):
+        if is_rank_zero(self.comm):
             train_utils.atomic_write_text(path, json_values.dumps_json(settings.to_json(self)))
         return path
 

@@ -61,11 +61,6 @@ def snapshot_epoch(path):
     return int(_SNAPSHOT.match(os.path.basename(path)).group(1))
 
 
-def is_writer(comm):
-    """Whether this process writes files: always without ChainerMN, rank 0 with it."""
-    return comm is None or comm.rank == 0
-
-
 def model_path(folder, scored, finished_state=None):
     """The model file a run in ``folder`` returns: the best model when ``scored`` (and there is
     one), else the final model.

@@ -14,8 +14,9 @@ import numpy
 from researchutils._checks import check_bool, check_int, check_probability, check_seed
 from researchutils.chainer.data_loading import DataManager
 from researchutils.chainer.training import json_values, train_utils
-from researchutils.chainer.training._experiment import files, settings
+from researchutils.chainer.training._experiment import settings
 from researchutils.chainer.training._experiment.model import predictor
+from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training._scores import improves
 from researchutils.chainer.training._trees import merge
 from researchutils.chainer.training.extensions.stop_on_non_number import TrainingDiverged
@@ -214,7 +215,7 @@ def grid_search(experiment, train, val):
                 best is None or improves(experiment.val_score_mode, score, best[1])):
             best = (combination, score)
     best_params, best_score = best if best is not None else (None, float('nan'))
-    if files.is_writer(experiment.comm):
+    if is_rank_zero(experiment.comm):
         _write_summary(os.path.join(experiment.output_dir, 'grid_search.json'),
                        experiment.val_score_key, results, best_params, best_score)
     return {'best_params': best_params, 'best_score': best_score, 'results': results}

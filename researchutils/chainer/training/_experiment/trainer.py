@@ -16,6 +16,7 @@ from chainer.training import extensions as chainer_extensions
 from researchutils.chainer import serializers
 from researchutils.chainer.models.multi_node import setup_multi_node_optimizer
 from researchutils.chainer.training._experiment import checks, files
+from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training.extensions.best_model_saver import BestModelSaver
 from researchutils.chainer.training.extensions.predictor_evaluator import PredictorEvaluator
 from researchutils.chainer.training.extensions.preemption_snapshot import PreemptionSnapshot
@@ -107,7 +108,7 @@ def _extend(trainer, experiment, model, predictor, training, val):
         extension[0] if isinstance(extension, tuple) else extension, 'every_rank', False)]
     for extension in every_rank:
         _extend_one(trainer, extension)
-    if not files.is_writer(experiment.comm):
+    if not is_rank_zero(experiment.comm):
         return
     if experiment.val_score_key is not None and val is not None:
         trainer.extend(BestModelSaver(

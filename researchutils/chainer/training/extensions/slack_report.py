@@ -25,6 +25,7 @@ from researchutils._checks import (
     check_positive_int,
     check_timeout,
 )
+from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training.extensions import _slack_messages as messages
 from researchutils.chainer.training.extensions._slack_poster import SlackPoster, channel_key
 from researchutils.chainer.training.extensions.preemption_snapshot import Preempted
@@ -222,10 +223,6 @@ class SlackReport(extension.Extension):
         """
         return self._poster.thread_ts
 
-    @property
-    def _rank_zero(self):
-        return self._comm is None or self._comm.rank == 0
-
     def initialize(self, trainer):
         """Notes the run's start; its message is queued with the first report (rank 0).
 
@@ -256,7 +253,7 @@ class SlackReport(extension.Extension):
                                  'trainer with a LogReport first'.format(self._log_report)
                                  ) from None
         self._start_iteration = trainer.updater.iteration
-        self._start_pending = self._rank_zero
+        self._start_pending = is_rank_zero(self._comm)
 
     def _post_start(self, trainer):
         """Queues the start message, once per run, ahead of everything else of the run."""
@@ -268,7 +265,7 @@ class SlackReport(extension.Extension):
 
     def __call__(self, trainer):
         """Queues the LogReport rows added since the last call (and changed files)."""
-        if not self._rank_zero:
+        if not is_rank_zero(self._comm):
             return
         try:
             self._post_start(trainer)
@@ -366,7 +363,7 @@ class SlackReport(extension.Extension):
             interrupt = None
         try:
             self._post_start(trainer)
-            if self._rank_zero and not self._crashed:
+            if is_rank_zero(self._comm) and not self._crashed:
                 self._post_rows(trainer, bounded=False)
                 self._post_files(trainer)
                 updater = trainer.updater
