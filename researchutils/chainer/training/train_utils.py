@@ -76,7 +76,8 @@ def atomic_write_text(path, text):
         >>> import tempfile
         >>> path = os.path.join(tempfile.mkdtemp(), 'settings.json')
         >>> atomic_write_text(path, '{}')
-        >>> open(path).read()
+        >>> with open(path) as stream:
+        ...     stream.read()
         '{}'
     """
     if not isinstance(text, str):

@@ -289,8 +289,10 @@ def test_worker_dying_while_sending_a_large_example_is_reported_and_next_recover
     # The example is far larger than a pipe holds, and the main process does not
     # read between calls to next(): the worker dies with its message half-written.
     dataset = BigExampleOnSignal(range(16), 4, tmp_path / 'go', tmp_path / 'sent')
+    # A generous dataset_timeout: the death must be reported before it, on a busy machine too
+    # (its TimeoutWarning is an error in the suite).
     with DecorableMultiprocessIterator(dataset, 4, shuffle=False, n_processes=2,
-                                       decor_fun=exit_while_sending, dataset_timeout=5) as it:
+                                       decor_fun=exit_while_sending, dataset_timeout=30) as it:
         assert it.next() == [0, 1, 2, 3]
         (tmp_path / 'go').touch()
         deadline = time.monotonic() + 30

@@ -15,7 +15,8 @@ def _write_state(exp, text):
 
 def test_a_state_saying_not_finished_beside_a_snapshot_resumes_and_trains(tmp_path):
     train, val = tasks.make_managers(n_train=64, batch_size=32)  # 2 iterations per epoch
-    first = experiment(tmp_path, tasks.make_params(num_epochs=1))
+    first = experiment(tmp_path, tasks.make_params(num_epochs=1),
+                       extensions=[tasks.CountUpdates()])  # as the resumed run (its state)
     first.run(train, val)
     _write_state(first, '{"finished": false, "epoch": 1}')
     counter = tasks.CountUpdates()
