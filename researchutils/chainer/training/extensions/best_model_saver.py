@@ -5,6 +5,7 @@ older file) and orders scores with ``training/_scores``, as the experiment does;
 nothing of the experiment. Tests: ``tests/chainer/training/extensions/test_best_model_saver.py``.
 """
 import math
+import os
 
 import chainer
 
@@ -26,7 +27,11 @@ class BestModelSaver(chainer.training.Extension):
         model (chainer.Link): The model to save.
         monitor (str): The observation key, e.g. ``"val/MSE"``.
         mode (str): ``"lowest"`` or ``"highest"`` is best.
-        path (str): The npz file.
+        path (str or os.PathLike): The npz file.
+
+    Raises:
+        TypeError, ValueError: An argument is wrong; the first wrong one, in the
+            signature's order, is named.
 
     Attributes:
         best_value (float): The best value seen (NaN before the first).
@@ -45,13 +50,20 @@ class BestModelSaver(chainer.training.Extension):
     name = 'best_model'
 
     def __init__(self, model, monitor, mode, path):
+        # Checked in the signature's order, so the first wrong argument is the one named.
         if not isinstance(model, chainer.Link):
             raise TypeError('model must be a chainer.Link, got {!r}'.format(
                 type(model).__name__))
+        if not isinstance(monitor, str):
+            raise TypeError('monitor must be an observation key such as "val/MSE", got '
+                            '{!r}'.format(monitor))
         self._model = model
         self._monitor = monitor
         self._mode = check_val_score_mode(mode, 'mode')
-        self._path = path
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError('path must be the npz file to write (str or os.PathLike), got '
+                            '{!r}'.format(path))
+        self._path = os.fspath(path)
         self.best_value = float('nan')
         self.best_epoch = 0
 

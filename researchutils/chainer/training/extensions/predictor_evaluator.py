@@ -29,6 +29,10 @@ class PredictorEvaluator(chainer.training.Extension):
             None: ``("pred", "label")``.
         comm: A ChainerMN communicator, or None.
 
+    Raises:
+        TypeError: An argument is wrong; the first wrong one, in the signature's
+            order, is named.
+
     Example:
         >>> import chainer.links as L
         >>> from researchutils.chainer.data_loading import DataManager
@@ -60,6 +64,12 @@ class PredictorEvaluator(chainer.training.Extension):
                 callable(metric) for metric in metrics.values()):
             raise TypeError('metrics must be a non-empty dict from names to NumPy metric '
                             'functions, got {!r}'.format(metrics))
+        if metric_keys is not None and not isinstance(metric_keys, dict):
+            raise TypeError('metric_keys must be None or a dict from metric names to batch '
+                            'keys, got {!r}'.format(metric_keys))
+        if comm is not None and not hasattr(comm, 'mpi_comm'):
+            raise TypeError('comm must be a ChainerMN communicator (with mpi_comm) or None, '
+                            'got {!r}'.format(comm))
         self._predictor, self._manager = predictor, manager
         self._metrics, self._metric_keys = metrics, metric_keys
         self._comm = comm
