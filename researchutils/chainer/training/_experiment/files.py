@@ -20,13 +20,21 @@ _SNAPSHOT = re.compile(r'^snapshot_epoch_([0-9]+)$')
 _RANK_SNAPSHOT = re.compile(r'^snapshot_epoch_([0-9]+)_rank([0-9]+)$')
 
 
+def _is_regular_file(path):
+    """Whether ``path`` itself (not what a link names) is a regular file."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
 def _newest(folder, pattern, rank=None):
     if not os.path.isdir(folder):
         return None
     found = [(int(m.group(1)), name) for name in os.listdir(folder)
              for m in [pattern.match(name)]
              if m and (rank is None or int(m.group(2)) == rank)
-             and stat.S_ISREG(os.lstat(os.path.join(folder, name)).st_mode)]
+             and _is_regular_file(os.path.join(folder, name))]
     return os.path.join(folder, max(found)[1]) if found else None
 
 
@@ -72,22 +80,22 @@ def model_path(folder, scored, finished_state=None):
             earlier: its model must be there, never an untrained one returned instead.
 
     Raises:
-        FileNotFoundError: The finished run's model file is missing; the message says how to
-            train again.
+        FileNotFoundError: The finished run's model file is missing or not a regular file (a
+            symbolic link, a folder); the message says how to train again.
     """
     best = os.path.join(folder, BEST_MODEL)
     final = os.path.join(folder, FINAL_MODEL)
     if finished_state is not None:
         path = best if scored else final
-        if not os.path.isfile(path):
+        if not _is_regular_file(path):
             snapshot = latest_snapshot(folder)
             raise FileNotFoundError(
-                '{} says the run finished at epoch {}, but its model {} is missing, so '
-                'there is no trained model to return. Delete {} to train again: the run '
-                'resumes from {}'.format(
+                '{} says the run finished at epoch {}, but its model {} is missing or not a '
+                'regular file, so there is no trained model to return. Delete {} to train '
+                'again: the run resumes from {}'.format(
                     STATE_FILE, finished_state['epoch'], path, os.path.join(folder, STATE_FILE),
                     snapshot or 'the start (there is no snapshot)'))
         return path
-    if scored and os.path.exists(best):
+    if scored and _is_regular_file(best):
         return best
     return final

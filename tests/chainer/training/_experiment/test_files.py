@@ -74,3 +74,21 @@ def test_a_finished_run_whose_models_are_gone_refuses_naming_the_model_file(
     assert os.path.isfile(os.path.join(first.output_dir, 'final_model.npz'))
     assert tasks.val_mse(rebuilt, rebuilt_model, val) < tasks.val_mse(
         rebuilt, rebuilt.build_model(), val)
+
+
+def test_a_symlink_named_like_the_model_is_not_taken_as_the_model(tmp_path):
+    # A finished run whose best_model.npz was replaced by a link to other weights (an
+    # untrained model here): the link is refused, never loaded as the run's result.
+    from researchutils.chainer import serializers
+    train, val = tasks.make_managers(n_train=64, batch_size=32)
+    first = experiment(tmp_path / 'runs', tasks.make_params(num_epochs=1), val_score_key='MSE')
+    first.run(train, val)
+    other = str(tmp_path / 'other.npz')
+    serializers.save_model(other, first.build_model())
+    best = os.path.join(first.output_dir, 'best_model.npz')
+    os.remove(best)
+    os.symlink(other, best)
+    again = experiment(tmp_path / 'runs', tasks.make_params(num_epochs=1), val_score_key='MSE')
+    with pytest.raises(FileNotFoundError, match=r'its model .*best_model.npz is missing or not '
+                                                r'a regular file'):
+        again.run(train, val)

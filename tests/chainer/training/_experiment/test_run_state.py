@@ -1,6 +1,9 @@
 """run_state.json: written atomically when a run finishes, checked before it is believed."""
+import errno
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -49,3 +52,28 @@ def test_a_finished_state_older_than_the_newest_snapshot_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"says the run finished at epoch 1, but "
                                          r".*snapshot_epoch_2 is newer"):
         experiment(tmp_path, tasks.make_params(num_epochs=2)).run(train, val)
+
+
+@pytest.mark.parametrize('old_epoch', [1, None])
+def test_a_write_that_fails_midway_leaves_the_old_state_or_none(tmp_path, old_epoch):
+    # A real kernel refusal in a child process: past RLIMIT_FSIZE bytes every write fails
+    # (EFBIG), here after the first 8 bytes of the new state were written.
+    from researchutils.chainer.training._experiment import run_state
+    if old_epoch is not None:
+        run_state.write_run_state(str(tmp_path), old_epoch)
+    before = sorted(os.listdir(str(tmp_path)))
+    old_text = (tmp_path / 'run_state.json').read_text() if before else None
+    code = ('import resource, sys\n'
+            'from researchutils.chainer.training._experiment import run_state\n'
+            'resource.setrlimit(resource.RLIMIT_FSIZE, (8, 8))\n'
+            'try:\n'
+            '    run_state.write_run_state(sys.argv[1], 123456)\n'
+            'except OSError as error:\n'
+            '    print("OSError", error.errno)\n')
+    out = subprocess.run([sys.executable, '-c', code, str(tmp_path)], check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    assert out.split() == ['OSError', str(errno.EFBIG)]
+    assert sorted(os.listdir(str(tmp_path))) == before  # no partial or temporary file
+    if old_text is not None:
+        assert (tmp_path / 'run_state.json').read_text() == old_text
+        assert run_state.read_run_state(str(tmp_path)) == {'finished': True, 'epoch': 1}

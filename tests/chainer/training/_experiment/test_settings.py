@@ -219,6 +219,16 @@ def test_a_key_given_twice_in_experiment_json_is_refused_naming_it(tmp_path):
         ChainerExperiment.load(exp.output_dir)
 
 
+def test_a_key_given_twice_with_the_same_value_is_refused_too(tmp_path):
+    # Equal values today, but an edit of one of them would silently be lost or win.
+    exp = experiment(tmp_path)
+    path = _edit_saved_text(exp, lambda text: text.replace(
+        '"checkpoint_freq": 1', '"checkpoint_freq": 1, "checkpoint_freq": 1'))
+    with pytest.raises(ValueError, match=re.escape(path) + r": the key 'checkpoint_freq' "
+                                         r"appears twice in one object \(1, then 1\)"):
+        ChainerExperiment.load(exp.output_dir)
+
+
 def test_a_refused_reference_in_experiment_json_names_the_file_and_the_key(tmp_path):
     exp = experiment(tmp_path)
 
