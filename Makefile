@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine with pip and Python 3.11, 3.12 or 3.13:
 #   make demo   runs the main example
-#   make test   lint, docs (warnings are errors), then pytest and, when mpiexec exists, the
-#               MPI tests on every stack below whose Python is found
+#   make test   lint (ruff, then mypy), docs (warnings are errors), then pytest and, when
+#               mpiexec exists, the MPI tests on every stack below whose Python is found
 SHELL := /bin/bash
 comma := ,
 
@@ -18,8 +18,11 @@ SETUPTOOLS_3.12 := setuptools
 SETUPTOOLS_3.13 := setuptools
 # The newest stack also has CuPy, as a GPU user's environment would (no CUDA driver here:
 # it checks that Chainer and researchutils import beside CuPy 14 and that every CuPy name
-# they use exists; docs/gpu.rst).
-EXTRA_PACKAGES_3.13 := cupy-cuda12x>=14
+# they use exists), and CUDA 13's NVRTC and headers, with which every kernel on our GPU
+# paths is compiled for today's GPUs (`make gpu-compile-check`; docs/gpu.rst). CuPy stays on
+# the minor version whose internals that check reads (TESTED_CUPY in
+# tests/support/gpu_compile.py).
+EXTRA_PACKAGES_3.13 := cupy-cuda13x==14.2.* nvidia-cuda-nvrtc==13.* nvidia-cuda-runtime==13.*
 # setuptools < 70 builds wheels only with the wheel package (later ones carry bdist_wheel);
 # the .pth tests build researchutils' wheel with the venv's own setuptools.
 EXTRA_PACKAGES_3.11 := wheel
@@ -56,13 +59,13 @@ VENVS := $(VENV) $(foreach v,$(TEST_VERSIONS),.venv-$(v))
 export PIP_BUILD_CONSTRAINT := $(CURDIR)/build-constraints.txt
 export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
 HAVE_MPI := $(shell command -v mpiexec >/dev/null 2>&1 && echo yes)
-EXTRAS := test,docs,slack,plot,search$(if $(HAVE_MPI),$(comma)mpi)
+EXTRAS := test,docs,slack,plot,search,search-db$(if $(HAVE_MPI),$(comma)mpi)
 MPIEXEC := mpiexec --allow-run-as-root --oversubscribe -n 2
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
 STAMPS :=
 
-.PHONY: all install test test-unit test-mpi lint docs bench demo clean
+.PHONY: all install test test-unit test-mpi lint typecheck docs bench demo clean
 
 all: test
 
@@ -89,8 +92,16 @@ $(foreach v,$(TEST_VERSIONS),$(eval $(call venv_rules,.venv-$(v),$(PYTHON_$(v)),
 
 install: $(firstword $(STAMPS))
 
+# mypy reads its settings, the files it checks and the list of strictly typed modules from
+# pyproject.toml ([tool.mypy]).
+MYPY := $(VENV)/bin/mypy
+
 lint: install
 	$(VENV)/bin/ruff check researchutils _researchutils_chainer_compat tests benchmarks examples docs setup.py
+	$(MYPY)
+
+typecheck: install
+	$(MYPY)
 
 docs: install
 	rm -rf docs/_build
@@ -124,6 +135,6 @@ demo: install
 	$(PY) examples/video_prediction/train.py $(DEMO_ARGS)
 
 clean:
-	rm -rf $(VENV) $(VENV)-3.* docs/_build .pytest_cache wheelhouse gpu-check-results
+	rm -rf $(VENV) $(VENV)-3.* docs/_build .pytest_cache .mypy_cache wheelhouse gpu-check-results
 
 include tools/gpu.mk

@@ -54,8 +54,12 @@ extras = {
     'plot': ['matplotlib>=3.3'],
     # Optuna's own figures (search_history.png...) need the plot extra too.
     'search': ['optuna>=4.0'],
+    # A study on a PostgreSQL server (postgresql:// URLs): SQLAlchemy 2.1 made psycopg 3 the
+    # driver of a plain postgresql:// URL (2.0 and older took psycopg2), so the extra asks for
+    # both; the binary wheels carry libpq, so no system library is needed.
+    'search-db': ['optuna>=4.0', 'sqlalchemy>=2.1', 'psycopg[binary]>=3.1'],
     'docs': ['sphinx>=5'],
-    'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.4'],
+    'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.4', 'mypy>=2'],
 }
 extras['all'] = sorted({req for reqs in extras.values() for req in reqs})
 
@@ -70,6 +74,9 @@ setup(
     license='MIT',
     packages=find_packages(include=['researchutils', 'researchutils.*',
                                     '_researchutils_chainer_compat']),
+    # PEP 561: the marker that tells type checkers to read the annotations of the installed
+    # package.
+    package_data={'researchutils': ['py.typed']},
     # Tested on Python 3.11-3.13 with NumPy 1.26 and 2.x; what Chainer 7.8.1 (its last
     # release) lacks on those stacks is supplied by the .pth above.
     python_requires='>=3.11',

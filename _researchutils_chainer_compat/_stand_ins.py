@@ -1,18 +1,18 @@
-"""The objects supplied to Chainer where the stack lacks them, each as NumPy 1.x or
-setuptools had it, limited to what Chainer 7.8.1 uses.
+"""NumPy 1.x objects and rules supplied to Chainer where the stack lacks them.
 
 - :func:`numpy_distutils`: ``numpy.distutils`` with ``system_info.get_info`` (Chainer calls
   it on macOS to warn about Accelerate); it finds no library, so the warning never fires.
 - :func:`sctypes`: ``numpy.sctypes``, the table of scalar types by kind.
-- :func:`pkg_resources`: ``require``, ``get_distribution``, ``WorkingSet`` and the three
-  error classes, over :mod:`importlib.metadata`, for Chainer's optional-dependency check and
-  ``chainer.testing.with_requires``. It checks the named distribution's version only, not
-  the distribution's own dependencies, and ignores environment markers.
-- :func:`wrapped_int`: a Python int cast into a dtype the way NumPy 1.x stored it.
+- :func:`wrapped_int`: a Python int stored into an integer dtype the way NumPy 1.x stored
+  it: wrapped when it fits a 64-bit C integer, ``OverflowError`` beyond (NumPy 2 refuses
+  every int out of the dtype's range). ``F.pad_sequence`` and ``concat_examples`` use it.
+
+The ``pkg_resources`` stand-in is in :mod:`._pkg_resources`. Tests:
+``tests/test_chainer_compat_patches.py``.
 """
-import importlib.metadata
-import re
 import types
+
+_INT64_LOW = -(1 << 63)
 
 
 def _get_info(name, notfound_action=0):
@@ -58,191 +58,52 @@ def sctypes():
     return table
 
 
-def wrapped_int(value, dtype):
-    """``value`` (a Python int) as a scalar of ``dtype``, wrapped as NumPy 1.x stored it.
+def wrapped_int(value, dtype, unsigned_too):
+    """``value`` stored into ``dtype`` as NumPy 1.x stored it, where it is a Python int and
+    ``dtype`` an integer dtype (anything else is returned as it is).
+
+    NumPy 1.x first converted the int to a 64-bit C integer, raising ``OverflowError`` when
+    it did not fit, then kept the low bits the dtype holds (``-1`` into ``uint8`` is 255,
+    ``128`` into ``int8`` is -128). The C integer was signed (``int64``); with
+    ``unsigned_too``, a value above its range was read as ``uint64`` instead. Which one
+    applied depended on the call (checked on NumPy 1.26, Linux): ``numpy.full`` made an
+    array of the int first (``int64``, else ``uint64``: ``unsigned_too``), while storing
+    into an array read it as a C ``long``, or an ``unsigned long`` for ``uint32`` and
+    ``uint64`` arrays.
+
+    Args:
+        value: the value to store (a padding).
+        dtype: the NumPy dtype it is stored into.
+        unsigned_too (bool): whether ints in ``[2**63, 2**64)`` are accepted.
+
+    Returns:
+        a scalar of ``dtype``, or ``value`` itself.
+
+    Raises:
+        OverflowError: ``value`` is an int below ``-2**63``, or not below ``2**63``
+            (``2**64`` with ``unsigned_too``), where NumPy 1.x raised it too.
 
     Example:
         >>> import numpy
-        >>> int(wrapped_int(-1, numpy.uint8)), int(wrapped_int(300, numpy.int8))
-        (255, 44)
+        >>> [int(wrapped_int(v, numpy.int8, False)) for v in (-1, 128, 300, 2**63 - 1)]
+        [-1, -128, 44, -1]
+        >>> int(wrapped_int(2**63, numpy.int64, True)), wrapped_int(2**70, numpy.float32, False)
+        (-9223372036854775808, 1180591620717411303424)
+        >>> wrapped_int(2**63, numpy.int64, False)
+        Traceback (most recent call last):
+        ...
+        OverflowError: Python int 9223372036854775808 does not fit in a 64-bit C int...
     """
     import numpy
     dtype = numpy.dtype(dtype)
-    if dtype.kind in 'iu':
-        bits = 8 * dtype.itemsize
-        value %= 1 << bits
-        if dtype.kind == 'i' and value >= 1 << (bits - 1):
-            value -= 1 << bits
+    if not isinstance(value, int) or isinstance(value, bool) or dtype.kind not in 'iu':
+        return value
+    if not _INT64_LOW <= value < 1 << (64 if unsigned_too else 63):
+        raise OverflowError(
+            'Python int {} does not fit in a 64-bit C integer, so NumPy 1.x could not store '
+            'it into {} either'.format(value, dtype))
+    bits = 8 * dtype.itemsize
+    value %= 1 << bits
+    if dtype.kind == 'i' and value >= 1 << (bits - 1):
+        value -= 1 << bits
     return dtype.type(value)
-
-
-# --- pkg_resources -----------------------------------------------------------------------
-
-_VERSION = re.compile(r'''
-    ^\s*v?(?:(?P<epoch>\d+)!)?(?P<release>\d+(?:\.\d+)*)
-    (?:[-_.]?(?P<pre_l>alpha|a|beta|b|preview|pre|c|rc)[-_.]?(?P<pre_n>\d*))?
-    (?:-(?P<post_n1>\d+)|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>\d*))?
-    (?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>\d*))?
-    (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?\s*$''', re.IGNORECASE | re.VERBOSE)
-_PRE_RANK = {'a': 0, 'alpha': 0, 'b': 1, 'beta': 1, 'c': 2, 'rc': 2, 'pre': 2, 'preview': 2}
-_SPECIFIER = re.compile(r'^\s*(~=|===|==|!=|<=|>=|<|>)\s*([^\s,;]+)\s*$')
-_REQUIREMENT = re.compile(r'^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$')
-
-
-class _Version:
-    """A PEP 440 version; compared as specifiers compare it (its local label ignored)."""
-
-    def __init__(self, text):
-        match = _VERSION.match(text)
-        if match is None:
-            raise ValueError('invalid version: {!r}'.format(text))
-        self.text = text
-        self.release = tuple(int(part) for part in match['release'].split('.'))
-        pre = match['pre_l']
-        post = match['post_n1'] or match['post_l']
-        dev = match['dev_l']
-        self.is_prerelease = bool(pre or dev)
-        self.is_postrelease = bool(post)
-        release = self.release
-        while len(release) > 1 and release[-1] == 0:
-            release = release[:-1]
-        if pre:
-            pre_key = (0, _PRE_RANK[pre.lower()], int(match['pre_n'] or 0))
-        elif dev and not post:
-            pre_key = (-1,)                   # 1.0.dev0 comes before 1.0a0
-        else:
-            pre_key = (1,)
-        post_key = (int(match['post_n1'] or match['post_n2'] or 0),) if post else (-1,)
-        dev_key = (0, int(match['dev_n'] or 0)) if dev else (1,)
-        #: PEP 440's order of public versions, the one specifiers compare by.
-        self.key = (int(match['epoch'] or 0), release, pre_key, post_key, dev_key)
-        local = match['local']
-        # A local label sorts after its public version; letters before digits.
-        self.sort_key = self.key + ((0,) if local is None else (1,) + tuple(
-            (1, int(part), '') if part.isdigit() else (0, 0, part.lower())
-            for part in re.split('[-_.]', local)))
-
-    def __eq__(self, other):
-        return self.key == other.key
-
-    def __lt__(self, other):
-        return self.key < other.key
-
-    def __le__(self, other):
-        return self.key <= other.key
-
-    def __repr__(self):
-        return self.text
-
-
-def _prefix_matches(version, pattern):
-    prefix = _Version(pattern).release
-    return version.release[:len(prefix)] + (0,) * (len(prefix) - len(version.release)) \
-        == prefix
-
-
-def _satisfies(version, operator, target):
-    if operator == '===':
-        return version.text.strip() == target
-    if operator in ('==', '!=') and target.endswith('.*'):
-        matches = _prefix_matches(version, target[:-2])
-        return matches if operator == '==' else not matches
-    wanted = _Version(target)
-    if operator == '==':
-        return version == wanted
-    if operator == '!=':
-        return not version == wanted
-    if operator == '>=':
-        return wanted <= version
-    if operator == '<=':
-        return version <= wanted
-    if operator == '<':
-        # PEP 440: `<V` does not admit a pre-release of V itself unless V is one.
-        if not wanted.is_prerelease and version.is_prerelease and \
-                _Version('.'.join(map(str, version.release))) == wanted:
-            return False
-        return version < wanted
-    if operator == '>':
-        # PEP 440: `>V` does not admit a post-release of V unless V is one.
-        if not wanted.is_postrelease and version.is_postrelease and \
-                _Version('.'.join(map(str, version.release))) == wanted:
-            return False
-        return wanted < version
-    # '~=': at least the target, and the same release but for its last part.
-    stem = '.'.join(str(part) for part in wanted.release[:-1])
-    return wanted <= version and _prefix_matches(version, stem)
-
-
-class _Requirement:
-    def __init__(self, text):
-        text = text.split(';', 1)[0]              # environment markers are not evaluated
-        match = _REQUIREMENT.match(text)
-        if match is None:
-            raise ValueError('invalid requirement: {!r}'.format(text))
-        self.name = match[1]
-        self.specifiers = []
-        for part in filter(None, (p.strip() for p in match[3].split(','))):
-            specifier = _SPECIFIER.match(part)
-            if specifier is None:
-                raise ValueError('invalid requirement: {!r}'.format(text))
-            self.specifiers.append(specifier.groups())
-
-    def __contains__(self, version):
-        version = _Version(version)
-        return all(_satisfies(version, op, target) for op, target in self.specifiers)
-
-
-def pkg_resources():
-    """A ``pkg_resources`` module object with what Chainer 7.8.1 uses of it."""
-    module = types.ModuleType('pkg_resources', 'Stand-in from researchutils for Chainer '
-                              '7.8.1: this setuptools has no pkg_resources.')
-
-    class ResolutionError(Exception):
-        """A requirement cannot be met."""
-
-    class DistributionNotFound(ResolutionError):
-        """No installed distribution has the required name."""
-
-    class VersionConflict(ResolutionError):
-        """The installed distribution's version does not meet the requirement."""
-
-    class Distribution:
-        def __init__(self, project_name, version):
-            self.project_name = project_name
-            self.key = project_name.lower()
-            self.version = version
-
-        def __repr__(self):
-            return '{} {}'.format(self.project_name, self.version)
-
-    def get_distribution(requirement):
-        name = _Requirement(requirement).name
-        try:
-            found = importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError:
-            raise DistributionNotFound(requirement) from None
-        return Distribution(found.metadata['Name'] or name, found.version)
-
-    def require(*requirements):
-        found = []
-        for requirement in requirements:
-            if isinstance(requirement, (list, tuple)):
-                found.extend(require(*requirement))
-                continue
-            distribution = get_distribution(requirement)
-            if distribution.version not in _Requirement(requirement):
-                raise VersionConflict(distribution, requirement)
-            found.append(distribution)
-        return found
-
-    class WorkingSet:
-        """The installed distributions; ``require`` as :func:`require`."""
-
-        def require(self, *requirements):
-            return require(*requirements)
-
-    for obj in (ResolutionError, DistributionNotFound, VersionConflict, Distribution,
-                WorkingSet, get_distribution, require):
-        obj.__module__ = module.__name__
-        setattr(module, obj.__name__, obj)
-    return module

@@ -19,6 +19,11 @@ extensions = [
     'sphinx.ext.doctest',
 ]
 autodoc_member_order = 'bysource'
+# Annotations go into the parameter list, where the docstring gives no type, not into the
+# signature: Chainer's types are Any to the checker and NumPy's ArrayLike expands to a
+# dozen lines, so signatures stay as users call them and the docstrings' types
+# ("Variable or ndarray") are what the reader sees.
+autodoc_typehints = 'description'
 # Chainer's own docstrings use labels of Chainer's docs that do not resolve here.
 autodoc_inherit_docstrings = False
 autodoc_default_options = {'members': True, 'show-inheritance': True}

@@ -3,6 +3,12 @@
 Importing this package loads nothing heavy; import the piece you need, for
 example ``from researchutils.chainer.functions import grad_clip_lstm``.
 """
+# Chainer 7.8.1 needs the finder of _researchutils_chainer_compat on today's NumPy and
+# setuptools. The installed .pth file imports that package at interpreter start; where no
+# .pth runs (python -S, an embedded interpreter, a PYTHONPATH into another environment),
+# importing it here installs the finder before any researchutils module imports Chainer,
+# and warns if Chainer came first (docs/installation.rst).
+import _researchutils_chainer_compat  # noqa: F401
 from researchutils._version import __version__
 
 __all__ = ['__version__']

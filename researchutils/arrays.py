@@ -1,15 +1,23 @@
 """Small array helpers: one-hot matrices and the inverse of ``zip`` (NumPy only)."""
+from __future__ import annotations
+
 import math
 import numbers
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import DTypeLike, NDArray
 
 __all__ = ['one_hot', 'unzip']
 
 _INTEGER_TYPES = (np.int8, np.int16, np.int32, np.int64)
+_T = TypeVar('_T')
 
 
-def one_hot(indices, shape, on_value=1, off_value=0, dtype=None):
+def one_hot(indices: Iterable[int | np.integer[Any]], shape: Sequence[int],
+            on_value: Any = 1, off_value: Any = 0,
+            dtype: DTypeLike | None = None) -> NDArray[Any]:
     """Makes one-hot column vectors side by side in a matrix.
 
     Column ``j`` of the result holds ``on_value`` in row ``indices[j]`` and
@@ -20,8 +28,8 @@ def one_hot(indices, shape, on_value=1, off_value=0, dtype=None):
             ``[0, shape[0])``; a list, a range or an integer array.
         shape (tuple of int): ``(rows, columns)``; ``columns`` must equal
             ``len(indices)``.
-        on_value: The value at each index.
-        off_value: The value everywhere else.
+        on_value (scalar): The value at each index.
+        off_value (scalar): The value everywhere else.
         dtype (numpy.dtype): The result's type. By default ``int8`` when both
             values are integers (the smallest signed integer type holding them
             when ``int8`` does not), else ``float32``.
@@ -68,7 +76,8 @@ def one_hot(indices, shape, on_value=1, off_value=0, dtype=None):
     return result
 
 
-def _row_indices(indices, rows):
+def _row_indices(indices: Iterable[int | np.integer[Any]],
+                 rows: int) -> NDArray[np.integer[Any]]:
     values = np.asarray(list(indices) if not isinstance(indices, np.ndarray) else indices)
     if values.size == 0:
         return np.zeros(0, dtype=np.intp)
@@ -84,7 +93,7 @@ def _row_indices(indices, rows):
     return values
 
 
-def _check_fits(name, value, dtype):
+def _check_fits(name: str, value: object, dtype: np.dtype[Any]) -> None:
     # Checked in Python numbers: NumPy 1 wraps an out-of-range integer silently,
     # NumPy 2 raises OverflowError without naming the argument.
     if dtype.kind not in 'biuf':
@@ -112,7 +121,7 @@ def _check_fits(name, value, dtype):
     if isinstance(value, numbers.Integral):
         whole = int(value)
     elif float(value).is_integer():
-        whole = int(value)
+        whole = int(math.trunc(value))
     else:
         raise ValueError('{}={!r} does not fit dtype {}: it holds whole numbers only'.format(
             name, value, dtype.name))
@@ -122,18 +131,18 @@ def _check_fits(name, value, dtype):
             name, value, dtype.name, low, high))
 
 
-def _default_dtype(on_value, off_value):
-    values = (on_value, off_value)
-    if not all(isinstance(v, numbers.Integral) for v in values):
+def _default_dtype(on_value: object, off_value: object) -> type[np.number[Any]]:
+    values = [int(v) for v in (on_value, off_value) if isinstance(v, numbers.Integral)]
+    if len(values) != 2:
         return np.float32
     for candidate in _INTEGER_TYPES:
         info = np.iinfo(candidate)
-        if all(info.min <= int(v) <= info.max for v in values):
+        if all(info.min <= v <= info.max for v in values):
             return candidate
     return np.int64
 
 
-def unzip(zipped_array):
+def unzip(zipped_array: Iterable[Sequence[_T]]) -> tuple[tuple[_T, ...], ...]:
     """Does the opposite of ``zip``: a sequence of tuples to a tuple of sequences.
 
     Args:

@@ -1,7 +1,13 @@
-"""Test-wide markers: ``gpu`` tests skip without CUDA, ``mpi`` tests outside mpiexec."""
+"""Test-wide markers (``gpu`` tests skip without CUDA, ``mpi`` tests outside mpiexec) and the
+session-wide fixtures of tests/support."""
 import os
 
 import pytest
+
+# Session-wide fixtures that tests of several folders share (one PostgreSQL server and one
+# bridge for the namespace hosts a session): they must be known here, at the top.
+from tests.support.netns_hosts import host_network, network_hosts  # noqa: F401 (fixtures)
+from tests.support.postgres_server import postgres_database, postgres_server  # noqa: F401
 
 # Tests never open windows, whatever the machine: matplotlib draws with Agg. Tests of the
 # display path select tests/support/recording_backend.py in a subprocess of their own.
@@ -25,10 +31,12 @@ def pytest_collection_modifyitems(config, items):
     under_mpi = _under_mpi()
     skip_gpu = pytest.mark.skip(reason='needs CUDA and cupy')
     skip_mpi = pytest.mark.skip(reason='needs mpiexec -n 2 (run `make test-mpi`)')
+    # By marker, not keyword: pytest counts the names of the folders above a test as its
+    # keywords, so a checkout in a folder named `gpu` would skip every test.
     for item in items:
-        if 'gpu' in item.keywords and not has_cuda:
+        if item.get_closest_marker('gpu') and not has_cuda:
             item.add_marker(skip_gpu)
-        if 'mpi' in item.keywords and not under_mpi:
+        if item.get_closest_marker('mpi') and not under_mpi:
             item.add_marker(skip_mpi)
 
 

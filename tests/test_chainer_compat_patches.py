@@ -1,9 +1,14 @@
-"""What _researchutils_chainer_compat supplies to Chainer, against the NumPy 1.x and
-setuptools semantics Chainer 7.8.1 was written for (independent references in plain NumPy,
-and pip's own copy of ``packaging`` for versions). These run in this process, whose
-interpreter start installed the finder, on every stack the suite runs on.
+"""What _researchutils_chainer_compat supplies to Chainer, against the NumPy 1.x semantics
+Chainer 7.8.1 was written for (independent references in plain NumPy, and NumPy 1.26's own
+behaviour where the suite runs on it). These run in this process, whose interpreter start
+installed the finder, on every stack the suite runs on. The pkg_resources stand-in is tested
+in tests/test_chainer_compat_pkg_resources.py, the finder in tests/test_chainer_compat.py.
 """
+import importlib
 import inspect
+import os
+import re
+import threading
 import warnings
 
 import chainer
@@ -12,7 +17,8 @@ import numpy as np
 import pytest
 from chainer import gradient_check
 
-from _researchutils_chainer_compat import _patches, _stand_ins
+import _researchutils_chainer_compat as compat
+from _researchutils_chainer_compat import _changed, _stand_ins
 
 NUMPY_2 = int(np.__version__.split('.')[0]) >= 2
 
@@ -80,17 +86,99 @@ def test_sctypes_stand_in_is_numpy_1_26s_table():
         assert table == np.sctypes
 
 
-@pytest.mark.parametrize('dtype,padding,expected', [
-    (np.uint8, -1, 255), (np.uint8, 300, 44), (np.int8, 200, -56),
-    (np.uint32, -2, 2 ** 32 - 2), (np.int32, -7, -7), (np.float32, -1, -1.0)])
-def test_pad_sequence_stores_an_out_of_range_padding_wrapped_as_numpy_1_did(
-        dtype, padding, expected):
+# What NumPy 1.26 (Linux) stores for a Python int padding: (dtype, padding, stored by
+# `array[...] = padding` (F.pad_sequence), stored by numpy.full (concat_examples)).
+# test_int_table_is_what_numpy_1_stores checks every row against NumPy 1.26 itself.
+INT_PADDINGS = [
+    (np.uint8, -1, 255, 255), (np.uint8, 300, 44, 44), (np.int8, 300, 44, 44),
+    (np.int8, 127, 127, 127), (np.int8, 128, -128, -128), (np.int8, -129, 127, 127),
+    (np.int8, 200, -56, -56), (np.int32, 2 ** 31, -2 ** 31, -2 ** 31),
+    (np.uint32, -2, 2 ** 32 - 2, 2 ** 32 - 2), (np.int32, -7, -7, -7),
+    (np.int8, 2 ** 63 - 1, -1, -1), (np.int8, 2 ** 63, OverflowError, 0),
+    (np.uint16, 2 ** 63, OverflowError, 0), (np.uint32, 2 ** 63, 0, 0),
+    (np.uint32, 2 ** 64 - 1, 2 ** 32 - 1, 2 ** 32 - 1),
+    (np.int64, -2 ** 63, -2 ** 63, -2 ** 63), (np.int64, 2 ** 63, OverflowError, -2 ** 63),
+    (np.int64, -2 ** 63 - 1, OverflowError, OverflowError),
+    (np.int64, 2 ** 64, OverflowError, OverflowError),
+    (np.uint64, -1, 2 ** 64 - 1, 2 ** 64 - 1), (np.uint64, 2 ** 63, 2 ** 63, 2 ** 63),
+    (np.uint64, 2 ** 64, OverflowError, OverflowError),
+    (np.int8, 2 ** 70, OverflowError, OverflowError),
+    (np.int8, -2 ** 64, OverflowError, OverflowError),
+]
+
+
+def _case_id(case):
+    return '{}-{}'.format(np.dtype(case[0]).name, case[1])
+
+
+def _stored_or_error(call):
+    try:
+        return int(call())
+    except OverflowError:
+        return OverflowError
+
+
+@pytest.mark.skipif(NUMPY_2, reason='the reference is NumPy 1.26 itself, on the 3.11 stack')
+@pytest.mark.parametrize('case', INT_PADDINGS, ids=_case_id)
+def test_int_table_is_what_numpy_1_stores(case):
+    dtype, padding, by_setitem, by_full = case
+
+    def setitem():
+        array = np.zeros(2, dtype)
+        array[1:] = padding
+        return array[1]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning)     # 1.24-1.26 warn, then wrap
+        assert _stored_or_error(setitem) == by_setitem
+        assert _stored_or_error(lambda: np.full(2, padding, dtype)[1]) == by_full
+
+
+def _assert_pads_with(pad, dtype, padding, stored):
+    """``pad(arrays, padding)`` of [1, 2, 3] and [4] stores ``stored`` (or raises it)."""
     xs = [np.array([1, 2, 3], dtype), np.array([4], dtype)]
     with warnings.catch_warnings():
-        warnings.simplefilter('ignore', DeprecationWarning)     # NumPy 1.26 warns, then wraps
-        y = F.pad_sequence(xs, padding=padding).array
+        warnings.simplefilter('error')
+        if stored is OverflowError:
+            with pytest.raises(OverflowError):
+                pad(xs, padding)
+            return
+        y = pad(xs, padding)
     assert y.dtype == dtype
-    np.testing.assert_array_equal(y, np.array([[1, 2, 3], [4, expected, expected]], dtype))
+    np.testing.assert_array_equal(y, np.array([[1, 2, 3], [4, stored, stored]], dtype))
+
+
+@pytest.mark.parametrize('case', INT_PADDINGS, ids=_case_id)
+def test_pad_sequence_stores_an_int_padding_as_numpy_1_did(case):
+    dtype, padding, stored, _ = case
+    _assert_pads_with(lambda xs, p: F.pad_sequence(xs, padding=p).array, dtype, padding, stored)
+
+
+@pytest.mark.parametrize('case', INT_PADDINGS, ids=_case_id)
+def test_concat_examples_stores_an_int_padding_as_numpy_1_did(case):
+    dtype, padding, _, stored = case
+    _assert_pads_with(lambda xs, p: chainer.dataset.concat_examples(xs, padding=p),
+                      dtype, padding, stored)
+
+
+def test_concat_examples_pads_each_element_of_a_tuple_with_its_own_wrapped_padding():
+    batch = [(np.array([1, 2], np.uint8), np.array([3], np.int8)),
+             (np.array([4], np.uint8), np.array([5, 6], np.int8))]
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        x, t = chainer.dataset.concat_examples(batch, padding=(-1, 300))
+    np.testing.assert_array_equal(x, np.array([[1, 2], [4, 255]], np.uint8))
+    np.testing.assert_array_equal(t, np.array([[3, 44], [5, 6]], np.int8))
+
+
+@pytest.mark.parametrize('dtype,padding', [(np.float32, -1), (np.float32, 2 ** 70),
+                                           (np.float64, 0.5), (np.bool_, 1)])
+def test_pad_sequence_and_concat_examples_store_other_paddings_as_numpy_does(dtype, padding):
+    xs = [np.zeros(2, dtype), np.zeros(1, dtype)]
+    expected = np.array([[0, 0], [0, padding]], dtype)
+    np.testing.assert_array_equal(F.pad_sequence(xs, padding=padding).array, expected)
+    np.testing.assert_array_equal(chainer.dataset.concat_examples(xs, padding=padding),
+                                  expected)
 
 
 def test_pad_sequence_with_an_out_of_range_padding_warns_nothing():
@@ -212,10 +300,11 @@ def test_caffe_protobuf_module_builds_caffe_messages_and_caffe_function_runs(tmp
     ('chainer._environment_check', '_check_osx_numpy_backend'),
     ('chainer.functions.array.as_strided', 'AsStridedGrad.forward'),
     ('chainer.functions.array.resize_images', 'compute_indices_and_weights'),
-    ('chainer.distributions.categorical', 'Categorical.log_prob')])
+    ('chainer.distributions.categorical', 'Categorical.log_prob'),
+    ('chainer.dataset.convert', '_concat_arrays_with_padding')])
 def test_functions_given_a_numpy_namespace_never_compare_numpy_by_identity(
         module_name, qualname):
-    import importlib
+
     target = importlib.import_module(module_name)
     for part in qualname.split('.'):
         target = getattr(target, part)
@@ -223,65 +312,112 @@ def test_functions_given_a_numpy_namespace_never_compare_numpy_by_identity(
     assert 'is numpy' not in source and 'is np' not in source and 'numpy is' not in source
 
 
-# --- pkg_resources stand-in, against pip's own copy of packaging -------------------------
-
-packaging_version = pytest.importorskip('pip._vendor.packaging.version')
-packaging_specifiers = pytest.importorskip('pip._vendor.packaging.specifiers')
-
-VERSIONS = ['1.0', '1.0.0', '1.0.post1', '1.0rc1', '1.0a2', '1.0b1', '1.0.dev3', '1.0rc1.dev1',
-            '0.9', '1.1', '2.0.0.post3', '2.0.0', '2.1', '7.7.0', '8.0.0rc1', '8.0.0', '1!0.5',
-            '1.26.4', '2.5.2', '14.0.0', '1.0+local.1', '1.0-1', '1.0.0.0']
-SPECIFIERS = ['>=1.0', '<8.0.0', '>=7.7.0,<8.0.0', '==1.0', '!=1.0', '==1.*', '~=1.0',
-              '~=2.0.0', '>1.0', '<=2.0.0', '>=2.0.0.post3, <2.1', '===1.0', '<1.0rc2']
+def _numpy_float64_nearest_indices(n_in, n_out):
+    """Chainer's nearest-neighbour rows (or columns), with float64 coordinates."""
+    coordinates = np.arange(n_out, dtype=np.float64) * (n_in / n_out)
+    return np.minimum(np.floor(coordinates), n_in - 1).astype(int)
 
 
-def test_versions_sort_as_packaging_sorts_them():
-    ours = sorted(VERSIONS, key=lambda v: _stand_ins._Version(v).sort_key)
-    theirs = sorted(VERSIONS, key=packaging_version.Version)
-    assert [packaging_version.Version(v) for v in ours] == \
-        [packaging_version.Version(v) for v in theirs]
+@pytest.mark.parametrize('in_size,out_size', [((14, 26), (46, 22)), ((30, 26), (52, 44))])
+def test_resize_images_nearest_picks_the_pixels_of_float64_coordinates(in_size, out_size):
+    # At these sizes a float32 grid floors some coordinates to the pixel before or after.
+    for n_in, n_out in zip(in_size, out_size):
+        float32 = np.floor(np.arange(n_out, dtype=np.float32) * (n_in / n_out))
+        assert (float32 != _numpy_float64_nearest_indices(n_in, n_out)).any()
+    x = np.arange(np.prod(in_size), dtype=np.float32).reshape((1, 1) + in_size)
+    y = F.resize_images(x, out_size, mode='nearest').array
+    rows, columns = (_numpy_float64_nearest_indices(n, m) for n, m in zip(in_size, out_size))
+    np.testing.assert_array_equal(y[0, 0], x[0, 0][rows][:, columns])
 
 
-@pytest.mark.parametrize('specifier', SPECIFIERS)
-def test_requirement_specifiers_admit_what_packaging_admits(specifier):
-    reference = packaging_specifiers.SpecifierSet(specifier.replace(' ', ''))
-    requirement = _stand_ins._Requirement('pkg' + specifier)
-    for version in VERSIONS:
-        assert (version in requirement) == reference.contains(version, prereleases=True), \
-            (specifier, version)
+@pytest.mark.parametrize('align_corners', [True, False])
+def test_resize_images_bilinear_weights_come_from_float64_coordinates(align_corners):
+    # 4099 rows down to 1000: float32 coordinates near 4000 are off by up to 2.4e-4 of a
+    # pixel, which moves the interpolated value by far more than float32 arithmetic does.
+    x = np.random.RandomState(1).rand(1, 1, 4099, 2).astype(np.float32)
+    y = F.resize_images(x, (1000, 2), align_corners=align_corners).array
+    np.testing.assert_allclose(y, _bilinear_reference(x, 1000, 2, align_corners),
+                               rtol=0, atol=2e-6)
 
 
-def test_pkg_resources_stand_in_requires_what_is_installed():
-    resources = _stand_ins.pkg_resources()
-    numpy_dist, = resources.require('numpy>=1.26')
-    assert numpy_dist.version == np.__version__
-    assert resources.get_distribution('NumPy').version == np.__version__
-    with pytest.raises(resources.VersionConflict):
-        resources.WorkingSet().require('numpy<1.0')
-    with pytest.raises(resources.DistributionNotFound):
-        resources.require('no-such-distribution-here>=1')
-    assert issubclass(resources.DistributionNotFound, resources.ResolutionError)
+@pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize('shape', [(5,), ()])
+def test_fix_keeps_the_dtype_and_shape_of_its_input(dtype, shape):
+    x = np.array([-2.5, -0.5, 0.0, 0.4, 1.7], dtype)[:5 if shape else 1].reshape(shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        y = F.fix(x).array
+    assert isinstance(y, np.ndarray) and y.dtype == dtype and y.shape == shape
+    np.testing.assert_array_equal(y, np.trunc(x.astype(np.float64)).astype(dtype))
 
 
-def test_chainer_testing_with_requires_skips_by_version():
-    from chainer import testing
-    assert testing.with_requires('numpy>=1.0')(lambda: 'ran')() == 'ran'
-    import unittest
-    with pytest.raises(unittest.SkipTest):
-        testing.with_requires('numpy<1.0')(lambda: None)()
+def test_setdaemon_of_pythons_threading_is_untouched_by_the_iterators_patch():
+    from chainer.iterators import multiprocess_iterator
+    assert multiprocess_iterator.threading is threading
+    method = threading.Thread.__dict__['setDaemon']
+    assert os.path.samefile(method.__code__.co_filename, threading.__file__)
+    thread = threading.Thread()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        thread.setDaemon(True)                      # Python's own: deprecated since 3.10
+    assert thread.daemon and [w.category for w in caught] == [DeprecationWarning]
+
+
+def test_maxout_keeps_chainers_default_initial_bias_of_zero():
+    link = chainer.links.Maxout(3, 2, 4)
+    np.testing.assert_array_equal(link.linear.b.array, np.zeros(8, np.float32))
+    assert chainer.links.Maxout(3, 2, 4, initial_bias=None).linear.b is None
 
 
 def test_what_is_supplied_matches_what_the_stack_lacks():
     from chainer import variable
+    from chainer.dataset import convert
+    from chainer.distributions import categorical
     from chainer.functions.array import pad_sequence
     from chainer.functions.math import fix as fix_module
     major, minor = (int(p) for p in np.__version__.split('.')[:2])
-    assert (fix_module.fix.__code__.co_filename == _patches.__file__) == \
-        ((major, minor) >= (2, 5))                        # numpy.fix deprecated in 2.5
-    assert (pad_sequence.PadSequence.forward.__code__.co_filename == _patches.__file__) == \
-        ((major, minor) >= (1, 24))                 # out-of-bound ints warned 1.24, refused 2.0
-    assert (variable.Variable.debug_print.__code__.co_filename == _patches.__file__) == \
-        NUMPY_2                                           # ndarray.device from 2.0
-    from chainer.distributions import categorical
-    assert (categorical.Categorical.log_prob.__globals__['numpy'] is not np) == \
-        NUMPY_2                                           # meshgrid gives a tuple from 2.0
+
+    def patched(function):
+        return function.__code__.co_filename == _changed.__file__
+
+    assert patched(fix_module.fix) == ((major, minor) >= (2, 5))    # numpy.fix deprecated
+    # out-of-bound ints: array stores warn from 1.24 and refuse from 2.0; numpy.full
+    # refuses from 2.5 (still wrapping on 2.0)
+    assert patched(pad_sequence.PadSequence.forward) == ((major, minor) >= (1, 24))
+    assert patched(convert._concat_arrays_with_padding) == ((major, minor) >= (2, 5))
+    assert patched(variable.Variable.debug_print) == NUMPY_2         # ndarray.device
+    assert (categorical.Categorical.log_prob.__globals__['numpy'] is not np) == NUMPY_2
+    assert categorical.numpy is np and convert.numpy is np           # the modules' own
+
+
+# --- the table of patches ------------------------------------------------------------
+
+def test_every_patch_in_the_table_is_a_function_of_loader_and_module():
+    for name in compat.PATCHED_MODULES:
+        patch = compat.patch_for(name)
+        assert list(inspect.signature(patch).parameters) == ['loader', 'module'], name
+
+
+def test_every_patch_function_is_in_the_table():
+    named = set(compat.PATCHED_MODULES.values())
+    for where in sorted({patch.partition(':')[0] for patch in named}):
+        module = importlib.import_module(compat.__name__ + '.' + where)
+        for name, value in vars(module).items():
+            if inspect.isfunction(value) and value.__module__ == module.__name__ \
+                    and not name.startswith('_'):
+                assert '{}:{}'.format(module.__name__.rpartition('.')[2], name) in named
+
+
+@pytest.mark.parametrize('patch,module_name', sorted(
+    {patch: name for name, patch in compat.PATCHED_MODULES.items()}.items()))
+def test_every_patch_names_the_release_that_changed_what_it_supplies(patch, module_name):
+    comments = ' '.join(re.findall(r'#(.*)', inspect.getsource(compat.patch_for(module_name))))
+    assert re.search(r'(NumPy|Python|setuptools|protobuf) \d', comments), patch
+
+
+def test_no_module_of_the_compat_package_is_over_400_lines():
+    folder = os.path.dirname(compat.__file__)
+    for name in os.listdir(folder):
+        if name.endswith('.py'):
+            with open(os.path.join(folder, name), encoding='utf-8') as f:
+                assert len(f.read().splitlines()) <= 400, name

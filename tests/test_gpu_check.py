@@ -4,7 +4,10 @@ Runs the real scripts (tools/build_wheelhouse.sh, tools/gpu_check.sh --dry-run) 
 interpreter standing in for the GPU machine's python3: the wheelhouse is built from the
 registries, the check installs from it alone into a fresh venv and runs the gpu tests (which
 skip without CUDA), the CuPy-name tests and the benchmarks' GPU rows (left out without CUDA).
-On a machine with CUDA the gpu tests run instead.
+On a machine with CUDA the gpu tests run instead. The tests after the slow ones check that
+neither script loses work: a failed wheelhouse build keeps the previous wheels, and the
+check refuses a results folder it cannot use before it builds anything, and removes its
+temporary venv.
 """
 import os
 import subprocess
@@ -24,6 +27,9 @@ def _cuda_available():
 def dry_run(tmp_path_factory):
     root = tmp_path_factory.mktemp('gpu_check')
     wheelhouse = root / 'wheelhouse'
+    # A previous wheelhouse, which a successful build replaces whole.
+    wheelhouse.mkdir()
+    (wheelhouse / 'stale-0.1-py3-none-any.whl').write_bytes(b'an earlier build')
     built = subprocess.run(['bash', os.path.join(REPO, 'tools', 'build_wheelhouse.sh'),
                             str(wheelhouse)], cwd=REPO, capture_output=True, text=True,
                            env=dict(os.environ, PYTHON=sys.executable), timeout=600)
@@ -83,3 +89,87 @@ def test_every_gpu_test_is_selected_and_runs_only_with_cuda(dry_run):
     assert '@numpy' not in benchmarks and 'CPU' not in benchmarks.replace('CPUs', '')
     if not _cuda_available():
         assert benchmarks.count('GPU rows skipped: CuPy sees no GPU') == 4
+
+
+@pytest.mark.slow
+def test_a_successful_build_replaces_the_previous_wheelhouse_whole(dry_run):
+    wheelhouse, _, _ = dry_run
+    assert 'stale-0.1-py3-none-any.whl' not in os.listdir(wheelhouse)
+    # Nothing of the build is left beside it.
+    assert sorted(p.name for p in wheelhouse.parent.iterdir() if 'wheelhouse' in p.name) == \
+        ['wheelhouse']
+
+
+def _script(name, args, env, timeout=120):
+    env = dict(os.environ, **env)
+    env.pop('PYTEST_ADDOPTS', None)
+    env.pop('PYTEST_CURRENT_TEST', None)
+    return subprocess.run(['bash', os.path.join(REPO, 'tools', name)] + args, cwd=REPO,
+                          capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_a_failed_wheelhouse_build_keeps_the_previous_wheels(tmp_path):
+    wheelhouse = tmp_path / 'wheelhouse'
+    wheelhouse.mkdir()
+    (wheelhouse / 'kept-1.0-py3-none-any.whl').write_bytes(b'the last good build')
+    done = _script('build_wheelhouse.sh', [str(wheelhouse)], {'PYTHON': '/bin/false'})
+    assert done.returncode != 0
+    assert os.listdir(wheelhouse) == ['kept-1.0-py3-none-any.whl']
+    assert (wheelhouse / 'kept-1.0-py3-none-any.whl').read_bytes() == b'the last good build'
+    assert os.listdir(tmp_path) == ['wheelhouse'], 'a half-built folder was left behind'
+
+
+def test_the_wheelhouse_build_refuses_a_path_that_is_a_regular_file(tmp_path):
+    target = tmp_path / 'wheelhouse'
+    target.write_text('not a folder')
+    done = _script('build_wheelhouse.sh', [str(target)], {'PYTHON': '/bin/false'})
+    assert done.returncode == 2, done.stderr
+    assert 'is not a folder' in done.stderr
+    assert target.read_text() == 'not a folder'
+
+
+def _gpu_check(tmp_path, out):
+    """tools/gpu_check.sh --dry-run with no wheelhouse, TMPDIR in tmp_path/tmp."""
+    scratch = tmp_path / 'tmp'
+    scratch.mkdir()
+    done = _script('gpu_check.sh', ['--dry-run'], {
+        'OUT': str(out), 'TMPDIR': str(scratch), 'WHEELHOUSE': str(tmp_path / 'no-wheelhouse'),
+        'GPU_CHECK_PYTHON': sys.executable, 'GPU_CHECK_SECONDS': '60'}, timeout=300)
+    return done, scratch
+
+
+def test_the_gpu_check_refuses_a_results_folder_holding_another_run(tmp_path):
+    results = tmp_path / 'results'
+    results.mkdir()
+    old = {'pytest-gpu.xml': '<testsuite tests="999" failures="0" errors="0" skipped="0"/>',
+           'pip-list.txt': 'an earlier run', 'benchmarks-gpu.txt': 'an earlier run'}
+    for name, text in old.items():
+        (results / name).write_text(text)
+    done, scratch = _gpu_check(tmp_path, results)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert 'is not empty' in done.stderr
+    assert {p.name: p.read_text() for p in results.iterdir()} == old
+    assert list(scratch.iterdir()) == [], 'a venv was built before the check refused'
+
+
+def test_the_gpu_check_fails_before_building_a_venv_when_out_is_under_a_file(tmp_path):
+    (tmp_path / 'a-file').write_text('')
+    done, scratch = _gpu_check(tmp_path, tmp_path / 'a-file' / 'results')
+    assert done.returncode == 2
+    assert 'cannot write results' in done.stderr
+    assert list(scratch.iterdir()) == []
+
+
+def test_the_gpu_check_removes_its_venv_and_starts_no_tests_after_a_failed_install(tmp_path):
+    results = tmp_path / 'results'
+    done, scratch = _gpu_check(tmp_path, results)
+    assert done.returncode == 1
+    assert list(scratch.iterdir()) == [], 'the temporary venv was left behind'
+    steps = dict(line.split('\t')[:2] for line in
+                 (results / 'steps.tsv').read_text().splitlines())
+    assert steps['venv'] == '0' and steps['install'] != '0'
+    for name in ('versions', 'pytest-gpu', 'pytest-cupy-names', 'benchmarks-gpu'):
+        assert steps[name] == 'not started', name
+    summary = (results / 'summary.txt').read_text()
+    assert 'pytest-gpu:' not in summary and 'FAILED: install' in summary
+    assert not (results / 'pytest-gpu.xml').exists()

@@ -41,7 +41,6 @@ def _public_definitions(package_name):
 
 
 def test_every_package_is_checked():
-    # Private packages (the experiment's and the search's machinery) export nothing.
     found = {info.name for info in pkgutil.walk_packages(researchutils.chainer.__path__,
                                                          'researchutils.chainer.')
              if info.ispkg and not any(part.startswith('_') for part in info.name.split('.'))}

@@ -21,7 +21,14 @@
 # are left out; it proves the wheelhouse and the selection work before a GPU is lent.
 #
 # Environment: GPU_CHECK_PYTHON (default python3, the image's), WHEELHOUSE (default
-# ./wheelhouse), GPU_CHECK_VENV (default a fresh folder under $TMPDIR or /tmp).
+# ./wheelhouse), GPU_CHECK_VENV (default a fresh folder under $TMPDIR or /tmp, removed when
+# the check ends).
+#
+# A results folder holds one run's results: the check refuses, before doing anything, a
+# results folder that is not empty (an earlier run's files would stand beside this run's,
+# and summary.txt would count an old pytest-gpu.xml), or one it cannot create. When the
+# install fails, the test and benchmark steps are not started (they would test whatever the
+# base interpreter has) and are reported as such.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,12 +41,27 @@ esac
 results=${OUT:-$here/gpu-check-results}
 wheelhouse=${WHEELHOUSE:-$here/wheelhouse}
 python=${GPU_CHECK_PYTHON:-python3}
-venv=${GPU_CHECK_VENV:-$(mktemp -d "${TMPDIR:-/tmp}/researchutils-gpu-check.XXXXXX")/venv}
 deadline=$((SECONDS + ${GPU_CHECK_SECONDS:-470}))
 failed=()
 
-mkdir -p "$results"
-rm -f "$results/summary.txt" "$results/steps.tsv"
+# Checks first: nothing is built or written until the results folder is known to be usable.
+if ! mkdir -p -- "$results" 2>/dev/null || [ ! -d "$results" ] || [ ! -w "$results" ]; then
+    echo "gpu_check.sh: cannot write results into $results" >&2
+    exit 2
+fi
+if [ -n "$(ls -A -- "$results")" ]; then
+    echo "gpu_check.sh: $results is not empty (an earlier run's results?): give OUT an" \
+         "empty or new folder, or remove it" >&2
+    exit 2
+fi
+scratch=
+if [ -n "${GPU_CHECK_VENV:-}" ]; then
+    venv=$GPU_CHECK_VENV
+else
+    scratch=$(mktemp -d "${TMPDIR:-/tmp}/researchutils-gpu-check.XXXXXX") || exit 2
+    venv=$scratch/venv
+    trap 'rm -rf "$scratch"' EXIT
+fi
 exec > >(tee "$results/gpu_check.log") 2>&1
 
 # Nothing from the calling environment steers pip here: the Makefile's constraints are for
@@ -187,21 +209,32 @@ echo "GPU check of researchutils $(git -C "$here" describe --always --dirty 2>/d
 step machine 30 machine > "$results/machine.txt"
 cat "$results/machine.txt"
 command -v nvidia-smi >/dev/null && { nvidia-smi > "$results/nvidia-smi.txt" 2>&1; cat "$results/nvidia-smi.txt"; }
-step venv 60 make_venv
-step install 120 install
-step versions 60 versions > "$results/versions.txt"
-cat "$results/versions.txt"
-if ! cuda_seen; then
-    if [ "$dry" -eq 1 ]; then
-        echo 'dry run: Chainer sees no GPU, so the gpu tests skip and the GPU rows are left out'
-    else
-        failed+=('CUDA: Chainer sees no GPU (versions.txt says why)')
-    fi
+installed=no
+if step venv 60 make_venv; then
+    step install 120 install && installed=yes
+else
+    printf 'install\tnot started\t0\n' >> "$results/steps.tsv"
 fi
-step pytest-gpu 240 pytest_run pytest-gpu -m gpu tests
-step pytest-cupy-names 60 pytest_run pytest-cupy-names tests/test_cupy_names.py \
-    tests/support/test_cupy_names.py
-step benchmarks-gpu 200 benchmarks
+if [ "$installed" = yes ]; then
+    step versions 60 versions > "$results/versions.txt"
+    cat "$results/versions.txt"
+    if ! cuda_seen; then
+        if [ "$dry" -eq 1 ]; then
+            echo 'dry run: Chainer sees no GPU, so the gpu tests skip and the GPU rows are left out'
+        else
+            failed+=('CUDA: Chainer sees no GPU (versions.txt says why)')
+        fi
+    fi
+    step pytest-gpu 240 pytest_run pytest-gpu -m gpu tests
+    step pytest-cupy-names 60 pytest_run pytest-cupy-names tests/test_cupy_names.py \
+        tests/support/test_cupy_names.py
+    step benchmarks-gpu 200 benchmarks
+else
+    echo 'the venv or the install failed: the tests and benchmarks are not started'
+    for name in versions pytest-gpu pytest-cupy-names benchmarks-gpu; do
+        printf '%s\tnot started\t0\n' "$name" >> "$results/steps.tsv"
+    done
+fi
 
 {
     echo "GPU check $([ "$dry" -eq 1 ] && echo '(dry run) ')finished $(date -u '+%Y-%m-%dT%H:%M:%SZ') after ${SECONDS}s"

@@ -2,10 +2,13 @@
 
 Tests: ``tests/chainer/test_clip_bounds.py``.
 """
+from __future__ import annotations
+
 from researchutils._checks import check_float
 
 
-def check_clip_bounds(clip_min, clip_max):
+def check_clip_bounds(clip_min: float | None,
+                      clip_max: float | None) -> tuple[float | None, float | None]:
     """Returns ``(clip_min, clip_max)`` as floats (or None); an infinite bound is no bound.
 
     Raises:

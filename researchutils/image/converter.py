@@ -1,11 +1,18 @@
 """Axis order of images: height-width-color (matplotlib, Pillow) and color-height-width
 (Chainer's convolutions). NumPy only."""
+from __future__ import annotations
+
+from typing import TypeVar
+
 import numpy as np
+from numpy.typing import NDArray
 
 __all__ = ['hwc2chw', 'chw2hwc']
 
+_Scalar = TypeVar('_Scalar', bound=np.generic)
 
-def hwc2chw(image):
+
+def hwc2chw(image: NDArray[_Scalar]) -> NDArray[_Scalar]:
     """Moves the color axis of an image from last to first: ``(H, W, C)`` to ``(C, H, W)``.
 
     A batch ``(N, H, W, C)`` becomes ``(N, C, H, W)``.
@@ -30,7 +37,7 @@ def hwc2chw(image):
     return np.moveaxis(_checked(image), -1, -3)
 
 
-def chw2hwc(image):
+def chw2hwc(image: NDArray[_Scalar]) -> NDArray[_Scalar]:
     """Moves the color axis of an image from first to last: ``(C, H, W)`` to ``(H, W, C)``.
 
     A batch ``(N, C, H, W)`` becomes ``(N, H, W, C)``.
@@ -54,7 +61,7 @@ def chw2hwc(image):
     return np.moveaxis(_checked(image), -3, -1)
 
 
-def _checked(image):
+def _checked(image: NDArray[_Scalar]) -> NDArray[_Scalar]:
     image = np.asarray(image)
     if image.ndim not in (3, 4):
         raise ValueError('image must have 3 axes (or 4 for a batch), got shape {}'.format(

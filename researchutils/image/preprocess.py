@@ -1,10 +1,15 @@
 """Preprocessing over many frames (NumPy only)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = ['compute_mean_image']
 
 
-def compute_mean_image(frames):
+def compute_mean_image(frames: Iterable[ArrayLike]) -> NDArray[np.float32]:
     """Computes the pixel-wise mean of frames of one shape.
 
     Frames are read one at a time (a generator works, and needs memory for one

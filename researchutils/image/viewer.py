@@ -12,19 +12,33 @@ otherwise is saved into the current folder, under ``figure.png`` for images and
 is taken (nothing is ever replaced), and a ``UserWarning`` gives the path. Each
 function returns what it saved.
 """
+from __future__ import annotations
+
 import math
 import numbers
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from researchutils import _figures
+from researchutils._typing import SavePath
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.image import AxesImage
 
 _figures.import_matplotlib('researchutils.image.viewer')
 
 __all__ = ['show_image', 'show_images', 'animate', 'animate_in_matrix_form']
 
+# One title for each video: a str (shown with the frame number) or one str per frame.
+_Titles = str | Sequence[str | Sequence[str]]
 
-def show_image(image, title='', is_gray=False, *, save_path=None):
+
+def show_image(image: ArrayLike, title: str = '', is_gray: bool = False, *,
+               save_path: SavePath = None) -> str | None:
     """Shows one image, or saves it where there is no display.
 
     Args:
@@ -58,8 +72,10 @@ def show_image(image, title='', is_gray=False, *, save_path=None):
     return show_images([image], title=title, is_gray=is_gray, save_path=save_path)
 
 
-def show_images(images, title='', comparisons=None, comparison_title='', is_gray=False,
-                vertical=False, *, save_path=None):
+def show_images(images: Iterable[ArrayLike], title: str = '',
+                comparisons: Iterable[ArrayLike] | None = None, comparison_title: str = '',
+                is_gray: bool = False, vertical: bool = False, *,
+                save_path: SavePath = None) -> str | None:
     """Shows images in a row, and comparison images in a second row below them.
 
     Args:
@@ -122,15 +138,18 @@ def show_images(images, title='', comparisons=None, comparison_title='', is_gray
         plt.close(figure)
 
 
-def animate(images, comparisons=None, titles=None, is_gray=False, fps=15, repeat=False,
-            save_gif=False, save_mp4=False, auto_close=False):
+def animate(images: ArrayLike, comparisons: ArrayLike | None = None,
+            titles: _Titles | None = None, is_gray: bool = False, fps: float = 15,
+            repeat: bool = False, save_gif: SavePath = False, save_mp4: SavePath = False,
+            auto_close: bool = False) -> list[str]:
     """Plays a video, optionally beside comparison videos, or saves it as a GIF.
 
     Args:
         images (list of numpy.ndarray): The video: frames of one shape, ``(H, W)``,
             ``(H, W, 3)`` or ``(H, W, 4)``, or one array ``(T, H, W[, C])``.
-        comparisons: One video of the same kind to play to its right, or a list of
-            such videos, played side by side, all with the same number of frames.
+        comparisons (numpy.ndarray or list): One video of the same kind to play to its
+            right, or a list of such videos, played side by side, all with the same number
+            of frames.
         titles (list): One title per video, in order: a str (shown with the frame
             number) or a list with one title per frame.
         is_gray (bool): Draw ``(H, W)`` frames in gray levels. Each ``(H, W)`` video
@@ -187,9 +206,12 @@ def animate(images, comparisons=None, titles=None, is_gray=False, fps=15, repeat
                                   save_gif=save_gif, save_mp4=save_mp4, auto_close=auto_close)
 
 
-def animate_in_matrix_form(images=None, titles=None, is_gray=False, fps=15, images_per_row=None,
-                           repeat=False, save_gif=False, save_mp4=False, auto_close=False,
-                           remove_axis=False):
+def animate_in_matrix_form(images: Iterable[ArrayLike] | None = None,
+                           titles: _Titles | None = None, is_gray: bool = False,
+                           fps: float = 15, images_per_row: int | None = None,
+                           repeat: bool = False, save_gif: SavePath = False,
+                           save_mp4: SavePath = False, auto_close: bool = False,
+                           remove_axis: bool = False) -> list[str]:
     """Plays several videos at once in a grid, row by row, or saves them as one GIF.
 
     Args:
@@ -253,7 +275,7 @@ def animate_in_matrix_form(images=None, titles=None, is_gray=False, fps=15, imag
             pictures.append(_draw(axes, video[0], is_gray, **scale))
             all_axes.append(axes)
 
-        def update(frame):
+        def update(frame: int) -> list[AxesImage]:
             for picture, video in zip(pictures, videos):
                 picture.set_data(video[frame])
             for axes, title in zip(all_axes, titles):
@@ -291,31 +313,32 @@ def animate_in_matrix_form(images=None, titles=None, is_gray=False, fps=15, imag
         plt.close(figure)
 
 
-def _draw(axes, image, is_gray, **scale):
+def _draw(axes: Axes, image: NDArray[Any], is_gray: bool, **scale: Any) -> AxesImage:
     return axes.imshow(image, cmap='gray' if is_gray else None, **scale)
 
 
 _IMAGE_SHAPES = '(H, W), (H, W, 3) or (H, W, 4) with H, W >= 1'
 
 
-def _is_image(array):
+def _is_image(array: NDArray[Any]) -> bool:
     """The one rule for what an image (or a video's frame) is: drawable, so not 0 x 0."""
     return ((array.ndim == 2 or (array.ndim == 3 and array.shape[-1] in (3, 4)))
             and array.shape[0] > 0 and array.shape[1] > 0)
 
 
-def _images(name, images, allow_empty=False):
-    images = [np.asarray(image) for image in images]
-    if not images and not allow_empty:
+def _images(name: str, images: Iterable[ArrayLike],
+            allow_empty: bool = False) -> list[NDArray[Any]]:
+    arrays = [np.asarray(image) for image in images]
+    if not arrays and not allow_empty:
         raise ValueError('{} is empty: there is nothing to show'.format(name))
-    for index, image in enumerate(images):
-        if not _is_image(image):
+    for index, array in enumerate(arrays):
+        if not _is_image(array):
             raise ValueError('{}[{}] must be an image {}, got shape {}'.format(
-                name, index, _IMAGE_SHAPES, image.shape))
-    return images
+                name, index, _IMAGE_SHAPES, array.shape))
+    return arrays
 
 
-def _videos(images):
+def _videos(images: Iterable[ArrayLike] | None) -> list[NDArray[Any]]:
     if images is None:
         raise ValueError('images is required: a list of videos, each a sequence of frames')
     videos = [np.asarray(video) for video in images]
@@ -331,7 +354,8 @@ def _videos(images):
     return videos
 
 
-def _titles(titles, video_count, frame_count):
+def _titles(titles: _Titles | None, video_count: int,
+            frame_count: int) -> list[str | Sequence[str]]:
     if titles is None:
         return []
     if isinstance(titles, str):
@@ -346,7 +370,7 @@ def _titles(titles, video_count, frame_count):
     return titles
 
 
-def _positive_number(name, value):
+def _positive_number(name: str, value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError('{} must be a positive number, got {!r}'.format(name, value))
     if not 0 < value < math.inf:
@@ -354,7 +378,7 @@ def _positive_number(name, value):
     return value
 
 
-def _images_per_row(images_per_row, video_count):
+def _images_per_row(images_per_row: int | None, video_count: int) -> int:
     if images_per_row is None:
         return video_count
     if isinstance(images_per_row, bool) or not isinstance(images_per_row, numbers.Integral) \

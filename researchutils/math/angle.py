@@ -1,14 +1,19 @@
 """Angles wrapped into one turn of a chosen range, in radians or degrees (NumPy only)."""
+from __future__ import annotations
+
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from researchutils._checks import check_float
+from researchutils._typing import FloatArray
 
 __all__ = ['fit_angle_in_rad_range', 'fit_angle_in_deg_range']
 
 
-def fit_angle_in_rad_range(angles, min_angle=0.0, max_angle=2 * math.pi):
+def fit_angle_in_rad_range(angles: ArrayLike, min_angle: float = 0.0,
+                           max_angle: float = 2 * math.pi) -> FloatArray:
     """Wraps angles in radians into ``[min_angle, min_angle + 2 pi)``.
 
     Each angle is moved by whole turns, so it points the same way. The range is
@@ -44,7 +49,8 @@ def fit_angle_in_rad_range(angles, min_angle=0.0, max_angle=2 * math.pi):
     return _fit(angles, min_angle, max_angle, 2 * math.pi, '2 pi')
 
 
-def fit_angle_in_deg_range(angles, min_angle=0.0, max_angle=360.0):
+def fit_angle_in_deg_range(angles: ArrayLike, min_angle: float = 0.0,
+                           max_angle: float = 360.0) -> FloatArray:
     """Wraps angles in degrees into ``[min_angle, min_angle + 360)``.
 
     The degree twin of :func:`fit_angle_in_rad_range`: with the default
@@ -77,7 +83,8 @@ def fit_angle_in_deg_range(angles, min_angle=0.0, max_angle=360.0):
     return _fit(angles, min_angle, max_angle, 360.0, '360')
 
 
-def _fit(angles, min_angle, max_angle, turn, turn_text):
+def _fit(angles: ArrayLike, min_angle: float, max_angle: float, turn: float,
+         turn_text: str) -> FloatArray:
     min_angle = check_float(min_angle, 'min_angle')
     max_angle = check_float(max_angle, 'max_angle')
     if min_angle > max_angle:

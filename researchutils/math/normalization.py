@@ -1,12 +1,19 @@
 """Min-max scaling and standardization over a whole array (NumPy only)."""
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from researchutils._checks import check_float
+from researchutils._typing import FloatArray
 
 __all__ = ['normalize_by_min_max', 'standardize']
 
 
-def normalize_by_min_max(data, min_value=0.0, max_value=1.0):
+def normalize_by_min_max(data: ArrayLike, min_value: float = 0.0,
+                         max_value: float = 1.0) -> FloatArray:
     """Scales data linearly so that its minimum is ``min_value`` and its maximum ``max_value``.
 
     The minimum and maximum are taken over the whole array. Constant data (every
@@ -61,7 +68,7 @@ def normalize_by_min_max(data, min_value=0.0, max_value=1.0):
     return np.clip(result, *np.ldexp(bounds, exponent)).astype(data.dtype, copy=False)
 
 
-def standardize(data):
+def standardize(data: ArrayLike) -> FloatArray:
     """Shifts and scales data to mean 0 and standard deviation 1.
 
     The mean and the (population, ``ddof=0``) standard deviation are taken over
@@ -101,13 +108,13 @@ def standardize(data):
     return (deviation / np.sqrt(np.mean(deviation * deviation))).astype(data.dtype, copy=False)
 
 
-def _scaled_to_unit(values):
+def _scaled_to_unit(values: FloatArray) -> tuple[FloatArray, Any]:
     """``values * 2**-exponent`` with its largest magnitude in [0.5, 1), and ``exponent``."""
     _, exponent = np.frexp(np.max(np.abs(values)))
     return np.ldexp(values, -exponent), exponent
 
 
-def _bounds_in(dtype, **bounds):
+def _bounds_in(dtype: np.dtype[Any], **bounds: float) -> FloatArray:
     with np.errstate(over='ignore'):
         values = np.array(list(bounds.values()), dtype=dtype)
     for (name, value), converted in zip(bounds.items(), values):
@@ -117,7 +124,7 @@ def _bounds_in(dtype, **bounds):
     return values
 
 
-def _finite_floats(data):
+def _finite_floats(data: ArrayLike) -> FloatArray:
     data = np.asarray(data)
     if data.size == 0:
         raise ValueError('data is empty (shape {}): there is nothing to scale'.format(

@@ -3,19 +3,28 @@
 Needs matplotlib (``pip install researchutils[plot]``). Where there is no display,
 the finished chart is saved instead of shown (see :func:`draw_task`).
 """
+from __future__ import annotations
+
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 from researchutils import _figures
 from researchutils._errors import add_note
+from researchutils._typing import SavePath
+
+if TYPE_CHECKING:
+    from matplotlib.text import Text
+    from matplotlib.typing import ColorType
 
 _figures.import_matplotlib('researchutils.task.plotter')
 
 __all__ = ['draw_task']
 
 
-def draw_task(id, start_time, end_time, color, task_name, title, line_width=40, block=True,
-              *, save_path=None):
+def draw_task(id: float, start_time: float, end_time: float, color: ColorType, task_name: str,
+              title: str, line_width: float = 40, block: bool = True, *,
+              save_path: SavePath = None) -> str | None:
     """Draws one task as a bar on the current chart, labeled with its name, and shows the chart.
 
     Several tasks make one timeline: draw each with ``block=False`` and the last
@@ -108,7 +117,7 @@ def draw_task(id, start_time, end_time, color, task_name, title, line_width=40, 
     return saved
 
 
-def _check_renders(name, text):
+def _check_renders(name: str, text: Text) -> None:
     """Lays ``text`` out now: matplotlib parses mathtext (``$...$``) only when drawing."""
     try:
         text.get_window_extent()

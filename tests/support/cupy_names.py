@@ -4,9 +4,10 @@
 ``python -m tests.support.cupy_names`` prints the table (name, then every user as
 ``file:line``). The list is read from the source, not written by hand, so it follows the code:
 
-1. Every ``.py`` file of researchutils is parsed. Attribute chains rooted at a name bound to
-   CuPy (``import cupy``, ``from chainer.backends import cuda`` then ``cuda.cupy.empty_like``,
-   ``cuda.elementwise`` ...) are resolved through the module's imports and module-level
+1. Every ``.py`` file of researchutils, its tests, benchmarks and examples is parsed.
+   Attribute chains rooted at a name bound to CuPy (``import cupy``, ``from
+   chainer.backends import cuda`` then ``cuda.cupy.empty_like``, ``cuda.elementwise`` ...)
+   are resolved through the module's imports and module-level
    assignments.
 2. The Chainer names it uses (``F.lstm``, ``L.Convolution2D``, ``chainer.optimizers.Adam``,
    ``from chainer.utils import conv`` ...) are resolved, by importing Chainer, to the files
@@ -26,6 +27,7 @@ What no parse can see is listed by hand in :data:`DYNAMIC`, each with its user.
 """
 import ast
 import collections
+import functools
 import importlib
 import inspect
 import os
@@ -80,7 +82,7 @@ _ABOUT_NAMES = (os.path.join('tests', 'test_cupy_names.py'),
 _NOT_FOLLOWED = ('chainer/backends/intel64.py',)
 
 
-def _dotted(node):
+def dotted_name(node):
     """``a.b.c`` for an ast.Attribute/ast.Name chain, else None."""
     parts = []
     while isinstance(node, ast.Attribute):
@@ -105,7 +107,7 @@ def _not_cupy_branches(tree):
                 isinstance(test.ops[0], (ast.Is, ast.IsNot)) and
                 isinstance(test.left, ast.Name) and test.left.id == 'xp'):
             continue
-        other = _dotted(test.comparators[0]) or ''
+        other = dotted_name(test.comparators[0]) or ''
         if other.split('.')[-1] == 'cupy':
             branch_is_cupy = True
         elif other in ('chainerx', 'numpy', 'np'):
@@ -119,7 +121,7 @@ def _not_cupy_branches(tree):
     return ids
 
 
-def _module_aliases(tree, module_name):
+def module_aliases(tree, module_name):
     """Names bound at module level by imports and ``name = a.b`` assignments -> dotted target."""
     aliases = {}
     for node in ast.walk(tree):
@@ -143,13 +145,13 @@ def _module_aliases(tree, module_name):
             body = [node] if isinstance(node, ast.Assign) else []
         for assign in body:
             target = assign.targets[0]
-            value = _dotted(assign.value)
+            value = dotted_name(assign.value)
             if isinstance(target, ast.Name) and value and value.split('.')[0] in aliases:
-                aliases.setdefault(target.id, _expand(value, aliases))
+                aliases.setdefault(target.id, expand_alias(value, aliases))
     return aliases
 
 
-def _expand(dotted, aliases):
+def expand_alias(dotted, aliases):
     head, _, rest = dotted.partition('.')
     if head not in aliases:
         return None
@@ -170,7 +172,7 @@ class _Collector:
             path = _chainer_file('chainer/backends/cuda.py')
             with open(path, encoding='utf-8') as f:
                 tree = ast.parse(f.read())
-            aliases = _module_aliases(tree, 'chainer.backends.cuda')
+            aliases = module_aliases(tree, 'chainer.backends.cuda')
             self._cuda_exports = {name: target for name, target in aliases.items()
                                   if target and target.split('.')[0] in ROOTS}
         return self._cuda_exports
@@ -196,7 +198,7 @@ class _Collector:
     def walk(self, path, module_name, label, xp_is_cupy):
         with open(path, encoding='utf-8') as f:
             tree = ast.parse(f.read(), path)
-        aliases = _module_aliases(tree, module_name)
+        aliases = module_aliases(tree, module_name)
         # Chains nested in a longer chain (``cupy.cuda`` inside ``cupy.cuda.Device``) are
         # reported by the longest one only.
         inner = set()
@@ -219,7 +221,7 @@ class _Collector:
                         self.uses[alias.name].add('{}:{}'.format(label, node.lineno))
             if not isinstance(node, ast.Attribute) or id(node) in inner:
                 continue
-            dotted = _dotted(node)
+            dotted = dotted_name(node)
             if dotted is None:
                 continue
             where = '{}:{}'.format(label, node.lineno)
@@ -230,7 +232,7 @@ class _Collector:
                 rest = parts[parts.index('xp') + 1:]
                 self._use('.'.join(['cupy'] + rest), where + ' (xp)', calls.get(id(node)))
                 continue
-            full = _expand(dotted, aliases)
+            full = expand_alias(dotted, aliases)
             name = self.to_cupy(full)
             if name is not None and name.split('.')[0] in ROOTS and '.' in name:
                 self._use(name, where, calls.get(id(node)))
@@ -287,10 +289,14 @@ Chainer files read, in the order they were reached.
 """
 
 
+@functools.lru_cache(maxsize=None)
 def collect(repo=REPO):
-    """Every CuPy name used, with its users and the keyword arguments it is called with."""
+    """Every CuPy name used, with its users and the keyword arguments it is called with.
+
+    Computed once per process (it imports Chainer's modules): callers must not change it.
+    """
     collector = _Collector()
-    for folder in ('researchutils', 'benchmarks', 'tests'):
+    for folder in ('researchutils', 'benchmarks', 'examples', 'tests'):
         for dirpath, _, filenames in os.walk(os.path.join(repo, folder)):
             for filename in sorted(filenames):
                 path = os.path.join(dirpath, filename)

@@ -2,13 +2,18 @@
 
 Tests: ``tests/chainer/initializers/test_normal_with_loc.py``.
 """
+from __future__ import annotations
+
 import math
 import numbers
 
 from chainer import initializer, initializers
+from numpy.typing import DTypeLike
+
+from researchutils._typing import Array
 
 
-def _finite_real(name, value):
+def _finite_real(name: str, value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError('{} must be a real number, not {!r}'.format(name, value))
     if not math.isfinite(value):
@@ -43,14 +48,15 @@ class NormalWithLoc(initializer.Initializer):
         True
     """
 
-    def __init__(self, loc=0.0, scale=0.05, dtype=None):
+    def __init__(self, loc: float = 0.0, scale: float = 0.05,
+                 dtype: DTypeLike | None = None) -> None:
         self.loc = _finite_real('loc', loc)
         self.scale = _finite_real('scale', scale)
         if self.scale < 0:
             raise ValueError('scale must not be negative, got {!r}'.format(scale))
         super().__init__(dtype)
 
-    def __call__(self, array):
+    def __call__(self, array: Array) -> None:
         # Chainer's Normal knows each backend's generator (CuPy draws float16 as float32).
         initializers.Normal(self.scale, self.dtype)(array)
         array += array.dtype.type(self.loc)

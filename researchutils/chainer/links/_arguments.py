@@ -6,35 +6,40 @@ the same values with the same words as the rest of the project.
 
 Tests: ``tests/chainer/links/test_arguments.py``.
 """
+from __future__ import annotations
+
 import numbers
+from collections.abc import Sequence
 
 import chainer
 from chainer.utils import type_check
 
 from researchutils._checks import check_int
+from researchutils._typing import VariableOrArray
 
 
-def check_pair(name, value, minimum):
+def check_pair(name: str, value: int | Sequence[int], minimum: int) -> tuple[int, int]:
     """Returns ``value`` (an int, or a pair of ints) as a tuple of two ints ``>= minimum``."""
     if isinstance(value, (tuple, list)):
         if len(value) != 2:
             raise ValueError('{} must be an int or a pair of ints, got {!r}'.format(
                 name, value))
-        return tuple(check_int(v, name, minimum=minimum) for v in value)
+        first, second = value
+        return check_int(first, name, minimum=minimum), check_int(second, name, minimum=minimum)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError('{} must be an int or a pair of ints, not {!r}'.format(name, value))
-    value = check_int(value, name, minimum=minimum)
-    return value, value
+    size = check_int(value, name, minimum=minimum)
+    return size, size
 
 
-def check_image_batch(x):
+def check_image_batch(x: VariableOrArray) -> None:
     """Refuses anything but a batch of feature maps ``(B, C, H, W)``."""
     if x.ndim != 4:
         raise type_check.InvalidType('x.ndim == 4', 'x.ndim = {} (shape {})'.format(
             x.ndim, x.shape))
 
 
-def check_array(name, value, what):
+def check_array(name: str, value: VariableOrArray, what: str) -> None:
     """Refuses what is not an array or a :class:`chainer.Variable` (a list, say), naming it.
 
     ``what`` says what the value is in the message ("the input x"). Lists are refused, not

@@ -8,7 +8,7 @@ import os
 
 from researchutils._errors import add_note
 from researchutils.chainer import serializers
-from researchutils.chainer.training import _search, json_values, train_utils
+from researchutils.chainer.training import json_values, train_utils
 from researchutils.chainer.training._experiment import (
     checks,
     files,
@@ -282,91 +282,52 @@ class ChainerExperiment(object):
         """
         return model_selection.grid_search(self, train, val)
 
-    def search(self, train, val, n_trials=None, timeout=None, sampler=None, pruner=None,
+    def search(self, train, val, *, n_trials=None, timeout=None, sampler=None, pruner=None,
                storage=None):
         """Searches the variable parameters with Optuna, one experiment per trial.
 
         Lists in ``variable_params`` are categorical choices,
         :class:`~researchutils.chainer.training.search_space.FloatRange` and
         :class:`~researchutils.chainer.training.search_space.IntRange` ranges.
-        Trial ``n`` runs in ``<name>/trial_<n>`` with the sampled parameters
-        and is scored by ``val_score_key`` on ``val`` (its best model's
-        score), lower or higher being better as ``val_score_mode`` says. A
-        :class:`~researchutils.chainer.training.extensions.ChainerPruningExtension`
-        reports ``val/<val_score_key>`` at every epoch end, and a trial the
-        pruner rejects ends PRUNED. A trial whose training diverged (stopped
-        by ``stop_on_non_number``) or whose score is NaN is PRUNED too, with
-        the reason in its ``diverged`` user attribute: never best.
-
-        The trials live in the Optuna study named ``name`` in ``storage``
-        (made or continued: ``load_if_exists``); by default the SQLite file
-        ``<name>/search.db``. Several processes, or machines sharing a
-        database or journal file, may search one study at once:
-        ``n_trials`` counts the study's finished (COMPLETE or PRUNED) trials,
-        whoever ran them, so they finish ``n_trials`` in all. A search started
-        again continues the study; finished trials are not run again. A
-        trial left RUNNING by a process that was killed is marked FAIL (and
-        its number not reused) when a search starts on the same host, and,
-        in storages made from a URL (heartbeat every 60 s), by any host
-        180 s after its process stopped; a trial is never resumed from its
-        snapshots.
-
-        The summary goes to ``<name>/search.json`` (strict JSON: a NaN or
-        infinite value is ``null``): every trial's number, state, score, choice and last
-        reported value, and the best trial's choice and whole parameters
-        (``best_params``, which
-        :meth:`Parameters.from_json
-        <researchutils.chainer.training.Parameters.from_json>` reads back).
-        With matplotlib (``pip install researchutils[plot]``) Optuna's
-        optimization history (``search_history.png``) and parameter
-        importances (``search_importances.png``, from 2 finished trials) are
-        drawn beside it.
-
-        Needs Optuna: ``pip install researchutils[search]``. Values read back
-        from the study, which others may write, are trusted only as
-        ``experiment.json`` is: a list's value only as one of its candidates,
-        a range's only as a number in it.
-
-        Under ChainerMN (``comm``) every rank calls ``search`` with the same
-        arguments and the ranks train each trial together: rank 0 alone
-        opens the study, asks Optuna for each trial and broadcasts its
-        parameters; the pruning decision is rank 0's and every rank stops
-        at the same iteration. Every rank returns the summary (its
-        ``study`` is None on the other ranks); ``sampler``, ``pruner`` and
-        ``storage`` matter on rank 0 only. Several such jobs may share one
-        study through a database or journal file, as processes do.
+        Each trial trains in a folder of its own below ``<name>`` and is
+        scored by ``val_score_key`` on ``val``; the study lives in ``storage``
+        and the summary in ``<name>/search.json``. The tutorial
+        :doc:`/tutorials/search` tells how trials are run, pruned, counted,
+        shared between processes and resumed, and what the files hold.
 
         Args:
             train (DataManager): The training batches.
             val (DataManager): The validation batches.
-            n_trials (int or None): Finished trials the study should hold
-                (None: no bound, then ``timeout`` ends the search).
+            n_trials (int or None): Finished (COMPLETE or PRUNED) trials the
+                study should hold, whoever ran them (None: no bound, then
+                ``timeout`` ends the search).
             timeout (float or None): Seconds after which this process starts
                 no new trial.
-            sampler (optuna.samplers.BaseSampler or None): None: a
-                ``TPESampler()`` (unseeded, so processes sharing a study draw
-                differently; pass ``TPESampler(seed=...)`` for a reproducible
-                search in one process).
+            sampler (optuna.samplers.BaseSampler or None): None: an unseeded
+                ``TPESampler()``.
             pruner (optuna.pruners.BasePruner or None): None: a
-                ``MedianPruner()``; ``optuna.pruners.NopPruner()`` prunes nothing.
+                ``MedianPruner()``.
             storage (str, optuna.storages.BaseStorage or None): An Optuna
-                storage URL (``"postgresql://..."``, ``"sqlite:///..."``), a
-                storage (``JournalStorage(JournalFileBackend(path))`` for a
-                journal file), or None for ``<name>/search.db``.
+                storage URL, a storage object, or None for the SQLite file
+                ``<name>/search.db``.
 
         Returns:
-            dict: ``best_params`` (Parameters or None when no trial
-            completed), ``best_score`` (NaN without one), ``best_trial`` (its
-            number), ``results`` (``(choice, score)`` for every finished
-            trial, NaN for a pruned one), ``trials`` (what ``search.json``
-            says of each trial) and ``study`` (the ``optuna.Study``).
+            dict: ``best_params`` (Parameters, None when no trial completed),
+            ``best_score`` (NaN without one), ``best_trial`` (its number),
+            ``results`` (``(choice, score)`` of every finished trial, NaN for
+            a pruned one), ``trials`` (what ``search.json`` says of each) and
+            ``study`` (the ``optuna.Study``; None on ChainerMN ranks but 0).
 
         Raises:
-            ImportError: Optuna is missing.
-            ValueError: No ``val_score_key`` or ``val``, neither ``n_trials``
-                nor ``timeout``, no variable parameters, a study of the same
-                name optimizing the other way, or a trial in the study whose
-                values the parameters do not allow.
+            ImportError: Optuna is missing (``pip install researchutils[search]``).
+            TypeError, ValueError: A bad argument; no ``val_score_key`` or
+                ``val``; no variable parameters; a parameter ``search.json``
+                cannot hold (a lambda); a study of the same name optimizing
+                the other way, or holding trials of another space or values
+                the parameters do not allow. All before any trial trains.
+            OSError: The study cannot be opened (the message names the file
+                or storage and what to do), or a trial's folder exists
+                already for another owner.
 
         Example:
             >>> summary = experiment.search(manager_train, manager_val,
@@ -374,7 +335,12 @@ class ChainerExperiment(object):
             >>> summary["best_params"].choice  # doctest: +SKIP
             {'training/optimizer_params/alpha': 0.0123}
         """
-        return _search.search(self, train, val, n_trials, timeout, sampler, pruner, storage)
+        from researchutils._optuna import import_optuna
+        import_optuna('ChainerExperiment.search')  # an ImportError naming the extra
+        # The search's machinery imports Optuna at its top: loaded now, not with this module.
+        from researchutils.chainer.training import _search
+        return _search.search(self, train, val, n_trials=n_trials, timeout=timeout,
+                              sampler=sampler, pruner=pruner, storage=storage)
 
     def save(self):
         """Writes ``<name>/experiment.json``: the parameters, settings and model class.

@@ -5,16 +5,19 @@ gradient with respect to the gate pre-activations ``x`` elementwise to ``[clip_m
 clip_max]`` (Graves 2013, "Generating Sequences With Recurrent Neural Networks", section 2.1).
 Tests: ``tests/chainer/functions/activation/test_grad_clip_lstm.py``.
 """
+from __future__ import annotations
+
 import chainer
 import numpy
 from chainer import backend, function_node
 from chainer.backends import cuda
 from chainer.utils import type_check
 
+from researchutils._typing import Array, FloatArray, Variable, VariableOrArray
 from researchutils.chainer._clip_bounds import check_clip_bounds
 
 
-def _gate_view(array):
+def _gate_view(array: Array) -> Array:
     """(B, 4U, ...) -> (B, U, 4, ...): gate g of unit u is channel 4u + g."""
     return array.reshape((array.shape[0], array.shape[1] // 4, 4) + array.shape[2:])
 
@@ -28,7 +31,8 @@ template <typename T> __device__ T sigmoid_of(T x) {
 '''
 
 
-def _cupy_forward(c_prev, gates, acts, batch):
+def _cupy_forward(c_prev: Array, gates: Array, acts: Array,
+                  batch: int) -> tuple[Array, Array, Array]:
     c_next = cuda.cupy.empty_like(c_prev)
     h = cuda.cupy.empty_like(c_next[:batch])
     tanh_c = cuda.cupy.empty_like(h)
@@ -50,7 +54,9 @@ def _cupy_forward(c_prev, gates, acts, batch):
     return c_next, h, tanh_c
 
 
-def _cupy_backward(c_prev, acts, tanh_c, gc, gh, gc_prev, gx_gates, low, high, batch):
+def _cupy_backward(c_prev: Array, acts: Array, tanh_c: Array, gc: Array, gh: Array,
+                   gc_prev: Array, gx_gates: Array, low: float, high: float,
+                   batch: int) -> None:
     dtype = c_prev.dtype.type
     cuda.elementwise(
         'T c_prev, T ta, T si, T sf, T so, T tc, T gc, T gh, T low, T high',
@@ -75,7 +81,8 @@ def _cupy_backward(c_prev, acts, tanh_c, gc, gh, gc_prev, gx_gates, low, high, b
       gx_gates[:, :, 3])
 
 
-def _numpy_forward(c_prev, gates, acts, batch):
+def _numpy_forward(c_prev: FloatArray, gates: FloatArray, acts: FloatArray,
+                   batch: int) -> tuple[FloatArray, FloatArray, FloatArray]:
     a, i, f, o = acts
     numpy.tanh(gates[:, :, 0], out=a)
     for k in (1, 2, 3):
@@ -94,7 +101,7 @@ def _numpy_forward(c_prev, gates, acts, batch):
     return c_next, h, tanh_c
 
 
-def _numpy_clip(gx, clip_min, clip_max):
+def _numpy_clip(gx: FloatArray, clip_min: float | None, clip_max: float | None) -> None:
     """Clips ``gx`` in place.
 
     NumPy's clip and its maximum/minimum with a scalar bound run without SIMD; against a
@@ -111,7 +118,9 @@ def _numpy_clip(gx, clip_min, clip_max):
         numpy.minimum(rows, numpy.full(row, clip_max, gx.dtype), out=rows)
 
 
-def _numpy_backward(c_prev, acts, tanh_c, gc, gh, gc_prev, gx_gates, batch):
+def _numpy_backward(c_prev: FloatArray, acts: FloatArray, tanh_c: FloatArray,
+                    gc: FloatArray, gh: FloatArray, gc_prev: FloatArray,
+                    gx_gates: FloatArray, batch: int) -> None:
     a, i, f, o = acts
     ga, gi, gf, go = (gx_gates[:, :, k] for k in range(4))
     # g: the total gradient reaching c, through h and directly.
@@ -150,10 +159,10 @@ class GradClipLSTM(function_node.FunctionNode):
         clip_max (float or None): Upper bound of the gradient with respect to ``x``.
     """
 
-    def __init__(self, clip_min=None, clip_max=None):
+    def __init__(self, clip_min: float | None = None, clip_max: float | None = None) -> None:
         self.clip_min, self.clip_max = check_clip_bounds(clip_min, clip_max)
 
-    def check_type_forward(self, in_types):
+    def check_type_forward(self, in_types: type_check.TypeInfoTuple) -> None:
         type_check._argname(in_types, ('c_prev', 'x'))
         c_type, x_type = in_types
         type_check.expect(
@@ -170,7 +179,7 @@ class GradClipLSTM(function_node.FunctionNode):
         for axis in range(2, type_check.eval(c_type.ndim)):
             type_check.expect(x_type.shape[axis] == c_type.shape[axis])
 
-    def forward(self, inputs):
+    def forward(self, inputs: tuple[Array, Array]) -> tuple[Array, Array]:
         self.retain_inputs((0, 1))
         c_prev, x = inputs
         batch = len(x)
@@ -187,7 +196,9 @@ class GradClipLSTM(function_node.FunctionNode):
         self._tanh_c = tanh_c
         return c_next, h
 
-    def backward(self, indexes, grad_outputs):
+    def backward(self, indexes: tuple[int, ...],
+                 grad_outputs: tuple[Variable | None, Variable | None]
+                 ) -> tuple[Variable, Variable]:
         c_prev, x = self.get_retained_inputs()
         gc, gh = grad_outputs
         xp = backend.get_array_module(x)
@@ -206,16 +217,23 @@ class GradClipLSTMGrad(function_node.FunctionNode):
     Inputs are ``(c_prev, x, gc, gh)``, outputs ``(gc_prev, gx)`` with ``gx`` clipped. Its
     own backward is composed of differentiable Chainer functions, with the gradient of ``gx``
     zero wherever the clip was active.
+
+    Args:
+        clip_min (float or None): Lower bound of ``gx``.
+        clip_max (float or None): Upper bound of ``gx``.
+        acts (ndarray): The activated gates of the forward pass, ``(4, B, U, ...)``.
+        tanh_c (ndarray): ``tanh(c)`` of the forward pass, ``(B, U, ...)``.
     """
 
-    def __init__(self, clip_min, clip_max, acts, tanh_c):
+    def __init__(self, clip_min: float | None, clip_max: float | None, acts: Array,
+                 tanh_c: Array) -> None:
         self.clip_min = clip_min
         self.clip_max = clip_max
         self._acts = acts
         self._tanh_c = tanh_c
-        self._mask = None
+        self._mask: Array | None = None
 
-    def forward(self, inputs):
+    def forward(self, inputs: tuple[Array, Array, Array, Array]) -> tuple[Array, Array]:
         self.retain_inputs((0, 1, 2, 3))
         c_prev, x, gc, gh = inputs
         batch = len(x)
@@ -249,19 +267,23 @@ class GradClipLSTMGrad(function_node.FunctionNode):
         gc_prev[batch:] = gc[batch:]
         return gc_prev, gx
 
-    def _inside_bounds(self, raw):
-        inside = True
+    def _inside_bounds(self, raw: Array) -> Array:
+        inside: Array | bool = True
         if self.clip_min is not None:
             inside = raw >= raw.dtype.type(self.clip_min)
         if self.clip_max is not None:
             inside = inside & (raw <= raw.dtype.type(self.clip_max))
         return inside
 
-    def backward(self, indexes, grad_outputs):
+    def backward(self, indexes: tuple[int, ...],
+                 grad_outputs: tuple[Variable | None, Variable | None]
+                 ) -> tuple[Variable, Variable, Variable, Variable]:
         return _grad_of_lstm_grad(self.get_retained_inputs(), grad_outputs, self._mask)
 
 
-def _grad_of_lstm_grad(inputs, grad_outputs, mask):
+def _grad_of_lstm_grad(inputs: tuple[Variable, Variable, Variable, Variable],
+                       grad_outputs: tuple[Variable | None, Variable | None],
+                       mask: Array | None) -> tuple[Variable, Variable, Variable, Variable]:
     """Vector-Jacobian product of ``(c_prev, x, gc, gh) -> (gc_prev, gx_unclipped)``.
 
     Written with differentiable functions, so it can be differentiated again. ``mask`` (or
@@ -319,7 +341,8 @@ def _grad_of_lstm_grad(inputs, grad_outputs, mask):
     return d_c_prev, d_x, d_gc, d_gh
 
 
-def grad_clip_lstm(c_prev, x, clip_min=None, clip_max=None):
+def grad_clip_lstm(c_prev: VariableOrArray, x: VariableOrArray, clip_min: float | None = None,
+                   clip_max: float | None = None) -> tuple[Variable, Variable]:
     """Long short-term memory unit with derivative clipping.
 
     The forward computation equals :func:`chainer.functions.lstm`. With the gates of unit
@@ -349,8 +372,8 @@ def grad_clip_lstm(c_prev, x, clip_min=None, clip_max=None):
         clip_max (float or None): Upper bound; ``None`` leaves it unbounded above.
 
     Returns:
-        tuple: ``(c, h)``: the new cell state, shape ``(B_c, U, ...)``, and the output,
-        shape ``(B, U, ...)``.
+        tuple: ``(c, h)``, two :class:`~chainer.Variable`: the new cell state, shape
+        ``(B_c, U, ...)``, and the output, shape ``(B, U, ...)``.
 
     Raises:
         ValueError: ``clip_min > clip_max``, checked when the function is called.

@@ -3,6 +3,7 @@ using Deep Networks in Atari Games", arXiv:1507.08750).
 
 Tests: ``tests/chainer/functions/loss/test_average_k_step_squared_error.py``.
 """
+from __future__ import annotations
 
 import chainer
 import numpy
@@ -10,9 +11,10 @@ from chainer import backend, function_node
 from chainer.utils import type_check
 
 from researchutils._checks import check_positive_int
+from researchutils._typing import Array, Variable, VariableOrArray
 
 
-def _validate_k_step(k_step):
+def _validate_k_step(k_step: int) -> int:
     return check_positive_int(k_step, 'k_step', type_error=ValueError)
 
 
@@ -24,10 +26,10 @@ class AverageKStepSquaredError(function_node.FunctionNode):
         k_step (int): Number of predicted steps, a positive integer.
     """
 
-    def __init__(self, k_step):
+    def __init__(self, k_step: int) -> None:
         self.k_step = _validate_k_step(k_step)
 
-    def check_type_forward(self, in_types):
+    def check_type_forward(self, in_types: type_check.TypeInfoTuple) -> None:
         type_check._argname(in_types, ('x1', 'x2'))
         x1_type, x2_type = in_types
         type_check.expect(
@@ -36,7 +38,7 @@ class AverageKStepSquaredError(function_node.FunctionNode):
             x1_type.shape == x2_type.shape,
         )
 
-    def forward(self, inputs):
+    def forward(self, inputs: tuple[Array, Array]) -> tuple[Array]:
         self.retain_inputs((0, 1))
         x1, x2 = inputs
         xp = backend.get_array_module(x1)
@@ -47,7 +49,8 @@ class AverageKStepSquaredError(function_node.FunctionNode):
         total = diff.dot(diff) / (2 * self.k_step)
         return xp.asarray(total, dtype=x1.dtype),
 
-    def backward(self, indexes, grad_outputs):
+    def backward(self, indexes: tuple[int, ...],
+                 grad_outputs: tuple[Variable]) -> tuple[Variable, Variable]:
         x1, x2 = self.get_retained_inputs()
         gy, = grad_outputs
         F = chainer.functions
@@ -57,7 +60,8 @@ class AverageKStepSquaredError(function_node.FunctionNode):
         return gx1, -gx1
 
 
-def average_k_step_squared_error(x1, x2, k_step):
+def average_k_step_squared_error(x1: VariableOrArray, x2: VariableOrArray,
+                                 k_step: int) -> Variable:
     """Average k-step squared error of a k-step prediction.
 
     With predictions ``x1`` and targets ``x2`` over a batch ``i``, time steps ``t`` and

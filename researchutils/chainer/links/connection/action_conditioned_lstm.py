@@ -2,12 +2,15 @@
 
 Tests: ``tests/chainer/links/connection/test_action_conditioned_lstm.py``.
 """
+from __future__ import annotations
+
 import chainer
 import chainer.functions as F
 import chainer.links as L
 from chainer import utils
 
 from researchutils._checks import check_int
+from researchutils._typing import Initializer, Variable, VariableOrArray
 from researchutils.chainer.links._arguments import check_array
 from researchutils.chainer.links.connection.grad_clip_lstm import GradClipLSTM
 
@@ -78,9 +81,13 @@ class ActionConditionedLSTM(GradClipLSTM):
         (2, 16)
     """
 
-    def __init__(self, in_size, out_size=None, lateral_init=None, upward_init=None,
-                 bias_init=None, forget_bias_init=None, h_fusion_init=None,
-                 a_fusion_init=None, *, action_size=None, clip_min=None, clip_max=None):
+    def __init__(self, in_size: int | None, out_size: int | None = None,
+                 lateral_init: Initializer | None = None,
+                 upward_init: Initializer | None = None, bias_init: Initializer | None = None,
+                 forget_bias_init: Initializer | None = None,
+                 h_fusion_init: Initializer | None = None,
+                 a_fusion_init: Initializer | None = None, *, action_size: int | None = None,
+                 clip_min: float | None = None, clip_max: float | None = None) -> None:
         action_size = check_int(action_size, 'action_size', minimum=1, allow_none=True)
         super().__init__(in_size, out_size, lateral_init=lateral_init,
                          upward_init=upward_init, bias_init=bias_init,
@@ -92,13 +99,15 @@ class ActionConditionedLSTM(GradClipLSTM):
             self.Wa = L.Linear(action_size, self.state_size, nobias=True,
                                initialW=a_fusion_init)
 
-    def forward(self, x, a=None):
+    def forward(self, x: VariableOrArray | tuple[VariableOrArray, VariableOrArray],
+                a: VariableOrArray | None = None) -> Variable:
         """Advances the state by one step and returns the new output.
 
         Args:
-            x: Input ``(B, in_size)``, or the pair ``(x, a)`` when ``a`` is not given.
-            a: Action ``(B, ...)`` or ``(1, ...)``, an array or Variable of the link's
-                dtype.
+            x (:class:`~chainer.Variable`, ndarray or tuple): Input ``(B, in_size)``, or
+                the pair ``(x, a)`` when ``a`` is not given.
+            a (:class:`~chainer.Variable`, ndarray or None): Action ``(B, ...)`` or
+                ``(1, ...)``, an array or Variable of the link's dtype.
 
         Returns:
             ~chainer.Variable: Output of shape ``(B, out_size)``.
@@ -111,7 +120,7 @@ class ActionConditionedLSTM(GradClipLSTM):
             x, a = x
         self._check_action(x, a)
 
-        def fused_lateral(h):
+        def fused_lateral(h: Variable) -> Variable:
             action = self.Wa(a)
             if len(action) != len(h):
                 action = F.broadcast_to(action, h.shape)
@@ -119,7 +128,7 @@ class ActionConditionedLSTM(GradClipLSTM):
 
         return self._advance(x, fused_lateral)
 
-    def _check_action(self, x, a):
+    def _check_action(self, x: VariableOrArray, a: VariableOrArray) -> None:
         """Refuses an action the lateral step could not use, before anything is computed.
 
         Done at every step: at the first one the action is not used yet, and a wrong one

@@ -2,12 +2,17 @@
 
 Tests: ``tests/chainer/links/connection/test_conv_lstm.py``.
 """
+from __future__ import annotations
+
+from collections.abc import Sequence
+
 import chainer
 import chainer.functions as F
 import chainer.links as L
 from chainer import function_node, initializers
 
 from researchutils._checks import check_int
+from researchutils._typing import Array, Initializer, Variable, VariableOrArray
 from researchutils.chainer._clip_bounds import check_clip_bounds
 from researchutils.chainer.functions.activation.grad_clip_lstm import grad_clip_lstm
 from researchutils.chainer.links._arguments import (
@@ -22,20 +27,21 @@ _GATES = ('c', 'i', 'f', 'o')
 class _ClipGradient(function_node.FunctionNode):
     """Identity whose gradient is clipped to ``[low, high]`` (zero derivative outside)."""
 
-    def __init__(self, low, high):
+    def __init__(self, low: float | None, high: float | None) -> None:
         self.low, self.high = low, high
 
-    def forward(self, inputs):
+    def forward(self, inputs: tuple[Array]) -> tuple[Array]:
         return inputs[0],
 
-    def backward(self, indexes, grad_outputs):
+    def backward(self, indexes: tuple[int, ...],
+                 grad_outputs: tuple[Variable]) -> tuple[Variable]:
         gy, = grad_outputs
         if self.low is not None and self.low == self.high:
             return chainer.Variable(gy.xp.full_like(gy.array, self.low)),
         return F.clip(gy, self.low, self.high),
 
 
-def _interleave(arrays):
+def _interleave(arrays: Sequence[Variable]) -> Variable:
     """Stacks per-gate arrays (U, ...) into F.lstm's layout (4U, ...): gate g of u at 4u+g."""
     stacked = F.stack(arrays, axis=1)
     return F.reshape(stacked, (-1,) + stacked.shape[2:])
@@ -106,8 +112,14 @@ class ConvLSTM(chainer.Chain):
         (2, 8, 16, 16)
     """
 
-    def __init__(self, in_channels, out_channels, ksize, stride=1, initialW=None,
-                 initial_bias=None, *, clip_min=None, clip_max=None):
+    # The state: None (zero) until the first step.
+    c: Variable | None
+    h: Variable | None
+
+    def __init__(self, in_channels: int | None, out_channels: int,
+                 ksize: int | tuple[int, int], stride: int | tuple[int, int] = 1,
+                 initialW: Initializer | None = None, initial_bias: Initializer | None = None,
+                 *, clip_min: float | None = None, clip_max: float | None = None) -> None:
         super().__init__()
         in_channels = check_int(in_channels, 'in_channels', minimum=1, allow_none=True)
         self.out_channels = check_int(out_channels, 'out_channels', minimum=1)
@@ -130,14 +142,23 @@ class ConvLSTM(chainer.Chain):
                 setattr(self, 'Wc' + gate, chainer.Parameter(initializers.Zero()))
         self.reset_state()
 
-    def device_resident_accept(self, visitor):
+    def device_resident_accept(self, visitor: chainer.device_resident.DeviceResidentsVisitor
+                               ) -> None:
         super().device_resident_accept(visitor)
         for state in (self.c, self.h):
             if state is not None:
                 visitor.visit_variable(state)
 
-    def set_state(self, c, h):
-        """Sets the state: :attr:`c` and :attr:`h`, Variables of the state's shape."""
+    def set_state(self, c: Variable, h: Variable) -> None:
+        """Sets the state: :attr:`c` and :attr:`h`, Variables of the state's shape.
+
+        Args:
+            c (~chainer.Variable): The cell state ``(B, out_channels, H', W')``.
+            h (~chainer.Variable): The output ``(B, out_channels, H', W')``.
+
+        Raises:
+            TypeError: ``c`` or ``h`` is not a :class:`~chainer.Variable`.
+        """
         for name, value in (('c', c), ('h', h)):
             if not isinstance(value, chainer.Variable):
                 raise TypeError('{} must be a chainer.Variable, not {}'.format(
@@ -146,20 +167,25 @@ class ConvLSTM(chainer.Chain):
         h.to_device(self.device)
         self.c, self.h = c, h
 
-    def reset_state(self, c=None, h=None):
-        """Clears the state, or, with ``c`` and ``h`` (the original's form), sets it."""
+    def reset_state(self, c: Variable | None = None, h: Variable | None = None) -> None:
+        """Clears the state, or, with ``c`` and ``h`` (the original's form), sets it.
+
+        Args:
+            c (~chainer.Variable or None): The cell state, as in :meth:`set_state`.
+            h (~chainer.Variable or None): The output, as in :meth:`set_state`.
+        """
         if c is None and h is None:
             self.c = self.h = None
         else:
             self.set_state(c, h)
 
-    def _initialize(self, x):
+    def _initialize(self, x: VariableOrArray) -> None:
         with chainer.using_device(self.device):
             if self.Wxc.W.array is None:
                 for gate in _GATES:
                     getattr(self, 'Wx' + gate)._initialize_params(x.shape[1])
 
-    def _initialize_peepholes(self, shape):
+    def _initialize_peepholes(self, shape: tuple[int, ...]) -> None:
         with chainer.using_device(self.device):
             for gate in 'ifo':
                 peephole = getattr(self, 'Wc' + gate)
@@ -171,7 +197,7 @@ class ConvLSTM(chainer.Chain):
                         '{}: a ConvLSTM takes one spatial size'.format(
                             shape, gate, peephole.shape))
 
-    def forward(self, x):
+    def forward(self, x: VariableOrArray) -> Variable:
         """Advances the state by one step and returns the new output.
 
         Args:

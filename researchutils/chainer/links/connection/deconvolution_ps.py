@@ -2,6 +2,8 @@
 
 Tests: ``tests/chainer/links/connection/test_deconvolution_ps.py``.
 """
+from __future__ import annotations
+
 import chainer
 import chainer.functions as F
 import chainer.links as L
@@ -9,17 +11,19 @@ import numpy
 from chainer.utils import conv
 
 from researchutils._checks import check_int
+from researchutils._typing import Initializer, Variable, VariableOrArray
 from researchutils.chainer.links._arguments import (
     check_image_batch,
     check_pair,
 )
 
 
-def _ceil_div(a, b):
+def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _stride1_convolution(x, W, b, pad, by_col2im):
+def _stride1_convolution(x: VariableOrArray, W: Variable, b: Variable | None,
+                         pad: tuple[int, ...], by_col2im: bool) -> Variable:
     """``F.convolution_2d(x, W, b, pad=pad)``, computed one of two ways.
 
     ``by_col2im=False`` is that call: Chainer's CPU code gathers the input into a buffer of
@@ -102,8 +106,11 @@ class DeconvolutionPS(chainer.Chain):
         (1, 8, 20, 24)
     """
 
-    def __init__(self, in_channels, out_channels, ksize, stride=1, pad=0, nobias=False,
-                 outsize=None, initialW=None, initial_bias=None):
+    def __init__(self, in_channels: int | None, out_channels: int,
+                 ksize: int | tuple[int, int], stride: int | tuple[int, int] = 1,
+                 pad: int | tuple[int, int] = 0, nobias: bool = False,
+                 outsize: tuple[int, int] | None = None, initialW: Initializer | None = None,
+                 initial_bias: Initializer | None = None) -> None:
         super().__init__()
         in_channels = check_int(in_channels, 'in_channels', minimum=1, allow_none=True)
         self.out_channels = check_int(out_channels, 'out_channels', minimum=1)
@@ -123,7 +130,7 @@ class DeconvolutionPS(chainer.Chain):
                 (_ceil_div(kh, sy), _ceil_div(kw, sx)), nobias=nobias,
                 initialW=initialW, initial_bias=initial_bias)
 
-    def _output_size(self, x_shape):
+    def _output_size(self, x_shape: tuple[int, ...]) -> list[int]:
         sizes = []
         for axis, name in ((0, 'height'), (1, 'width')):
             size = x_shape[2 + axis]
@@ -149,7 +156,7 @@ class DeconvolutionPS(chainer.Chain):
             sizes.append(wanted)
         return sizes
 
-    def forward(self, x):
+    def forward(self, x: VariableOrArray) -> Variable:
         """Up-samples ``x``.
 
         Args:
@@ -182,7 +189,7 @@ class DeconvolutionPS(chainer.Chain):
             h = h[:, :, crop[0]:crop[0] + out_sizes[0], crop[1]:crop[1] + out_sizes[1]]
         return h
 
-    def _shuffle(self, h):
+    def _shuffle(self, h: Variable) -> Variable:
         (sy, sx), c = self.stride, self.out_channels
         if sy == sx == 1:
             return h

@@ -2,11 +2,16 @@
 
 Tests: ``tests/chainer/links/connection/test_grad_clip_lstm.py``.
 """
+from __future__ import annotations
+
+from collections.abc import Callable
+
 import chainer
 import chainer.functions as F
 import chainer.links as L
 from chainer import utils
 
+from researchutils._typing import Initializer, Variable, VariableOrArray
 from researchutils.chainer._clip_bounds import check_clip_bounds
 from researchutils.chainer.functions.activation.grad_clip_lstm import grad_clip_lstm
 from researchutils.chainer.links._arguments import check_array
@@ -47,14 +52,21 @@ class GradClipLSTM(L.LSTM):
         (2, 4)
     """
 
-    def __init__(self, in_size, out_size=None, lateral_init=None, upward_init=None,
-                 bias_init=None, forget_bias_init=None, clip_min=None, clip_max=None):
+    # The state, kept by chainer.links.LSTM: None (zero) until the first step.
+    c: Variable | None
+    h: Variable | None
+
+    def __init__(self, in_size: int | None, out_size: int | None = None,
+                 lateral_init: Initializer | None = None,
+                 upward_init: Initializer | None = None, bias_init: Initializer | None = None,
+                 forget_bias_init: Initializer | None = None, clip_min: float | None = None,
+                 clip_max: float | None = None) -> None:
         self.clip_min, self.clip_max = check_clip_bounds(clip_min, clip_max)
         super().__init__(in_size, out_size, lateral_init=lateral_init,
                          upward_init=upward_init, bias_init=bias_init,
                          forget_bias_init=forget_bias_init)
 
-    def forward(self, x):
+    def forward(self, x: VariableOrArray) -> Variable:
         """Advances the state by one step and returns the new output.
 
         Args:
@@ -67,7 +79,8 @@ class GradClipLSTM(L.LSTM):
         """
         return self._advance(x, self.lateral)
 
-    def _advance(self, x, lateral):
+    def _advance(self, x: VariableOrArray,
+                 lateral: Callable[[Variable], Variable]) -> Variable:
         """One step; ``lateral(h)`` maps the previous output's first rows to gate inputs.
 
         The hook through which a subclass changes the recurrence and nothing else

@@ -17,7 +17,7 @@ from researchutils.chainer.training import json_values, train_utils
 from researchutils.chainer.training._experiment import settings
 from researchutils.chainer.training._experiment.model import predictor
 from researchutils.chainer.training._ranks import is_rank_zero
-from researchutils.chainer.training._scores import improves
+from researchutils.chainer.training._scores import improves, score_for_json
 from researchutils.chainer.training._trees import merge
 from researchutils.chainer.training.extensions.stop_on_non_number import TrainingDiverged
 from researchutils.chainer.training.parameters import Parameters
@@ -179,16 +179,13 @@ def score_model(run, model, val, training):
 
 
 def _write_summary(path, val_score_key, results, best_params, best_score):
-    def number(score):
-        return None if math.isnan(score) else score
-
-    train_utils.atomic_write_text(path, json_values.dumps_json({
+    train_utils.atomic_write_text(path, json_values.dumps_json(json_values._strict_json_value({
         'val_score_key': val_score_key,
         'results': [{'choice': json_values.to_json_value(choice, 'choice'),
-                     'score': number(score)} for choice, score in results],
+                     'score': score_for_json(score)} for choice, score in results],
         'best_choice': None if best_params is None else json_values.to_json_value(
             best_params.choice, 'choice'),
-        'best_score': number(best_score)}))
+        'best_score': score_for_json(best_score)})))
 
 
 def grid_search(experiment, train, val):

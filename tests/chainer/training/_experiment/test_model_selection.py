@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from researchutils.chainer.data_loading import BaseDataManager, DataManager, RandomSampler
-from researchutils.chainer.training import ChainerExperiment, Parameters
-from tests.chainer.training import tasks
+from researchutils.chainer.training import ChainerExperiment, Parameters, from_json_value
+from tests.chainer.training import search_tasks, tasks
 from tests.chainer.training.tasks import experiment, forward, read_log, val_mse
 
 
@@ -262,6 +262,20 @@ def test_grid_search_json_is_strict_with_null_for_a_nan_score(tmp_path):
     saved = read_strict_json(os.path.join(exp.output_dir, 'grid_search.json'))
     assert [result['score'] for result in saved['results']] == [None, summary['best_score']]
     assert saved['best_score'] == summary['best_score']
+
+
+def test_grid_search_json_is_strict_for_infinite_scores_and_candidates(tmp_path):
+    params = tasks.make_params(num_epochs=1, val_metrics={'MSE': search_tasks.mse_or_inf},
+                               variable={'model': {'marker': [math.nan, math.inf]}})
+    exp = ChainerExperiment(params, search_tasks.MarkedRegressor, name='exp',
+                            save_path=str(tmp_path), val_score_key='MSE', seed=0)
+    summary = exp.grid_search(*tasks.make_managers(n_train=64, n_val=32))
+    assert summary['results'][0][1] == math.inf  # the NaN marker's model is 100 off
+    saved = read_strict_json(os.path.join(exp.output_dir, 'grid_search.json'))
+    assert [result['score'] for result in saved['results']] == [None, summary['best_score']]
+    assert saved['results'][0]['choice'] == {'model/marker': {'__float__': 'nan'}}
+    assert saved['best_choice'] == {'model/marker': {'__float__': 'inf'}}
+    assert from_json_value(saved['best_choice']) == {'model/marker': math.inf}
 
 
 def test_a_grid_where_every_score_is_nan_has_no_best(tmp_path):
