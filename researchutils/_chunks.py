@@ -6,7 +6,7 @@ at most one, the larger ones first. Standard library only. Tests: ``tests/test_c
 """
 
 
-def chunk_bounds(size, parts):
+def chunk_bounds(size: int, parts: int) -> list[tuple[int, int]]:
     """Splits ``range(size)`` into at most ``parts`` contiguous ``(start, stop)`` pairs.
 
     Args:

@@ -8,16 +8,24 @@ managers and the worker pool. Instead a package keeps a table, module to names, 
 module when one of its names is first asked for, and the ``__all__`` that lists them all, so
 ``dir()``, ``from package import *`` and Sphinx see every name.
 
-Guarded against: a name listed under two modules (which one wins would depend on the order of
-first use), and an unknown name answered by anything but AttributeError (``hasattr`` and
+Type checkers do not run ``__getattr__``: each package also imports its table's names under
+``typing.TYPE_CHECKING`` (a test holds the two to each other).
+
+Guarded against: a name listed under two modules (which one wins would depend on the order
+of first use), and an unknown name answered by anything but AttributeError (``hasattr`` and
 ``from package import submodule`` rely on it). A table name must not be a submodule's name
 (DESIGN.md); ``tests/test_import_paths.py`` checks that for every package. Standard library
 only. Tests: ``tests/test_lazy.py``.
 """
 import importlib
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from typing import Any
 
 
-def lazy_exports(namespace, exports, submodules=()):
+def lazy_exports(
+        namespace: MutableMapping[str, Any], exports: Mapping[str, Sequence[str]],
+        submodules: Sequence[str] = (),
+) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
     """``(__all__, __getattr__, __dir__)`` for a package re-exporting its modules' names.
 
     Args:
@@ -44,25 +52,25 @@ def lazy_exports(namespace, exports, submodules=()):
         True
     """
     package = namespace['__name__']
-    home = {}
+    home: dict[str, str] = {}
     for module, names in exports.items():
         for name in names:
             if name in home:
                 raise ValueError('{}: {!r} is exported by both {!r} and {!r}'.format(
                     package, name, home[name], module))
             home[name] = module
-    submodules = tuple(submodules)
+    submodule_names = tuple(submodules)
 
-    def __getattr__(name):
+    def __getattr__(name: str) -> Any:
         if name in home:
             module = importlib.import_module('{}.{}'.format(package, home[name]))
             value = namespace[name] = getattr(module, name)
             return value
-        if name in submodules:
+        if name in submodule_names:
             return importlib.import_module('{}.{}'.format(package, name))
         raise AttributeError('module {!r} has no attribute {!r}'.format(package, name))
 
-    def __dir__():
-        return sorted(set(namespace) | set(home) | set(submodules))
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(home) | set(submodule_names))
 
-    return list(home) + list(submodules), __getattr__, __dir__
+    return list(home) + list(submodule_names), __getattr__, __dir__

@@ -1,4 +1,6 @@
 """lazy_exports: a package's re-exported names load their module on first use, and only then."""
+import ast
+import os
 import subprocess
 import sys
 import textwrap
@@ -102,3 +104,36 @@ def test_an_unknown_name_is_an_attribute_error_naming_it():
 def test_a_name_listed_under_two_modules_is_refused():
     with pytest.raises(ValueError, match="'Heavy' is exported by both 'heavy' and 'light'"):
         lazy_exports({'__name__': 'demo'}, {'heavy': ['Heavy'], 'light': ['Heavy']})
+
+
+def _lazy_packages():
+    """Every researchutils package __init__ with a lazy table (_EXPORTS), by package name."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for folder, _, files in os.walk(os.path.join(root, 'researchutils')):
+        if '__init__.py' in files:
+            path = os.path.join(folder, '__init__.py')
+            with open(path) as source:
+                tree = ast.parse(source.read())
+            if any(getattr(getattr(node, 'targets', [None])[0], 'id', None) == '_EXPORTS'
+                   for node in tree.body):
+                yield os.path.relpath(folder, root).replace(os.sep, '.'), tree
+
+
+@pytest.mark.parametrize('package, tree', sorted(_lazy_packages(), key=lambda item: item[0]),
+                         ids=lambda value: value if isinstance(value, str) else '')
+def test_type_checkers_see_exactly_the_lazy_table(package, tree):
+    # Type checkers and IDEs read the imports under `if TYPE_CHECKING:`, Python the table.
+    table = set()
+    seen = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], 'id', None) == '_EXPORTS':
+            table = {('{}.{}'.format(package, module), name)
+                     for module, names in ast.literal_eval(node.value).items()
+                     for name in names}
+        if isinstance(node, ast.If) and getattr(node.test, 'id', None) == 'TYPE_CHECKING':
+            for statement in node.body:
+                assert isinstance(statement, ast.ImportFrom), ast.dump(statement)
+                for alias in statement.names:
+                    assert alias.asname == alias.name, 'a re-export reads "X as X"'
+                    seen.add((statement.module, alias.name))
+    assert table and seen == table

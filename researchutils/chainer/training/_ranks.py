@@ -5,9 +5,10 @@ the search's study, the pruning decision) asks :func:`is_rank_zero`, so the rule
 once. Without ChainerMN (``comm`` None) the one process is rank 0. Tests:
 ``tests/chainer/training/test_ranks.py``.
 """
+from typing import Any
 
 
-def is_rank_zero(comm):
+def is_rank_zero(comm: Any) -> bool:
     """Whether this process is rank 0 of ``comm``; always True without ChainerMN (None).
 
     Args:
@@ -17,4 +18,4 @@ def is_rank_zero(comm):
         >>> is_rank_zero(None)
         True
     """
-    return comm is None or comm.rank == 0
+    return comm is None or bool(comm.rank == 0)

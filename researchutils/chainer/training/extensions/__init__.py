@@ -12,6 +12,8 @@ loads that extension alone, and no optional dependency (slack_sdk is imported on
 :class:`SlackReport` is made from a token, Optuna only when a
 :class:`ChainerPruningExtension` is made).
 """
+from typing import TYPE_CHECKING
+
 from researchutils._lazy import lazy_exports
 
 _EXPORTS = {
@@ -23,3 +25,25 @@ _EXPORTS = {
     'stop_on_non_number': ['StopOnNonNumber', 'TrainingDiverged'],
 }
 __all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
+
+if TYPE_CHECKING:  # the table above, for type checkers and IDEs
+    from researchutils.chainer.training.extensions.best_model_saver import (
+        BestModelSaver as BestModelSaver,
+    )
+    from researchutils.chainer.training.extensions.chainer_pruning_extension import (
+        ChainerPruningExtension as ChainerPruningExtension,
+    )
+    from researchutils.chainer.training.extensions.predictor_evaluator import (
+        PredictorEvaluator as PredictorEvaluator,
+    )
+    from researchutils.chainer.training.extensions.preemption_snapshot import Preempted as Preempted
+    from researchutils.chainer.training.extensions.preemption_snapshot import (
+        PreemptionSnapshot as PreemptionSnapshot,
+    )
+    from researchutils.chainer.training.extensions.slack_report import SlackReport as SlackReport
+    from researchutils.chainer.training.extensions.stop_on_non_number import (
+        StopOnNonNumber as StopOnNonNumber,
+    )
+    from researchutils.chainer.training.extensions.stop_on_non_number import (
+        TrainingDiverged as TrainingDiverged,
+    )
