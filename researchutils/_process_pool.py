@@ -34,6 +34,7 @@ import signal
 import threading
 import time
 
+from researchutils._chunks import chunk_bounds
 from researchutils._process_pipe import IDLE_CHECK_S, Inbox
 from researchutils._process_worker import pickle_source, worker_main
 
@@ -43,13 +44,6 @@ _EXIT_WAIT_S = 1.0
 # Seconds close() gives terminated workers to exit, and then killed ones.
 _TERMINATE_WAIT_S = 2.0
 _KILL_WAIT_S = 5.0
-
-
-def chunk_bounds(size, parts):
-    """Splits ``range(size)`` into at most ``parts`` contiguous ``(start, stop)`` pairs."""
-    parts = max(1, min(parts, size))
-    edges = [size * k // parts for k in range(parts + 1)]
-    return list(zip(edges[:-1], edges[1:]))
 
 
 class WorkerDiedError(RuntimeError):

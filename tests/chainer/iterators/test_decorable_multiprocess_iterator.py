@@ -38,6 +38,11 @@ from tests.support.start_methods import (
     using_start_method,
 )
 
+# The dataset_timeout of the tests of a dying worker: the death must be reported before it,
+# on a busy machine too, where starting a worker takes seconds (its TimeoutWarning is an
+# error in the suite).
+DEATH_TIMEOUT = 30
+
 pytestmark = pytest.mark.timeout(120)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -208,7 +213,8 @@ def test_unpicklable_example_error_names_index():
 
 def test_killed_worker_is_reported_within_dataset_timeout():
     with DecorableMultiprocessIterator(list(range(64)), 4, shuffle=False, n_processes=2,
-                                       decor_fun=index_and_pid, dataset_timeout=5) as it:
+                                       decor_fun=index_and_pid,
+                                       dataset_timeout=DEATH_TIMEOUT) as it:
         pids = {pid for _, pid in it.next()}
         os.kill(pids.pop(), signal.SIGKILL)
         started = time.monotonic()
@@ -234,7 +240,8 @@ def test_worker_killed_while_idle_is_reported_even_if_others_do_its_work():
 
 def test_worker_killed_holding_the_task_queue_read_lock_is_reported_and_next_recovers():
     with DecorableMultiprocessIterator(list(range(64)), 4, shuffle=False, n_processes=2,
-                                       decor_fun=index_and_pid, dataset_timeout=5) as it:
+                                       decor_fun=index_and_pid,
+                                       dataset_timeout=DEATH_TIMEOUT) as it:
         first = it.next()
         time.sleep(0.5)  # the prefetched batch is made; the workers wait for tasks
         pids = sorted({pid for _, pid in first})
@@ -261,7 +268,7 @@ def test_worker_killed_holding_the_task_queue_read_lock_is_reported_and_next_rec
     (kill_self_at_four, 'killed by SIGKILL'), (exit_at_four, 'exited with code 3')])
 def test_worker_dying_in_decor_fun_is_reported(start_method, decor_fun, message):
     with DecorableMultiprocessIterator(list(range(10)), 4, shuffle=False, n_processes=2,
-                                       decor_fun=decor_fun, dataset_timeout=5) as it:
+                                       decor_fun=decor_fun, dataset_timeout=DEATH_TIMEOUT) as it:
         # Raised by the first or the second call: the first waits while the
         # second batch, which holds index 4, is already being made.
         with pytest.raises(RuntimeError, match=message):
@@ -290,7 +297,8 @@ def test_worker_dying_while_sending_a_large_example_is_reported_and_next_recover
     # read between calls to next(): the worker dies with its message half-written.
     dataset = BigExampleOnSignal(range(16), 4, tmp_path / 'go', tmp_path / 'sent')
     with DecorableMultiprocessIterator(dataset, 4, shuffle=False, n_processes=2,
-                                       decor_fun=exit_while_sending, dataset_timeout=5) as it:
+                                       decor_fun=exit_while_sending,
+                                       dataset_timeout=DEATH_TIMEOUT) as it:
         assert it.next() == [0, 1, 2, 3]
         (tmp_path / 'go').touch()
         deadline = time.monotonic() + 30

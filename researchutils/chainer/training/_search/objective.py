@@ -15,8 +15,8 @@ import os
 
 import optuna
 
-from researchutils.chainer.training import _experiment_settings
-from researchutils.chainer.training._model_selection import score_model
+from researchutils.chainer.training._experiment import settings as _experiment_settings
+from researchutils.chainer.training._experiment.model_selection import score_model
 from researchutils.chainer.training._search import folders, studies
 from researchutils.chainer.training.extensions.chainer_pruning_extension import (
     ChainerPruningExtension,
