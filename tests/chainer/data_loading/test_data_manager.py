@@ -12,6 +12,7 @@ from researchutils.chainer.data_loading import (
     RandomSampler,
     SequentialSampler,
 )
+from tests.support.processes import wait_until_taken
 from tests.support.start_methods import (
     PICKLING_START_METHODS,
     START_METHODS,
@@ -452,28 +453,21 @@ def _new_workers(before):
     return sorted(set(multiprocessing.active_children()) - before, key=lambda p: p.pid)
 
 
-def _wait_until_ignored(pid, signal_number, timeout=30.0):
-    """Waits until process ``pid`` ignores ``signal_number`` (Linux: /proc/PID/status)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with open('/proc/{}/status'.format(pid)) as status:
-            mask = next(line for line in status if line.startswith('SigIgn:'))
-        if int(mask.split()[1], 16) >> (signal_number - 1) & 1:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError('process {} did not ignore {} within {} s'.format(
-                pid, signal.Signals(signal_number).name, timeout))
-        time.sleep(0.01)
+def _signal_from_another_process(pid, signal_number):
+    """Sends ``signal_number`` to ``pid`` from a ``kill`` process, as a cluster would."""
+    import subprocess
+    subprocess.run(['kill', '-s', signal.Signals(signal_number).name[3:], str(pid)],
+                   check=True, timeout=60)
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize('start_method', START_METHODS)
-def test_a_sigusr1_sent_to_the_workers_is_left_to_the_main_process(start_method):
-    # SLURM's warning before the time limit may reach every process of the job: the
-    # workers go on making batches, and the main process alone decides when they end.
+def test_sigusr1_and_sigterm_sent_to_the_workers_are_left_to_the_main_process(start_method):
+    # SLURM's warning before the time limit, and scancel, reach every process of the job:
+    # the workers go on making batches, and the main process alone decides when they end.
     import multiprocessing
     before = set(multiprocessing.active_children())
-    manager = DataManager(Numbers(8), 2, transforms=add_one, n_process_augmentation=2)
+    manager = DataManager(Numbers(16), 2, transforms=add_one, n_process_augmentation=2)
     with using_start_method(start_method):
         iterator = manager.get_iterator()
         try:
@@ -481,19 +475,20 @@ def test_a_sigusr1_sent_to_the_workers_is_left_to_the_main_process(start_method)
             workers = _new_workers(before)
             assert len(workers) == 2
             for worker in workers:
-                _wait_until_ignored(worker.pid, signal.SIGUSR1)
-                os.kill(worker.pid, signal.SIGUSR1)
-            time.sleep(0.5)           # time for the signal's default action, which would kill
-            assert all(worker.exitcode is None for worker in workers)
+                for number in (signal.SIGUSR1, signal.SIGTERM):
+                    _signal_from_another_process(worker.pid, number)
+                # Taken by the worker, which still runs.
+                wait_until_taken(worker.pid, (signal.SIGUSR1, signal.SIGTERM), 60)
             got += [iterator.next() for _ in range(2 * len(manager) - 1)]
+            assert all(worker.exitcode is None for worker in workers)
         finally:
             iterator.finalize()
-    assert firsts(got) == [[1, 2], [3, 4], [5, 6], [7, 8]] * 2
+    assert firsts(got) == [[i + 1, i + 2] for i in range(0, 16, 2)] * 2
     assert _new_workers(before) == []
 
 
 @pytest.mark.timeout(120)
-def test_forked_workers_end_by_sigterm_at_finalize_despite_a_handler_of_the_main_process():
+def test_finalize_ends_forked_workers_at_once_despite_a_handler_of_the_main_process():
     # PreemptionSnapshot's SIGTERM handler only sets a flag; a worker forked with it kept
     # running on SIGTERM, and finalize() waited, then killed it.
     import multiprocessing
@@ -505,12 +500,10 @@ def test_forked_workers_end_by_sigterm_at_finalize_despite_a_handler_of_the_main
             iterator = manager.get_iterator()
             iterator.next()
             workers = _new_workers(before)
-            for worker in workers:     # past its signal set-up (SIGTERM is reset first)
-                _wait_until_ignored(worker.pid, signal.SIGUSR1)
             iterator.finalize()
     finally:
         signal.signal(signal.SIGTERM, previous)
-    assert [worker.exitcode for worker in workers] == [-signal.SIGTERM] * 2
+    assert [worker.exitcode for worker in workers] == [-signal.SIGKILL] * 2
 
 
 @pytest.mark.timeout(60)
