@@ -233,8 +233,8 @@ class DataManager(object):
             >>> [len(iterator.next()["x"]) for _ in range(4)], iterator.epoch
             ([2, 1, 2, 1], 2)
         """
-        return BatchIterator(self._source(), self._sampler(), self.batch_size, len(self), repeat,
-                             self.n_process_augmentation)
+        return BatchIterator(self._source(), self._sampler(), self.batch_size, len(self.dataset),
+                             self.drop_last, repeat, self.n_process_augmentation)
 
     def _sampler(self):
         return self.sampler_cls.from_dataset(self.dataset, **self.sampler_kwargs)

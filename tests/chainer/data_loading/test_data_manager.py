@@ -218,6 +218,82 @@ def test_a_used_iterator_loading_another_seeds_snapshot_continues_in_its_order(w
     assert used.sampler.seed == 0
 
 
+def _order(seed, epoch, size):
+    """RandomSampler's documented order: ``RandomState([seed, epoch]).permutation(size)``."""
+    return np.random.RandomState([seed, epoch]).permutation(size).tolist()
+
+
+def _stopped_after(batch_size, n_batches, size=40, seed=2, **settings):
+    """The state of an iterator stopped after ``n_batches``, and the batches it gave."""
+    iterator = DataManager(Numbers(size), batch_size, sampler_cls=RandomSampler,
+                           sampler_kwargs={'seed': seed}, **settings).get_iterator()
+    given = [iterator.next() for _ in range(n_batches)]
+    state = {}
+    iterator.serialize(chainer.serializers.DictionarySerializer(state))
+    return state, firsts(given)
+
+
+def _resumed(state, batch_size, size=40, workers=0, **settings):
+    iterator = DataManager(Numbers(size), batch_size, sampler_cls=RandomSampler,
+                           n_process_augmentation=workers, **settings).get_iterator()
+    iterator.serialize(chainer.serializers.NpzDeserializer(state))
+    return iterator
+
+
+def _rest_of_epoch(iterator):
+    batches = []
+    epoch = iterator.epoch
+    while iterator.epoch == epoch:
+        batches.append(iterator.next())
+    assert iterator.is_new_epoch
+    return firsts(batches)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('workers', [0, 2])
+@pytest.mark.parametrize('new_batch_size', [4, 16])
+def test_a_snapshot_resumed_with_another_batch_size_continues_the_epoch_by_example(
+        workers, new_batch_size):
+    # Stopped after 2 batches of 8: the resumed run goes on from example 16 of the order.
+    state, before = _stopped_after(8, 2)
+    iterator = _resumed(state, new_batch_size, workers=workers)
+    try:
+        after = _rest_of_epoch(iterator)
+        following = firsts([iterator.next()])
+    finally:
+        iterator.finalize()
+    order = _order(2, 0, 40)
+    assert before == [order[0:8], order[8:16]]
+    assert after == [order[start:start + new_batch_size]
+                     for start in range(16, 40, new_batch_size)]
+    # Each example of the epoch once; then epoch 1 in batches of the new size.
+    assert sorted(index for batch in before + after for index in batch) == list(range(40))
+    assert following == [_order(2, 1, 40)[:new_batch_size]]
+
+
+def test_with_drop_last_a_larger_batch_size_drops_the_rest_of_the_epoch_it_resumes_in():
+    # 40 examples: 4 full batches of 8 were planned; after 3 (24 examples) only 16 are
+    # left, which one batch of 32 cannot hold: the epoch ends there, as without a stop.
+    state, _ = _stopped_after(8, 3, drop_last=True)
+    iterator = _resumed(state, 32, drop_last=True)
+    assert (iterator.epoch, iterator.is_new_epoch) == (1, True)
+    assert firsts([iterator.next()]) == [_order(2, 1, 40)[:32]]
+
+
+def test_a_snapshot_written_when_positions_counted_batches_still_resumes():
+    state, _ = _stopped_after(8, 2)
+    del state['current_position']
+    state['position'] = np.asarray(2)
+    assert _rest_of_epoch(_resumed(state, 8)) == [
+        _order(2, 0, 40)[start:start + 8] for start in range(16, 40, 8)]
+
+
+def test_a_snapshot_of_a_position_beyond_the_dataset_is_refused_naming_it():
+    state, _ = _stopped_after(8, 2)
+    with pytest.raises(ValueError, match='current_position 16 outside 0..9'):
+        _resumed(state, 8, size=10)
+
+
 def test_a_snapshot_after_exactly_one_batch_resumes_with_previous_epoch_detail_zero():
     manager = DataManager(Numbers(20), 3)
     iterator = manager.get_iterator()
