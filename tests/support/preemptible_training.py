@@ -93,8 +93,9 @@ class HoldInWorker(object):
     """``decor_fun`` or ``transforms`` whose worker processes hold mid-task when a test asks.
 
     It makes what ``function`` makes (None: it returns its one argument, a batch dict,
-    as it is). While ``folder/NAME`` exists and ``folder/NAME.release`` does not, every
-    task first writes ``folder/NAME.making_<pid>`` and waits for the release: the main
+    as it is). In a worker process, while ``folder/NAME`` exists and
+    ``folder/NAME.release`` does not, every task first writes
+    ``folder/NAME.making_<pid>`` and waits for the release: the main
     process soon waits for a batch that no worker can finish, and a test signals the
     processes meanwhile (:func:`report_waiting` says when).
     """
@@ -103,10 +104,13 @@ class HoldInWorker(object):
         self.folder = folder
         self.function = function
         self.name = name
+        # Batches made in the main process (DataManager.batch_keys) never hold.
+        self._main_pid = os.getpid()
 
     def __call__(self, *arguments):
         hold = os.path.join(self.folder, self.name)
-        if os.path.exists(hold) and not os.path.exists(hold + '.release'):
+        if (os.getpid() != self._main_pid and os.path.exists(hold)
+                and not os.path.exists(hold + '.release')):
             touch('{}.making_{}'.format(hold, os.getpid()), str(os.getpid()))
             # Long: a SLURM test waits here for the job's time limit.
             wait_for(hold + '.release', HOLD_TIMEOUT)
