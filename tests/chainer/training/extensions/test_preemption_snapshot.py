@@ -9,7 +9,6 @@ import os
 import random
 import signal
 import threading
-import time
 import warnings
 
 import chainer
@@ -462,11 +461,10 @@ def test_a_signal_after_the_run_meets_the_previous_handler(tmp_path):
     run.wait_for(str(tmp_path / 'finished'))
     with open(str(tmp_path / 'finished')) as f:
         assert f.read() == repr(signal.SIG_DFL)
-    start = time.monotonic()
     process.send_signal(signal.SIGTERM)
+    # Killed by it: a handler that went on would wait for go_exit, then exit 1.
     status, stderr = _finish(process)
     assert status == -signal.SIGTERM, stderr
-    assert time.monotonic() - start < 10
 
 
 def _scontrol_stand_in(tmp_path, status=0):
