@@ -1,9 +1,11 @@
 """PreemptionSnapshot under a real single-node SLURM (tests/support/slurm_cluster.py).
 
-Each job runs tests/support/preemptible_training.py the documented way, ``exec`` in its
-batch script (docs/tutorials/cluster.rst: the training process is the batch step, and no
-shell dies of the signal first), with ``--requeue``; SLURM starts the requeued job again,
-which resumes and finishes bit-identical to a run never stopped.
+Each job runs a batch script of docs/tutorials/cluster.rst as written there, but for its
+``python train.py``, which becomes tests/support/preemptible_training.py: ``train.sbatch``
+(``exec``: the training process is the batch step and requeues the job itself) or
+``train-trap.sbatch`` (the shell lives through the SIGTERM and requeues on status 75).
+SLURM starts the requeued job again, which resumes and finishes bit-identical to a run
+never stopped.
 
 * ``sbatch --signal=B:USR1@120``: SLURM sends SIGUSR1 to the batch step before the time
   limit.
@@ -14,6 +16,7 @@ which resumes and finishes bit-identical to a run never stopped.
 
 Skips, saying why, without SLURM or root.
 """
+import os
 import sys
 import time
 
@@ -33,6 +36,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 JOB_TIMEOUT = 300.
 WORKERS = 'data_manager_workers_seeded'
 PAUSE = 7
+TUTORIAL = os.path.join(REPO, 'docs', 'tutorials', 'cluster.rst')
 
 
 @pytest.fixture(scope='module')
@@ -56,17 +60,31 @@ def _reference(tmp_path_factory, kind):
     return _references[kind]
 
 
-def _submit(slurm, tmp_path, out, options, *sbatch_options):
-    """Submits a batch script that ``exec`` s the training; returns the job id."""
-    script = tmp_path / 'job.sh'
-    # exec: the training process is the batch step. A shell in between would die of
-    # scancel's SIGTERM at once, and SLURM would then kill the training with it.
-    script.write_text('#!/bin/bash\nexec {} -m tests.support.preemptible_training {} --requeue '
-                      '{}\n'.format(sys.executable, out, ' '.join(options)))
+def documented_script(caption):
+    """The batch script of the tutorial shown under ``:caption: <caption>``."""
+    with open(TUTORIAL) as f:
+        lines = f.read().splitlines()
+    start = lines.index('   :caption: {}'.format(caption)) + 2
+    end = next((i for i in range(start, len(lines))
+                if lines[i] and not lines[i].startswith('   ')), len(lines))
+    return '\n'.join(line[3:] for line in lines[start:end]).strip() + '\n'
+
+
+def _submit(slurm, tmp_path, out, options, *sbatch_options, script='train.sbatch'):
+    """Submits the tutorial's ``script``, its ``python train.py`` running the training
+    with ``options``; returns the job id."""
+    text = documented_script(script)
+    assert text.count('python train.py') == 1, text
+    # The script requeues the job itself where it does not exec the training.
+    requeue = '--requeue' if 'exec python train.py' in text else ''
+    path = tmp_path / script
+    path.write_text(text.replace('python train.py', '{} -m tests.support.preemptible_training '
+                                 '{} {} {}'.format(sys.executable, out, requeue,
+                                                   ' '.join(options))))
+    # --output replaces the script's (the test reads the log); sbatch_options add.
     submitted = slurm_cluster.command(
-        ['sbatch', '--parsable', '--requeue', '--open-mode=append', '--chdir=' + REPO,
-         '--output=' + str(tmp_path / 'job.log')] + list(sbatch_options) + [str(script)],
-        slurm)
+        ['sbatch', '--parsable', '--chdir=' + REPO, '--output=' + str(tmp_path / 'job.log')]
+        + list(sbatch_options) + [str(path)], slurm)
     assert submitted.returncode == 0, submitted.stderr
     return submitted.stdout.strip().split(';')[0]
 
@@ -124,14 +142,15 @@ def test_a_job_signalled_before_its_time_limit_requeues_itself_and_resumes_exact
     _assert_same_run(_results(out), _reference(tmp_path_factory, 'chainer_serial'))
 
 
-def _stop_while_waiting_for_workers(slurm, tmp_path, stop, *sbatch_options):
+def _stop_while_waiting_for_workers(slurm, tmp_path, stop, *sbatch_options,
+                                    script='train.sbatch'):
     """Runs a job whose main process waits for a batch that its workers are making,
     stopped by ``stop(job)``; returns the job's output folder once it has completed."""
     out = tmp_path / 'out'
     out.mkdir()
     job = _submit(slurm, tmp_path, out, ['--iterator', WORKERS, '--pause-at', str(PAUSE),
                                          '--hold-in-workers', '--release-when-signalled'],
-                  *sbatch_options)
+                  *sbatch_options, script=script)
     _wait(out / 'at_{}'.format(PAUSE), tmp_path)
     touch(str(out / 'hold'))
     touch(str(out / 'go_{}'.format(PAUSE)))
@@ -144,13 +163,14 @@ def _stop_while_waiting_for_workers(slurm, tmp_path, stop, *sbatch_options):
     return out
 
 
+@pytest.mark.parametrize('script', ['train.sbatch', 'train-trap.sbatch'])
 def test_scancel_of_a_job_whose_workers_are_busy_snapshots_requeues_and_resumes_exactly(
-        slurm, tmp_path, tmp_path_factory):
+        slurm, tmp_path, tmp_path_factory, script):
     def scancel(job):
         cancelled = slurm_cluster.command(['scancel', job], slurm)
         assert cancelled.returncode == 0, cancelled.stderr
 
-    out = _stop_while_waiting_for_workers(slurm, tmp_path, scancel)
+    out = _stop_while_waiting_for_workers(slurm, tmp_path, scancel, script=script)
     _assert_same_run(_results(out), _reference(tmp_path_factory, WORKERS))
 
 
