@@ -24,16 +24,15 @@ The task queue stays shared: a worker killed while it reads a task can leave
 the queue's read lock held and half a task in its pipe, which would stall the
 other workers, but the main process reports that death through the worker's
 result pipe and then shuts the whole pool down, queue included; the owner
-starts a fresh one (:class:`LazyPool` does) and retries.
+starts a fresh one (:class:`~researchutils._lazy_pool.LazyPool` does) and
+retries.
 
 The signals that stop a job reach the workers too (``scancel``, a time limit,
 ``pkill``), often while the main process waits for a batch; they are the main
 process's to act on, so a worker leaves them to it (see
-:mod:`researchutils._process_worker`) and a batch is never lost to them. Should
-a worker die all the same of a signal that the main process handles itself
-(PreemptionSnapshot's), :class:`LazyPool` starts new workers and makes the
-batches again without a word: the main process, signalled too, decides what
-happens next. A worker that dies otherwise is reported.
+:mod:`researchutils._process_worker`) and a batch is never lost to them. The
+pool starts every worker, and its task queue, with them blocked; a death by a
+signal is reported with that signal (:attr:`WorkerDiedError.signal_number`).
 
 No wait here ends by a time limit that a busy machine could reach: a pipe's
 end and a sentinel are events, and the bounds on reaping a worker that has
@@ -43,6 +42,9 @@ A pool still open when the interpreter exits is closed by an exit hook that
 runs before :mod:`multiprocessing`'s own: it would terminate the workers with
 SIGTERM, which one that is still starting holds back until it has unpickled
 what it was sent, and by then the task queue's semaphore may be gone.
+
+Tests: through its two owners, tests/chainer/iterators/
+test_decorable_multiprocess_iterator.py and tests/chainer/data_loading/test_data_manager.py.
 """
 import atexit
 import collections
@@ -64,9 +66,6 @@ _EXIT_WAIT_S = 30.0
 # Seconds close() gives a killed worker to exit (at once, unless its kernel call can
 # not be interrupted, as on a hung network file system); then it is left to exit alone.
 _KILL_WAIT_S = 30.0
-# How many times in a row LazyPool.collect() makes a batch again after its workers died
-# of a signal that the main process handles (each time the signal reached them too).
-_SIGNAL_RETRIES = 3
 # The pools not closed yet, for the exit hook.
 _open_pools = weakref.WeakSet()
 
@@ -164,7 +163,7 @@ class ProcessPool(object):
     def _start_worker(self, slot):
         with self._lock:
             if self._closed:
-                raise _closed_error()
+                raise closed_error()
             self._start_worker_locked(slot)
 
     def _start_worker_locked(self, slot):
@@ -214,7 +213,7 @@ class ProcessPool(object):
         with self._lock:
             pending = None if self._closed else self._batches.get(batch_id)
             if pending is None:
-                raise _closed_error()
+                raise closed_error()
             self._collecting += 1
         try:
             self._wait_for(pending, dataset_timeout, on_timeout)
@@ -252,10 +251,10 @@ class ProcessPool(object):
         except WorkerDiedError:
             # Workers that close() terminates look like deaths.
             if self._closed:
-                raise _closed_error() from None
+                raise closed_error() from None
             raise
         if self._closed:
-            raise _closed_error()
+            raise closed_error()
 
     def _receive_once(self, timeout):
         workers = self._workers  # close() replaces the dict; this call keeps the old one
@@ -361,7 +360,7 @@ def _close_open_pools():
         pool.close()
 
 
-def _closed_error():
+def closed_error():
     return PoolClosedError('finalize() was called, from another thread, while next() '
                            'waited for this batch; the workers are stopped')
 
@@ -374,102 +373,3 @@ def _raise_remote(data, text, pid):
         raise RuntimeError('an exception raised in worker process {} could not be '
                            'unpickled'.format(pid)) from cause
     raise exc from cause
-
-
-def _handled_here(signal_number):
-    """Whether this process handles ``signal_number`` in Python (rather than dying of it)."""
-    return signal_number is not None and callable(signal.getsignal(signal_number))
-
-
-class _Handle(object):
-    """A batch given to :class:`LazyPool`: what to make, and where it is being made."""
-
-    __slots__ = ('items', 'keys', 'n_chunks', 'pool', 'batch_id')
-
-    def __init__(self, items, keys, n_chunks):
-        self.items, self.keys, self.n_chunks = items, keys, n_chunks
-        self.pool = self.batch_id = None
-
-    def submit_to(self, pool):
-        self.pool = pool
-        self.batch_id = pool.submit(self.items, self.keys, self.n_chunks)
-
-
-class LazyPool(object):
-    """A :class:`ProcessPool` started at the first :meth:`submit` and kept until
-    :meth:`close`, or until a worker dies (the next :meth:`submit` starts a fresh one).
-
-    Workers that die of a signal this process handles (see the module text) are
-    replaced at once, and every batch not yet collected is made again.
-    Not picklable: an owner that is copied or pickled drops it and makes another.
-    """
-
-    def __init__(self, source, context, n_processes, maxtasksperchild, owner):
-        # What each ProcessPool is made of.
-        self._settings = (source, context, n_processes, maxtasksperchild, owner)
-        self._pool = None
-        # Orders close() (from any thread) against starting and replacing the pool.
-        self._lock = threading.Lock()
-        # The handles submitted and neither collected nor cancelled, in submission order.
-        self._outstanding = {}
-
-    def submit(self, items, keys, n_chunks):
-        """Queues ``source.make(items, keys)``; returns the handle :meth:`collect` takes."""
-        handle = _Handle(items, keys, n_chunks)
-        with self._lock:
-            if self._pool is None:
-                self._pool = ProcessPool(*self._settings)
-            handle.submit_to(self._pool)
-            self._outstanding[handle] = None
-        return handle
-
-    def collect(self, handle, dataset_timeout, on_timeout):
-        """Returns the made items; see :meth:`ProcessPool.collect`."""
-        retries = 0
-        try:
-            while True:
-                pool = handle.pool
-                try:
-                    return pool.collect(handle.batch_id, dataset_timeout, on_timeout)
-                except WorkerDiedError as error:
-                    if retries == _SIGNAL_RETRIES or not _handled_here(error.signal_number):
-                        with self._lock:
-                            if pool is self._pool:
-                                self._pool = None
-                        pool.close()
-                        raise
-                    if not self._replace(pool):
-                        raise _closed_error() from None
-                    retries += 1
-        finally:
-            with self._lock:
-                self._outstanding.pop(handle, None)
-
-    def _replace(self, dead):
-        """Starts new workers in place of ``dead`` and submits the outstanding batches
-        to them; False if :meth:`close` came meanwhile."""
-        with self._lock:
-            if self._pool is not dead:
-                return False
-            self._pool = None
-            dead.close()
-            self._pool = ProcessPool(*self._settings)
-            for handle in self._outstanding:
-                handle.submit_to(self._pool)
-        return True
-
-    def cancel(self, handle):
-        with self._lock:
-            self._outstanding.pop(handle, None)
-        # Its chunks may still be made; their results are dropped on arrival.
-        handle.pool.cancel(handle.batch_id)
-
-    def close(self):
-        """Stops the workers, if any; leaves no child process."""
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
-
-    def __getstate__(self):
-        raise TypeError('{}: worker processes cannot be pickled'.format(self._settings[-1]))

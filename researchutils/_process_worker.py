@@ -23,6 +23,8 @@ and exec alike, to a fork server too) and a thread of the worker
 stops (PreemptionSnapshot saves first), it closes the pool; if it dies of the
 signal, the same thread sees it gone within :data:`IDLE_CHECK_S` and ends the
 worker, even one busy in a long task.
+
+Tests: tests/test_process_worker.py, and the iterators' tests.
 """
 import multiprocessing
 import os

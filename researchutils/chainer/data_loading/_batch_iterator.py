@@ -5,7 +5,7 @@ import warnings
 import chainer
 from chainer.iterators import MultiprocessIterator
 
-from researchutils._process_pool import LazyPool
+from researchutils._lazy_pool import LazyPool
 from researchutils._process_worker import check_sendable, current_context
 
 _OWNER = 'DataManager'

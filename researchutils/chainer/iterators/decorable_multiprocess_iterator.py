@@ -5,7 +5,7 @@ import warnings
 from chainer.iterators import MultiprocessIterator
 
 from researchutils._checks import check_positive_int, check_timeout
-from researchutils._process_pool import LazyPool
+from researchutils._lazy_pool import LazyPool
 from researchutils._process_worker import check_sendable, current_context
 from researchutils.chainer.iterators._decorable_iterator import PrefetchingIterator
 

@@ -1,4 +1,4 @@
-"""The process pool's answer to a worker that died of a signal (researchutils/_process_pool.py).
+"""LazyPool's answer to a worker that died of a signal (researchutils/_lazy_pool.py).
 
 Workers leave the signals that stop a job to the main process (tests/test_process_worker.py),
 but a worker may still die of a signal that the main process handles too (one outside that
