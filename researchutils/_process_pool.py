@@ -335,8 +335,8 @@ class ProcessPool(object):
             processes = [worker.process for worker in workers] + self._retired
             self._retired = []
             release = not self._collecting
-        # SIGKILL: the work is not wanted, and a worker takes SIGTERM only from this
-        # process's multiprocessing, whose own way of ending it this is not.
+        # SIGKILL: their work is not wanted, and it needs no thread of theirs to act (a
+        # worker takes SIGTERM in a thread, which a task holding the GIL would delay).
         for process in processes:
             if process.exitcode is None:
                 process.kill()

@@ -26,6 +26,7 @@ worker, even one busy in a long task.
 
 Tests: tests/test_process_worker.py, and the iterators' tests.
 """
+import contextlib
 import multiprocessing
 import os
 import pickle
@@ -159,21 +160,20 @@ class MainProcess(object):
         return True
 
 
-class blocked_stop_signals(object):
+@contextlib.contextmanager
+def blocked_stop_signals():
     """Within the block, this thread holds :data:`STOP_SIGNALS` back (pending, not lost).
 
     A process started in the block starts with them blocked (see the module text).
     """
-
-    def __enter__(self):
-        self._previous = None
-        if _CAN_TAKE_SIGNALS:
-            self._previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-        return self
-
-    def __exit__(self, *exc_info):
-        if self._previous is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, self._previous)
+    if not _CAN_TAKE_SIGNALS:
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def watch_stop_signals(main_process):
