@@ -67,7 +67,7 @@ _EXIT_WAIT_S = 30.0
 # not be interrupted, as on a hung network file system); then it is left to exit alone.
 _KILL_WAIT_S = 30.0
 # The pools not closed yet, for the exit hook.
-_open_pools = weakref.WeakSet()
+_open_pools: 'weakref.WeakSet[ProcessPool]' = weakref.WeakSet()
 
 
 def chunk_bounds(size, parts):

@@ -13,13 +13,13 @@ afresh, so one extension serves several runs in turn.
 Tests: tests/chainer/training/extensions/test_preemption_snapshot_handlers.py.
 """
 import ctypes
+import functools
 import signal
 
 # A handler can never be installed for these.
 _UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
 # More than any C library's struct sigaction (glibc's is 152 bytes on x86-64).
 _SIGACTION_BYTES = 512
-_libc = []
 
 
 def signal_name(signal_number):
@@ -57,17 +57,16 @@ def check_signals(signals):
     return tuple(checked)
 
 
+@functools.lru_cache(maxsize=None)
 def _sigaction():
     """The C library's ``sigaction``, or None where it cannot be reached."""
-    if not _libc:
-        try:
-            function = ctypes.CDLL(None, use_errno=True).sigaction
-            function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
-            function.restype = ctypes.c_int
-        except (OSError, AttributeError):
-            function = None
-        _libc.append(function)
-    return _libc[0]
+    try:
+        function = ctypes.CDLL(None, use_errno=True).sigaction
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+    function.restype = ctypes.c_int
+    return function
 
 
 def _c_action(number):
