@@ -148,6 +148,7 @@ BUSY_WHEN_KILLED = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow  # a Python process of its own per case, six cases
 @pytest.mark.parametrize('signal_number', [signal.SIGTERM, signal.SIGKILL])
 def test_workers_busy_in_an_endless_task_follow_a_main_process_that_dies(
         start_method, tmp_path, signal_number):
