@@ -7,7 +7,9 @@ outside Python (an embedding program, ``python -X faulthandler`` for SIGABRT):
 ``signal.getsignal`` returns None for it and ``signal.signal`` cannot set it again, so
 its ``sigaction`` is read before ours is installed and written back after (through
 ctypes; where the C library cannot be reached, such a handler comes back as
-``SIG_DFL``, the nearest Python can set). Installing again after a restore starts
+``SIG_DFL``, the nearest Python can set). Python's own record of it then says
+``SIG_DFL`` (``signal.getsignal``), as Python cannot record a handler it did not set,
+but the handler that runs is the one that was there. Installing again after a restore starts
 afresh, so one extension serves several runs in turn.
 
 Tests: tests/chainer/training/extensions/test_preemption_snapshot_handlers.py.
