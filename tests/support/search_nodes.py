@@ -135,7 +135,7 @@ def snapshot_iteration(path):
 
 def newest_snapshot_iteration(folder):
     """The iteration of the newest ``snapshot_epoch_<n>`` in ``folder`` (None without)."""
-    from researchutils.chainer.training import _model_files
+    from researchutils.chainer.training._experiment import files as _model_files
     newest = _model_files.latest_snapshot(str(folder))
     return None if newest is None else snapshot_iteration(newest)
 

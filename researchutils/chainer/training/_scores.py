@@ -1,4 +1,10 @@
-"""The order of validation scores: ``val_score_mode`` "lowest" or "highest" is best."""
+"""The order of validation scores: ``val_score_mode`` "lowest" or "highest" is best.
+
+Shared by the experiment (grid search, the search) and its plug-in BestModelSaver, so it lives
+beside both, in neither: a Trainer extension never imports the experiment's machinery. The
+summaries write scores through :func:`score_for_json`. Tests:
+``tests/chainer/training/test_scores.py``.
+"""
 import math
 
 VAL_SCORE_MODES = ('lowest', 'highest')

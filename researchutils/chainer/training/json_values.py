@@ -270,8 +270,9 @@ def load_json(path):
     Raises:
         json.JSONDecodeError: The text is not JSON (a trailing comma...): the
             message starts with the file and gives the line and column.
-        ValueError: A key is repeated (the message names it), or the data nests
-            too deeply; the message names the file.
+        ValueError: A key is repeated (the message names it), the data nests
+            too deeply, or Python cannot convert a value (an integer longer than
+            ``sys.get_int_max_str_digits()``); the message names the file.
         UnicodeDecodeError: The file is not UTF-8; a note names the file.
         OSError: The file cannot be read (the error names it).
 
@@ -305,6 +306,10 @@ def load_json(path):
                          ) from None
     except RecursionError:
         too_deep = True  # nested past Python's recursion limit
+    except ValueError as error:
+        # What json passes on from Python's own conversions, such as an integer longer
+        # than sys.get_int_max_str_digits() (4300 digits by default): named, kept as cause.
+        raise ValueError('{}: a value cannot be read: {}'.format(path, error)) from error
     if too_deep:
         raise ValueError('{}: lists and objects nest deeper than {} levels, which no saved '
                          'experiment or parameters do'.format(path, MAX_JSON_DEPTH))

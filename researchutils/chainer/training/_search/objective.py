@@ -25,8 +25,8 @@ import os
 import chainer
 import optuna
 
-from researchutils.chainer.training import _experiment_settings
-from researchutils.chainer.training._model_selection import score_model
+from researchutils.chainer.training._experiment import settings as _experiment_settings
+from researchutils.chainer.training._experiment.model_selection import score_model
 from researchutils.chainer.training._search import folders, retries, studies
 from researchutils.chainer.training.extensions.chainer_pruning_extension import (
     ChainerPruningExtension,
