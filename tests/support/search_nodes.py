@@ -20,6 +20,7 @@ import time
 import numpy
 import pytest
 
+from tests.support import search_studies
 from tests.support.processes import REPO
 
 WORKER_TIMEOUT = 600
@@ -148,14 +149,12 @@ def log_rows(folder):
 
 
 def enqueue(storage_url, learning_rates):
-    """Makes the study ``exp`` at ``storage_url`` with trials of these rates first in line."""
-    import optuna
-
+    """Makes the study ``exp`` at ``storage_url`` with trials of these rates first in line
+    (its storage closed after)."""
     from tests.chainer.training import search_tasks
-    study = optuna.create_study(storage=storage_url, study_name='exp', load_if_exists=True)
-    for rate in learning_rates:
-        study.enqueue_trial({search_tasks.LR_KEY: rate})
-    return study
+    with search_studies.closed_study(storage_url, create=True, load_if_exists=True) as study:
+        for rate in learning_rates:
+            study.enqueue_trial({search_tasks.LR_KEY: rate})
 
 
 def default_url(shared):
@@ -172,7 +171,6 @@ def uninterrupted(tmp_path_factory, rate, num_epochs=3):
     session): its value, reported values, log rows and model files' arrays."""
     key = (rate, num_epochs)
     if key not in _uninterrupted:
-        import optuna
         root = tmp_path_factory.mktemp('uninterrupted')
         shared = root / 'shared'
         enqueue(default_url(shared), [rate])
@@ -181,8 +179,8 @@ def uninterrupted(tmp_path_factory, rate, num_epochs=3):
             finish(process)
         finally:
             end([process])
-        study = optuna.load_study(study_name='exp', storage=default_url(shared))
-        trial, = study.trials
+        with search_studies.closed_study(default_url(shared)) as study:
+            trial, = study.trials
         folder = shared / 'exp' / trial.user_attrs['folder']
         _uninterrupted[key] = {
             'value': trial.value, 'reported': dict(trial.intermediate_values),

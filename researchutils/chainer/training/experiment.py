@@ -311,8 +311,9 @@ class ChainerExperiment(object):
             pruner (optuna.pruners.BasePruner or None): None: a
                 ``MedianPruner()``.
             storage (str, optuna.storages.BaseStorage or None): An Optuna
-                storage URL, a storage object (used as it is), or None for the
-                SQLite file ``<name>/search.db``.
+                storage URL, a storage object (used as it is, and left open), or
+                None for the SQLite file ``<name>/search.db``; the search closes the
+                connections of the storage it builds from a URL or for that file.
             heartbeat_interval (int or None): For a storage built from a URL
                 (or the default file): seconds between the heartbeats of a
                 running trial (Optuna's); None: no heartbeat.

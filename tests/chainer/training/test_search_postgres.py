@@ -14,7 +14,7 @@ from researchutils.chainer.serializers import load_model
 from researchutils.chainer.training import ChainerExperiment, Parameters, load_json
 from researchutils.chainer.training._search import folders
 from tests.chainer.training import search_tasks, tasks
-from tests.support import search_nodes, search_worker
+from tests.support import search_nodes, search_studies, search_worker
 
 optuna = pytest.importorskip('optuna')
 pytest.importorskip('psycopg', reason='needs the search-db extra (psycopg)')
@@ -69,7 +69,7 @@ def test_three_workers_on_two_hosts_finish_one_search_on_a_postgresql_study(
     workers_from = postgres_server.clients(postgres_database)
     assert workers_from == ({'127.0.0.1'} if host_network is None else {
         host.address for host in nodes})
-    study = optuna.load_study(study_name='exp', storage=postgres_server.url(postgres_database))
+    study = search_studies.load(postgres_server.url(postgres_database))
     complete = {t.number: t for t in study.trials if t.state == STATES.COMPLETE}
     assert len(complete) == N_TRIALS
     assert not [t for t in study.trials if t.state in (STATES.RUNNING, STATES.WAITING,
@@ -189,7 +189,7 @@ def test_four_workers_killed_at_random_moments_lose_only_the_time_since_a_snapsh
     finally:
         search_nodes.end(processes + [process for _, process in slots if process is not None])
 
-    study = optuna.load_study(study_name='exp', storage=postgres_server.url(postgres_database))
+    study = search_studies.load(postgres_server.url(postgres_database))
     trials = {t.number: t for t in study.trials}
     complete = [t for t in study.trials if t.state == STATES.COMPLETE]
     assert len(complete) == MANY_TRIALS

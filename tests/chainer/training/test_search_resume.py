@@ -19,7 +19,7 @@ import pytest
 
 from researchutils.chainer.training import load_json
 from researchutils.chainer.training._search import folders
-from tests.support import search_nodes
+from tests.support import search_nodes, search_studies
 
 optuna = pytest.importorskip('optuna')
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -104,7 +104,7 @@ def test_a_trial_stopped_mid_run_resumes_when_the_search_runs_again(
                                            '--pause-at', PAUSE)]
     try:
         stop_paused(tmp_path / 'first', processes[0], signal_number)
-        study = optuna.load_study(study_name='exp', storage=url)
+        study = search_studies.load(url)
         # SIGKILL leaves the trial RUNNING; SIGTERM failed it and enqueued its retry.
         assert [t.state for t in study.trials] == (
             [STATES.RUNNING] if signal_number == signal.SIGKILL
@@ -114,7 +114,7 @@ def test_a_trial_stopped_mid_run_resumes_when_the_search_runs_again(
         report = search_nodes.finish(processes[1])
     finally:
         search_nodes.end(processes)
-    study = optuna.load_study(study_name='exp', storage=url)
+    study = search_studies.load(url)
     assert_resumed_exactly(shared, study, report, reference, signal_number)
 
 
@@ -163,5 +163,5 @@ def test_a_trial_stopped_mid_run_resumes_on_another_host_of_a_postgresql_study(
         search_nodes.end(processes)
     if named:
         assert report['host'] == 'node-b'
-    study = optuna.load_study(study_name='exp', storage=postgres_server.url(postgres_database))
+    study = search_studies.load(postgres_server.url(postgres_database))
     assert_resumed_exactly(shared, study, report, reference, signal_number)

@@ -15,7 +15,7 @@ from researchutils.chainer.training import load_json
 from researchutils.chainer.training._search import folders, retries
 from researchutils.chainer.training.extensions import Preempted
 from tests.chainer.training import search_tasks
-from tests.support import search_nodes
+from tests.support import search_nodes, search_studies
 from tests.support.processes import REPO
 
 optuna = pytest.importorskip('optuna')
@@ -50,7 +50,7 @@ def search(tmp_path, n_trials, *extensions):
 
 
 def study_of(tmp_path):
-    return optuna.load_study(study_name='exp', storage=search_nodes.default_url(tmp_path))
+    return search_studies.load(search_nodes.default_url(tmp_path))
 
 
 def test_a_storage_url_whose_driver_is_missing_fails_before_any_trial(tmp_path):
@@ -87,7 +87,7 @@ def test_a_trial_stopped_by_a_signal_is_failed_and_retried_before_the_process_ex
     summary = search(tmp_path, 1)
     study = study_of(tmp_path)
     assert [t.state for t in study.trials] == [STATES.FAIL, STATES.FAIL, STATES.COMPLETE]
-    assert optuna.storages.RetryFailedTrialCallback.retry_history(study.trials[2]) == [0, 1]
+    assert search_studies.retry_history(study.trials[2]) == [0, 1]
     assert [t.user_attrs['resumed_at']['iteration'] for t in study.trials[1:]] == [6, 9]
     folder = folders.folder_of(str(tmp_path / 'exp'), 'exp', study.trials[2])
     assert folder == str(tmp_path / 'exp' / study.trials[0].user_attrs['folder'])

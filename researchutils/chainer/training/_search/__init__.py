@@ -99,23 +99,24 @@ def _check_trials(study, space):
 def _lead(experiment, space, train, val, n_trials, timeout, sampler, pruner, storage,
           heartbeat):
     """The search in one process, or on ChainerMN rank 0, which asks Optuna."""
-    study = studies.open_study(experiment, storage, sampler, pruner, heartbeat)
-    studies.study_id(study)  # stored now, when a new study has none, not at its first trial
-    _check_trials(study, space)
-    retries.fail_dead_trials(study)
-    finished = len(study.get_trials(deepcopy=False, states=(_STATES.COMPLETE,
-                                                            _STATES.PRUNED)))
-    remaining = None if n_trials is None else n_trials - finished
-    if remaining is None or remaining > 0:
-        # No count of this process's own: MaxTrialsCallback and the surplus trial end the
-        # loop once the study has its n_trials, and a duplicate retry, which ends at once,
-        # takes none of them.
-        callbacks = [] if n_trials is None else [optuna.study.MaxTrialsCallback(
-            n_trials, states=(_STATES.COMPLETE, _STATES.PRUNED))]
-        study.optimize(objective.objective(experiment, space, train, val, n_trials),
-                       timeout=timeout, catch=(objective.SurplusTrial,), callbacks=callbacks)
-    result = summary.summarize(experiment, study, space)
-    summary.write_summary(experiment, study, result, studies.study_id(study))
-    summary.write_figures(experiment, study)
+    with studies.opened_study(experiment, storage, sampler, pruner, heartbeat) as study:
+        studies.study_id(study)  # stored now, when a new study has none, not at its first trial
+        _check_trials(study, space)
+        retries.fail_dead_trials(study)
+        finished = len(study.get_trials(deepcopy=False, states=(_STATES.COMPLETE,
+                                                                _STATES.PRUNED)))
+        remaining = None if n_trials is None else n_trials - finished
+        if remaining is None or remaining > 0:
+            # No count of this process's own: MaxTrialsCallback and the surplus trial end the
+            # loop once the study has its n_trials, and a duplicate retry, which ends at once,
+            # takes none of them.
+            callbacks = [] if n_trials is None else [optuna.study.MaxTrialsCallback(
+                n_trials, states=(_STATES.COMPLETE, _STATES.PRUNED))]
+            study.optimize(objective.objective(experiment, space, train, val, n_trials),
+                           timeout=timeout, catch=(objective.SurplusTrial,),
+                           callbacks=callbacks)
+        result = summary.summarize(experiment, study, space)
+        summary.write_summary(experiment, study, result, studies.study_id(study))
+        summary.write_figures(experiment, study)
     result['study'] = study
     return result

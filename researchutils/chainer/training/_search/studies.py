@@ -21,8 +21,14 @@ A storage made from a URL (the default file included) has Optuna's heartbeat: ea
 records that it is alive every ``heartbeat_interval`` s, and a trial that stopped beating
 for ``grace_period`` s is failed by the next search that starts a trial, and retried
 (``retries.py``); a storage object is used as it is, with its own heartbeat or none.
+
+A storage built here is the search's to close: its connections are closed when the search
+ends (:func:`opened_study`), and an SQLite file's are not pooled at all, so that none is
+left for the garbage collector (which closes it with a ResourceWarning). A storage object
+the user passed is the user's, and left open.
 Tests: ``tests/chainer/training/test_search.py``.
 """
+import contextlib
 import inspect
 import os
 import time
@@ -31,6 +37,7 @@ import warnings
 
 import optuna
 import sqlalchemy.exc
+import sqlalchemy.pool
 from sqlalchemy.engine import URL, make_url
 
 from researchutils._storage_drivers import check_storage_driver
@@ -77,15 +84,37 @@ def _heartbeat_kwargs(heartbeat_interval, grace_period):
             callback: retries.retry}
 
 
+def _file_sqlite(url):
+    """Whether ``url`` is an SQLite file (SQLAlchemy's own test: not ``:memory:``, not
+    ``mode=memory``), where each connection may be closed once released."""
+    parsed = make_url(url)
+    return (parsed.get_backend_name() == 'sqlite'
+            and parsed.database not in (None, '', ':memory:')
+            and parsed.query.get('mode') != 'memory')
+
+
 def _rdb_storage(url, heartbeat_interval, grace_period):
     engine_kwargs = {}
-    if url.startswith('sqlite') and 'timeout' not in make_url(url).query:
-        # Processes sharing the file wait for each other's writes, not 5 s only.
-        engine_kwargs = {'connect_args': {'timeout': 300}}
+    if _file_sqlite(url):
+        # A connection pooled by SQLAlchemy stays open until the engine is disposed or
+        # garbage collected (a ResourceWarning, an error in our suite): for a file, opening
+        # one costs microseconds, so none is kept once released, not even by the study the
+        # search returns.
+        engine_kwargs['poolclass'] = sqlalchemy.pool.NullPool
+        if 'timeout' not in make_url(url).query:
+            # Processes sharing the file wait for each other's writes, not 5 s only.
+            engine_kwargs['connect_args'] = {'timeout': 300}
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', optuna.exceptions.ExperimentalWarning)
         return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs,
                                           **_heartbeat_kwargs(heartbeat_interval, grace_period))
+
+
+def close_storage(storage):
+    """Closes the database connections of an RDBStorage the search built (its pool, for a
+    server); the storage stays usable and opens new ones when asked again."""
+    storage.remove_session()
+    storage.engine.dispose()
 
 
 def _causes(error):
@@ -130,11 +159,19 @@ def _first_line(error):
 
 
 def _create(storage, experiment, sampler, pruner, direction, heartbeat):
-    return optuna.create_study(
-        storage=_rdb_storage(storage, *heartbeat) if isinstance(storage, str) else storage,
-        sampler=sampler if sampler is not None else optuna.samplers.TPESampler(),
-        pruner=pruner if pruner is not None else optuna.pruners.MedianPruner(),
-        study_name=experiment.name, direction=direction, load_if_exists=True)
+    """The study in ``storage``, and the RDBStorage built for it from a URL (else None)."""
+    built = _rdb_storage(storage, *heartbeat) if isinstance(storage, str) else None
+    try:
+        study = optuna.create_study(
+            storage=storage if built is None else built,
+            sampler=sampler if sampler is not None else optuna.samplers.TPESampler(),
+            pruner=pruner if pruner is not None else optuna.pruners.MedianPruner(),
+            study_name=experiment.name, direction=direction, load_if_exists=True)
+    except BaseException:
+        if built is not None:
+            close_storage(built)
+        raise
+    return study, built
 
 
 def check_storage(storage):
@@ -144,8 +181,11 @@ def check_storage(storage):
         check_storage_driver(storage)
 
 
-def open_study(experiment, storage, sampler, pruner, heartbeat=(HEARTBEAT_INTERVAL, None)):
-    """The study named after the experiment (made or continued), its direction checked.
+@contextlib.contextmanager
+def opened_study(experiment, storage, sampler, pruner, heartbeat=(HEARTBEAT_INTERVAL, None)):
+    """The study named after the experiment (made or continued), its direction checked;
+    on leaving, the connections of a storage built here from a URL (or the default file)
+    are closed. A storage object the user passed is left as it is: it is the user's.
 
     ``heartbeat`` is ``(heartbeat_interval, grace_period)`` for a storage built from a URL.
     """
@@ -158,7 +198,7 @@ def open_study(experiment, storage, sampler, pruner, heartbeat=(HEARTBEAT_INTERV
     where = path if default else _describe(storage)
     for attempt in range(OPEN_ATTEMPTS):
         try:
-            study = _create(storage, experiment, sampler, pruner, direction, heartbeat)
+            study, built = _create(storage, experiment, sampler, pruner, direction, heartbeat)
             break
         except (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError,
                 OSError) as error:
@@ -173,11 +213,15 @@ def open_study(experiment, storage, sampler, pruner, heartbeat=(HEARTBEAT_INTERV
                               'it is free'.format(where, OPEN_ATTEMPTS, _retry_seconds(),
                                                   _first_line(error))) from error
             time.sleep(0.5 * (attempt + 1))
-    if study.direction.name.lower() != direction:
-        raise ValueError('the study {!r} in the storage is to {}, but val_score_mode={!r} '
-                         'asks to {}'.format(experiment.name, study.direction.name.lower(),
-                                             experiment.val_score_mode, direction))
-    return study
+    try:
+        if study.direction.name.lower() != direction:
+            raise ValueError('the study {!r} in the storage is to {}, but val_score_mode={!r} '
+                             'asks to {}'.format(experiment.name, study.direction.name.lower(),
+                                                 experiment.val_score_mode, direction))
+        yield study
+    finally:
+        if built is not None:
+            close_storage(built)
 
 
 def _retry_seconds():
