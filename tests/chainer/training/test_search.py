@@ -33,11 +33,7 @@ STATES = optuna.trial.TrialState
 LR = search_tasks.LR_KEY
 # What opening a study waits in all before its last attempt (0.5 + 1 + 1.5 + 2 s).
 RETRY_SECONDS = 5.0
-# A search that ends with fewer than two trials complete warns that it draws no parameter
-# importances (tests that check it use pytest.warns); the tests of other behaviours marked
-# with this expect that one warning, and only it.
-FEW_COMPLETE = pytest.mark.filterwarnings(
-    'ignore:search. search_importances.png is drawn from 2 finished trials:RuntimeWarning')
+FEW_COMPLETE = search_studies.FEW_COMPLETE
 
 
 def study_url(tmp_path):
