@@ -177,8 +177,6 @@ def test_a_retry_whose_failed_trial_left_no_folder_of_its_own_starts_afresh(tmp_
 
 @pytest.mark.slow(reason='two searches of a trial each: 10-15 s')
 @pytest.mark.parametrize('kind', ['other parameters', 'not failed', 'later trial'])
-# Two trials complete with one learning rate: Optuna's importances say they are all equal.
-@pytest.mark.filterwarnings('ignore:Target and region quantiles select the same set:UserWarning')
 def test_a_retry_history_that_does_not_hold_is_not_followed(tmp_path, kind):
     study, study_id = new_study(tmp_path)
     first = study.trials[0]  # COMPLETE (its run finished), with a folder it holds

@@ -216,9 +216,6 @@ def test_an_experiment_checks_a_ranged_space_when_made(tmp_path):
     assert json.dumps(ranged_params().to_json())  # ranges are JSON
 
 
-# The three trials train alike and score the same: Optuna 5's importance evaluator
-# (PED-ANOVA) says so while the importance figure is drawn.
-@pytest.mark.filterwarnings('ignore:Target and region quantiles select the same set:UserWarning')
 def test_candidates_equal_in_python_but_of_other_types_stay_apart_in_a_search(tmp_path):
     pytest.importorskip('optuna')
     params = Parameters(tasks.make_params(num_epochs=1).fixed_params,

@@ -129,6 +129,10 @@ def write_figures(experiment, study):
         if complete:
             _save_figure(optuna_plots.plot_optimization_history(study),
                          os.path.join(experiment.output_dir, HISTORY_FIGURE), plt)
+        # Optuna warns when the complete trials cannot be told apart (one value of each
+        # parameter among them): the figure then shows equal importances, which says so.
+        warnings.filterwarnings('ignore', 'Target and region quantiles select the same set',
+                                UserWarning)
         if len(complete) >= 2:
             _save_figure(optuna_plots.plot_param_importances(study),
                          os.path.join(experiment.output_dir, IMPORTANCE_FIGURE), plt)
