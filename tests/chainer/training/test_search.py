@@ -1,4 +1,5 @@
 """ChainerExperiment.search on real Optuna studies in SQLite and journal files on disk."""
+import contextlib
 import json
 import math
 import os
@@ -330,7 +331,8 @@ def test_the_default_study_file_is_in_the_experiment_folder_whatever_its_name(tm
         1, [0.1])).search(*search_tasks.search_managers(), n_trials=1)
     assert summary['trials'][0]['state'] == 'COMPLETE'
     assert sorted(os.listdir(tmp_path)) == [base.name]
-    with sqlite3.connect(str(base / 'exp' / 'search.db')) as database:
+    # sqlite3's own context ends the transaction only: closing() closes the connection.
+    with contextlib.closing(sqlite3.connect(str(base / 'exp' / 'search.db'))) as database:
         assert database.execute('SELECT study_name FROM studies').fetchall() == [('exp',)]
         assert database.execute('SELECT state FROM trials').fetchall() == [('COMPLETE',)]
 
