@@ -63,6 +63,7 @@ def test_closing_the_network_ends_its_processes_and_removes_every_namespace_and_
         assert host.namespace in made and network.bridge in made and host.link in made
         assert process.pid in wait_for_pids(host, process.pid)
     assert process.wait(timeout=60) == -9
+    process.stdin.close()  # its reader is gone; nothing is left to the garbage collector
     assert network.resources() == []
 
 
