@@ -37,6 +37,7 @@ def test_rank_zero_asks_and_every_rank_trains_each_trial(comm, shared_path):
     assert [entry['epoch'] for entry in log] == [1, 2]
 
 
+@search_studies.FEW_COMPLETE
 def test_a_pruned_trial_stops_every_rank_at_the_same_epoch(comm, shared_path):
     # Every MSE is above 0: each trial is pruned at its first report, on both ranks at once.
     summary = experiment(comm, shared_path, [0.1, 0.3]).search(
