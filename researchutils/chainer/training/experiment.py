@@ -278,7 +278,7 @@ class ChainerExperiment(object):
         return model_selection.grid_search(self, train, val)
 
     def search(self, train, val, *, n_trials=None, timeout=None, sampler=None, pruner=None,
-               storage=None):
+               storage=None, heartbeat_interval=60, grace_period=None):
         """Searches the variable parameters with Optuna, one experiment per trial.
 
         Lists in ``variable_params`` are categorical choices,
@@ -286,9 +286,12 @@ class ChainerExperiment(object):
         :class:`~researchutils.chainer.training.search_space.IntRange` ranges.
         Each trial trains in a folder of its own below ``<name>`` and is
         scored by ``val_score_key`` on ``val``; the study lives in ``storage``
-        and the summary in ``<name>/search.json``. The tutorial
+        and the summary in ``<name>/search.json``. A trial whose worker died or
+        was stopped by a signal is retried by the next worker that asks for a
+        trial, and resumes from its newest snapshot. The tutorial
         :doc:`/tutorials/search` tells how trials are run, pruned, counted,
-        shared between processes and resumed, and what the files hold.
+        shared between processes and machines, retried and resumed, and what
+        the files hold.
 
         Args:
             train (DataManager): The training batches.
@@ -303,8 +306,14 @@ class ChainerExperiment(object):
             pruner (optuna.pruners.BasePruner or None): None: a
                 ``MedianPruner()``.
             storage (str, optuna.storages.BaseStorage or None): An Optuna
-                storage URL, a storage object, or None for the SQLite file
-                ``<name>/search.db``.
+                storage URL, a storage object (used as it is, and left open), or
+                None for the SQLite file ``<name>/search.db``; the search closes the
+                connections of the storage it builds from a URL or for that file.
+            heartbeat_interval (int or None): For a storage built from a URL
+                (or the default file): seconds between the heartbeats of a
+                running trial (Optuna's); None: no heartbeat.
+            grace_period (int or None): Seconds without a heartbeat after
+                which a trial is failed and retried; None: three intervals.
 
         Returns:
             dict: ``best_params`` (Parameters, None when no trial completed),
@@ -314,7 +323,9 @@ class ChainerExperiment(object):
             ``study`` (the ``optuna.Study``; None on ChainerMN ranks but 0).
 
         Raises:
-            ImportError: Optuna is missing (``pip install researchutils[search]``).
+            ImportError: Optuna is missing (``pip install researchutils[search]``),
+                or the database driver of a storage URL (the message names it and
+                what to install).
             TypeError, ValueError: A bad argument; no ``val_score_key`` or
                 ``val``; no variable parameters; a parameter ``search.json``
                 cannot hold (a lambda); a study of the same name optimizing
@@ -335,7 +346,8 @@ class ChainerExperiment(object):
         # The search's machinery imports Optuna at its top: loaded now, not with this module.
         from researchutils.chainer.training import _search
         return _search.search(self, train, val, n_trials=n_trials, timeout=timeout,
-                              sampler=sampler, pruner=pruner, storage=storage)
+                              sampler=sampler, pruner=pruner, storage=storage,
+                              heartbeat_interval=heartbeat_interval, grace_period=grace_period)
 
     def save(self):
         """Writes ``<name>/experiment.json``: the parameters, settings and model class.

@@ -1,4 +1,5 @@
 """ChainerExperiment.search on real Optuna studies in SQLite and journal files on disk."""
+import contextlib
 import json
 import math
 import os
@@ -22,6 +23,7 @@ from researchutils.chainer.training import (
 )
 from researchutils.chainer.training.search_space import FloatRange
 from tests.chainer.training import search_tasks, tasks
+from tests.support import search_studies
 
 optuna = pytest.importorskip('optuna')
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -32,6 +34,7 @@ STATES = optuna.trial.TrialState
 LR = search_tasks.LR_KEY
 # What opening a study waits in all before its last attempt (0.5 + 1 + 1.5 + 2 s).
 RETRY_SECONDS = 5.0
+FEW_COMPLETE = search_studies.FEW_COMPLETE
 
 
 def study_url(tmp_path):
@@ -42,7 +45,8 @@ def enqueued_study(tmp_path, learning_rates, storage=None):
     """The experiment's study (by default its default one), made beforehand with these trials
     first in line."""
     os.makedirs(tmp_path / 'exp', exist_ok=True)
-    study = optuna.create_study(storage=storage or study_url(tmp_path), study_name='exp')
+    study = (search_studies.create(study_url(tmp_path)) if storage is None else
+             optuna.create_study(storage=storage, study_name='exp'))
     for lr in learning_rates:
         study.enqueue_trial({LR: lr})
     return study
@@ -83,9 +87,10 @@ def test_pruning_stops_a_hopeless_trial_and_diverged_ones_are_pruned(tmp_path):
 def test_a_pruned_trial_records_its_last_reported_value(tmp_path):
     enqueued_study(tmp_path, [0.1])
     # Never pruned at epoch 1 (warm-up), always at epoch 2 (every MSE is above 0).
-    summary = search_tasks.search_experiment(str(tmp_path)).search(
-        *search_tasks.search_managers(), n_trials=1,
-        pruner=optuna.pruners.ThresholdPruner(upper=0.0, n_warmup_steps=2))
+    with pytest.warns(RuntimeWarning, match='search_importances.png is drawn from 2'):
+        summary = search_tasks.search_experiment(str(tmp_path)).search(
+            *search_tasks.search_managers(), n_trials=1,
+            pruner=optuna.pruners.ThresholdPruner(upper=0.0, n_warmup_steps=2))
     reported = summary['study'].trials[0].intermediate_values
     assert sorted(reported) == [1, 2] and reported[1] != reported[2]
     for trial in (summary['trials'][0], load_json(tmp_path / 'exp' / 'search.json')['trials'][0]):
@@ -136,7 +141,7 @@ def test_search_json_keeps_infinite_and_nan_candidates_as_strict_json(tmp_path):
     experiment = ChainerExperiment(params, search_tasks.MarkedRegressor, name='exp',
                                    save_path=str(tmp_path), val_score_key='MSE', seed=0)
     os.makedirs(tmp_path / 'exp')
-    study = optuna.create_study(storage=study_url(tmp_path), study_name='exp')
+    study = search_studies.create(study_url(tmp_path))
     for label in ('null', 'Infinity', 'NaN'):  # the labels Optuna holds
         study.enqueue_trial({'model/marker': label})
     summary = experiment.search(*search_tasks.search_managers(), n_trials=3)
@@ -148,6 +153,7 @@ def test_search_json_keeps_infinite_and_nan_candidates_as_strict_json(tmp_path):
     assert best.model == {'marker': math.inf} == summary['best_params'].model
 
 
+@FEW_COMPLETE
 def test_a_second_study_in_the_same_folder_trains_its_own_trials(tmp_path):
     # A first search, then search.db deleted to start over: the new study's trial 0 must
     # train (with its own learning rate), not return the finished run of the old trial 0.
@@ -172,6 +178,7 @@ def test_a_second_study_in_the_same_folder_trains_its_own_trials(tmp_path):
     assert os.stat(os.path.join(old_folder, 'run_state.json')).st_mtime_ns == old_state
 
 
+@FEW_COMPLETE
 def test_searches_in_new_in_memory_studies_never_share_a_trial_folder(tmp_path):
     experiment = search_tasks.search_experiment(str(tmp_path), search_tasks.search_params(1))
     folders, trials = [], []
@@ -185,8 +192,9 @@ def test_searches_in_new_in_memory_studies_never_share_a_trial_folder(tmp_path):
         log = tasks.read_log(folder_of(tmp_path, summary['trials'][0]))
         assert log[-1]['val/MSE'] == pytest.approx(summary['best_score'], rel=1e-5)
         folders.append(folder_of(tmp_path, summary['trials'][0]))
-        owner = json.loads(open(os.path.join(folders[-1], 'search_trial.json')).read())
-        assert owner == {'study_name': 'exp', 'trial': 0, 'study_id': summary[
+        with open(os.path.join(folders[-1], 'search_trial.json')) as stream:
+            owner = json.load(stream)
+        assert owner == {'study_name': 'exp', 'trial': 0, 'holder': 0, 'study_id': summary[
             'study'].user_attrs['researchutils_study_id']}
         trials.append(summary['study'].trials[0])
     assert folders[0] != folders[1]
@@ -293,6 +301,7 @@ def test_a_read_only_experiment_folder_fails_at_once_naming_the_file(tmp_path):
     assert 'attempts' not in out and elapsed < 60
 
 
+@FEW_COMPLETE
 def test_opening_a_locked_study_retries_then_names_the_storage(tmp_path):
     (tmp_path / 'exp').mkdir()
     path = tmp_path / 'exp' / 'search.db'
@@ -315,13 +324,15 @@ def test_opening_a_locked_study_retries_then_names_the_storage(tmp_path):
     assert summary['trials'][0]['state'] == 'COMPLETE'
 
 
+@FEW_COMPLETE
 def test_the_default_study_file_is_in_the_experiment_folder_whatever_its_name(tmp_path):
     base = tmp_path / 'runs?x=1#frag %41 {braces} é'
     summary = search_tasks.search_experiment(str(base), search_tasks.search_params(
         1, [0.1])).search(*search_tasks.search_managers(), n_trials=1)
     assert summary['trials'][0]['state'] == 'COMPLETE'
     assert sorted(os.listdir(tmp_path)) == [base.name]
-    with sqlite3.connect(str(base / 'exp' / 'search.db')) as database:
+    # sqlite3's own context ends the transaction only: closing() closes the connection.
+    with contextlib.closing(sqlite3.connect(str(base / 'exp' / 'search.db'))) as database:
         assert database.execute('SELECT study_name FROM studies').fetchall() == [('exp',)]
         assert database.execute('SELECT state FROM trials').fetchall() == [('COMPLETE',)]
 
@@ -338,6 +349,29 @@ def test_ranges_are_sampled_within_their_bounds_and_searched_again_not_repeated(
     again = experiment.search(*search_tasks.search_managers(), n_trials=3)
     assert [choice[LR] for choice, _ in again['results']] == lrs
     assert len(again['study'].trials) == 3
+
+
+@FEW_COMPLETE
+@pytest.mark.parametrize('storage', ['default', 'url'])
+def test_the_search_leaves_no_connection_open_of_a_storage_it_built(tmp_path, storage):
+    # One left open is closed by the garbage collector, with a ResourceWarning (3.13).
+    sqlalchemy = pytest.importorskip('sqlalchemy')
+    os.makedirs(tmp_path / 'exp')
+    opened = []
+
+    def record(connection, record):
+        opened.append(connection)
+    sqlalchemy.event.listen(sqlalchemy.pool.Pool, 'connect', record)
+    try:
+        search_tasks.search_experiment(str(tmp_path), search_tasks.search_params(
+            1, [0.1])).search(*search_tasks.search_managers(), n_trials=1,
+                              storage=None if storage == 'default' else study_url(tmp_path))
+    finally:
+        sqlalchemy.event.remove(sqlalchemy.pool.Pool, 'connect', record)
+    assert opened
+    for connection in opened:
+        with pytest.raises(sqlite3.ProgrammingError, match='closed database'):
+            connection.execute('SELECT 1')
 
 
 def test_journal_file_storage_holds_the_study(tmp_path):
@@ -401,12 +435,13 @@ def test_the_search_settings_are_keywords(tmp_path):
 
 def test_a_study_optimizing_the_other_way_is_refused(tmp_path):
     os.makedirs(tmp_path / 'exp')
-    optuna.create_study(storage=study_url(tmp_path), study_name='exp', direction='maximize')
+    search_studies.create(study_url(tmp_path), direction='maximize')
     with pytest.raises(ValueError, match="is to maximize, but val_score_mode='lowest'"):
         search_tasks.search_experiment(str(tmp_path)).search(
             *search_tasks.search_managers(), n_trials=1)
 
 
+@FEW_COMPLETE
 def test_a_running_trial_of_another_host_is_not_failed_here(tmp_path):
     gone = subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'],
                           check=True, capture_output=True, text=True)
@@ -422,17 +457,40 @@ def test_a_running_trial_of_another_host_is_not_failed_here(tmp_path):
     assert [trial['state'] for trial in summary['trials']] == ['RUNNING']
 
 
-def test_a_running_trial_of_a_dead_process_of_this_host_is_failed(tmp_path):
+@FEW_COMPLETE
+def test_a_running_trial_of_a_dead_process_of_this_host_is_failed_and_retried(tmp_path):
+    gone = subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'],
+                          check=True, capture_output=True, text=True)
+    study = enqueued_study(tmp_path, [0.3])
+    running = study.ask()
+    running.suggest_categorical(LR, search_tasks.LEARNING_RATES)
+    running.set_user_attr('worker', {'host': socket.gethostname(), 'pid': int(gone.stdout),
+                                     'started': 1})
+    summary = search_tasks.search_experiment(str(tmp_path), search_tasks.search_params(
+        1)).search(*search_tasks.search_managers(), n_trials=1)
+    # Failed, and retried with its parameters: the retry is the one trial counted, and
+    # trains afresh, as the dead trial left no folder.
+    assert [t.state for t in study.trials] == [STATES.FAIL, STATES.COMPLETE]
+    assert study.trials[1].params == {LR: 0.3}
+    assert search_studies.retry_history(study.trials[1]) == [0]
+    assert [(t['number'], t['state'], t['retry_of'], t['resumed_at'], t['folder'])
+            for t in summary['trials']] == [(1, 'COMPLETE', [0], None, study.trials[1]
+                                             .user_attrs['folder'])]
+    assert summary['trials'][0]['folder'].endswith('/trial_1')
+
+
+@FEW_COMPLETE
+def test_a_worker_record_copied_from_another_trial_says_nothing_of_this_one(tmp_path):
     gone = subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'],
                           check=True, capture_output=True, text=True)
     study = enqueued_study(tmp_path, [])
     running = study.ask()
+    # Optuna's own RetryFailedTrialCallback copies the failed trial's user attributes.
     running.set_user_attr('worker', {'host': socket.gethostname(), 'pid': int(gone.stdout),
-                                     'started': 1})
-    study.enqueue_trial({LR: 0.1})
-    summary = search_tasks.search_experiment(str(tmp_path), search_tasks.search_params(
-        1)).search(*search_tasks.search_managers(), n_trials=1)
-    assert [trial['state'] for trial in summary['trials']] == ['FAIL', 'COMPLETE']
+                                     'started': 1, 'trial': running.number + 7})
+    search_tasks.search_experiment(str(tmp_path)).search(
+        *search_tasks.search_managers(), n_trials=1)
+    assert study.trials[0].state == STATES.RUNNING
 
 
 def worker(tmp_path, n_trials, storage='default', seconds_per_epoch=0.0):
@@ -453,8 +511,9 @@ def finish(process, timeout=300):
 def test_two_processes_searching_one_study_finish_n_trials_in_all(tmp_path, storage):
     first, second = worker(tmp_path, 6, storage), worker(tmp_path, 6, storage)
     mine = [finish(first), finish(second)]
-    study = optuna.load_study(study_name='exp', storage=search_tasks.storage(
-        str(tmp_path), storage) or study_url(tmp_path))
+    journal = search_tasks.storage(str(tmp_path), storage)
+    study = (search_studies.load(study_url(tmp_path)) if journal is None else
+             optuna.load_study(study_name='exp', storage=journal))
     finished = [t for t in study.trials if t.state in (STATES.COMPLETE, STATES.PRUNED)]
     assert len(finished) == 6
     # Each finished trial ran once, in one process, in its own folder.
@@ -485,7 +544,7 @@ def test_a_killed_search_started_again_continues_without_redoing_finished_trials
         if not (tmp_path / 'exp' / 'search.db').exists():
             return []
         try:
-            study = optuna.load_study(study_name='exp', storage=url)
+            study = search_studies.load(url)
         except KeyError:  # the study is not made yet
             return []
         return [t for t in study.trials if t.state != STATES.WAITING]
@@ -514,7 +573,13 @@ def test_a_killed_search_started_again_continues_without_redoing_finished_trials
     assert states()[:2] == [STATES.COMPLETE, STATES.FAIL]
     assert len([s for s in states() if s in (STATES.COMPLETE, STATES.PRUNED)]) == 3
     assert os.stat(os.path.join(first_folder, 'run_state.json')).st_mtime_ns == first_state
-    assert [t['state'] for t in summary['trials']][1] == 'FAIL'
+    # ... and retried: its retry waits in the study's queue behind the trials enqueued
+    # before it, for the next search; search.json lists the retry, not the failed trial.
+    retry = search_studies.load(url).trials[-1]
+    assert retry.state == STATES.WAITING and retry.system_attrs['retry_history'] == [1]
+    assert retry.params == {LR: 0.3}
+    assert [(t['number'], t['state']) for t in summary['trials']] == [
+        (0, 'COMPLETE'), (2, 'COMPLETE'), (3, 'COMPLETE'), (retry.number, 'WAITING')]
     # Every trial that trained did so in a folder of its own, of this one study.
     assert len({t['folder'] for t in summary['trials']}) == len(summary['trials'])
 
@@ -551,8 +616,9 @@ OPEN_AT_ONCE = '''
 import sys
 from researchutils.chainer.training._search import studies
 from tests.chainer.training import search_tasks
-study = studies.open_study(search_tasks.search_experiment(sys.argv[1]), None, None, None)
-print(studies.study_id(study))
+with studies.opened_study(search_tasks.search_experiment(sys.argv[1]), None, None,
+                          None) as study:
+    print(studies.study_id(study))
 '''
 
 

@@ -4,6 +4,7 @@ import os
 import pytest
 
 from tests.chainer.training import search_tasks, tasks
+from tests.support import search_studies
 
 optuna = pytest.importorskip('optuna')
 pytestmark = [pytest.mark.mpi, pytest.mark.timeout(300)]
@@ -19,8 +20,8 @@ def experiment(comm, path, learning_rates):
 def test_rank_zero_asks_and_every_rank_trains_each_trial(comm, shared_path):
     if comm.rank == 0:
         os.makedirs(os.path.join(shared_path, 'exp'))
-        study = optuna.create_study(study_name='exp', storage='sqlite:///' + os.path.join(
-            shared_path, 'exp', 'search.db'))
+        study = search_studies.create('sqlite:///' + os.path.join(shared_path, 'exp',
+                                                                  'search.db'))
         for lr in (0.1, 0.3):
             study.enqueue_trial({search_tasks.LR_KEY: lr})
     comm.mpi_comm.barrier()
@@ -36,6 +37,7 @@ def test_rank_zero_asks_and_every_rank_trains_each_trial(comm, shared_path):
     assert [entry['epoch'] for entry in log] == [1, 2]
 
 
+@search_studies.FEW_COMPLETE
 def test_a_pruned_trial_stops_every_rank_at_the_same_epoch(comm, shared_path):
     # Every MSE is above 0: each trial is pruned at its first report, on both ranks at once.
     summary = experiment(comm, shared_path, [0.1, 0.3]).search(

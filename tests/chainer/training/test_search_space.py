@@ -8,6 +8,7 @@ import pytest
 from researchutils.chainer.training import ChainerExperiment, Parameters, load_json
 from researchutils.chainer.training.search_space import FloatRange, IntRange
 from tests.chainer.training import tasks
+from tests.support import search_studies
 
 
 def ranged_params():
@@ -215,11 +216,8 @@ def test_an_experiment_checks_a_ranged_space_when_made(tmp_path):
     assert json.dumps(ranged_params().to_json())  # ranges are JSON
 
 
-# The three trials train alike and score the same: Optuna 5's importance evaluator
-# (PED-ANOVA) says so while the importance figure is drawn.
-@pytest.mark.filterwarnings('ignore:Target and region quantiles select the same set:UserWarning')
 def test_candidates_equal_in_python_but_of_other_types_stay_apart_in_a_search(tmp_path):
-    optuna = pytest.importorskip('optuna')
+    pytest.importorskip('optuna')
     params = Parameters(tasks.make_params(num_epochs=1).fixed_params,
                         {'model': {'marker': [1, True, 1.0]}})
     chosen = []
@@ -232,8 +230,7 @@ def test_candidates_equal_in_python_but_of_other_types_stay_apart_in_a_search(tm
                                    val_score_key='MSE', seed=0)
     study_folder = tmp_path / 'exp'
     study_folder.mkdir()
-    study = optuna.create_study(study_name='exp',
-                                storage='sqlite:///' + str(study_folder / 'search.db'))
+    study = search_studies.create('sqlite:///' + str(study_folder / 'search.db'))
     for marker in (True, 1.0, 1):
         study.enqueue_trial({'model/marker': json.dumps(marker)})  # the labels Optuna holds
     summary = experiment.search(*tasks.make_managers(n_train=32, n_val=16), n_trials=3)

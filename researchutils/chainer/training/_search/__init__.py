@@ -4,9 +4,10 @@ Imported by :meth:`ChainerExperiment.search
 <researchutils.chainer.training.ChainerExperiment.search>` only, once it has found Optuna
 (the ``search`` extra), which these modules import at their top. One job per module:
 ``space`` (the variable parameters as Optuna suggestions, and back), ``studies`` (the
-storage, opening the study, its identity, trials of dead processes), ``folders`` (which
-folder belongs to which trial), ``objective`` (a trial's run and the ChainerMN exchange)
-and ``summary`` (``search.json`` and the figures). Here: the checks of the arguments and
+storage, its heartbeat, opening the study, its identity), ``retries`` (trials of dead
+workers, failed and retried), ``folders`` (which folder belongs to which trial, and which
+retry takes one up), ``objective`` (a trial's run and the ChainerMN exchange) and
+``summary`` (``search.json`` and the figures). Here: the checks of the arguments and
 the search in one process or on each ChainerMN rank. What a search does is told in
 ``docs/tutorials/search.rst``. Tests: ``tests/chainer/training/test_search.py`` and
 ``test_search_mpi.py``.
@@ -14,7 +15,7 @@ the search in one process or on each ChainerMN rank. What a search does is told 
 import optuna
 
 from researchutils._checks import check_positive_float, check_positive_int
-from researchutils.chainer.training._search import objective, studies, summary
+from researchutils.chainer.training._search import objective, retries, studies, summary
 from researchutils.chainer.training._search.space import Space
 
 _STATES = optuna.trial.TrialState
@@ -41,20 +42,46 @@ def _check_arguments(experiment, val, n_trials, timeout, sampler, pruner, storag
     return n_trials, timeout
 
 
-def search(experiment, train, val, *, n_trials, timeout, sampler, pruner, storage):
+def _check_heartbeat(storage, heartbeat_interval, grace_period):
+    """``(heartbeat_interval, grace_period)`` checked: whole seconds, the grace longer than
+    the interval, and given only for a storage the search builds (a URL or the default)."""
+    heartbeat_interval = check_positive_int(heartbeat_interval, 'heartbeat_interval',
+                                            allow_none=True)
+    grace_period = check_positive_int(grace_period, 'grace_period', allow_none=True)
+    if grace_period is not None and heartbeat_interval is None:
+        raise ValueError('grace_period={} needs a heartbeat: give heartbeat_interval too'
+                         .format(grace_period))
+    if grace_period is not None and grace_period <= heartbeat_interval:
+        raise ValueError('grace_period={} must be longer than heartbeat_interval={}, or a '
+                         'trial alive would be failed between two beats'.format(
+                             grace_period, heartbeat_interval))
+    if isinstance(storage, optuna.storages.BaseStorage) and (
+            heartbeat_interval != studies.HEARTBEAT_INTERVAL or grace_period is not None):
+        raise ValueError('heartbeat_interval and grace_period set the heartbeat of a storage '
+                         'the search builds from a URL (or the default file); the storage '
+                         '{} given is used as it is: set its heartbeat where you build it'
+                         .format(type(storage).__name__))
+    return heartbeat_interval, grace_period
+
+
+def search(experiment, train, val, *, n_trials, timeout, sampler, pruner, storage,
+           heartbeat_interval=studies.HEARTBEAT_INTERVAL, grace_period=None):
     """:meth:`ChainerExperiment.search`, whose docstring says what each argument does."""
     n_trials, timeout = _check_arguments(experiment, val, n_trials, timeout, sampler, pruner,
                                          storage)
+    heartbeat = _check_heartbeat(storage, heartbeat_interval, grace_period)
+    studies.check_storage(storage)
     space = Space(experiment.params)
     summary.check_saveable(experiment)
     if experiment.comm is not None and experiment.comm.rank != 0:
         return objective.follow(experiment, train, val)
     if experiment.comm is None:
-        return _lead(experiment, space, train, val, n_trials, timeout, sampler, pruner, storage)
+        return _lead(experiment, space, train, val, n_trials, timeout, sampler, pruner, storage,
+                     heartbeat)
     result = None
     try:
         result = _lead(experiment, space, train, val, n_trials, timeout, sampler, pruner,
-                       storage)
+                       storage, heartbeat)
     finally:
         # The other ranks wait for a trial or the end.
         objective.end_followers(experiment, result)
@@ -69,23 +96,27 @@ def _check_trials(study, space):
             space.read(trial, study.study_name)
 
 
-def _lead(experiment, space, train, val, n_trials, timeout, sampler, pruner, storage):
+def _lead(experiment, space, train, val, n_trials, timeout, sampler, pruner, storage,
+          heartbeat):
     """The search in one process, or on ChainerMN rank 0, which asks Optuna."""
-    study = studies.open_study(experiment, storage, sampler, pruner)
-    studies.study_id(study)  # stored now, when a new study has none, not at its first trial
-    _check_trials(study, space)
-    studies.fail_dead_trials(study)
-    finished = len(study.get_trials(deepcopy=False, states=(_STATES.COMPLETE,
-                                                            _STATES.PRUNED)))
-    remaining = None if n_trials is None else n_trials - finished
-    if remaining is None or remaining > 0:
-        callbacks = [] if n_trials is None else [optuna.study.MaxTrialsCallback(
-            n_trials, states=(_STATES.COMPLETE, _STATES.PRUNED))]
-        study.optimize(objective.objective(experiment, space, train, val, n_trials),
-                       n_trials=remaining, timeout=timeout, catch=(objective.SurplusTrial,),
-                       callbacks=callbacks)
-    result = summary.summarize(experiment, study, space)
-    summary.write_summary(experiment, study, result, studies.study_id(study))
-    summary.write_figures(experiment, study)
+    with studies.opened_study(experiment, storage, sampler, pruner, heartbeat) as study:
+        studies.study_id(study)  # stored now, when a new study has none, not at its first trial
+        _check_trials(study, space)
+        retries.fail_dead_trials(study)
+        finished = len(study.get_trials(deepcopy=False, states=(_STATES.COMPLETE,
+                                                                _STATES.PRUNED)))
+        remaining = None if n_trials is None else n_trials - finished
+        if remaining is None or remaining > 0:
+            # No count of this process's own: MaxTrialsCallback and the surplus trial end the
+            # loop once the study has its n_trials, and a duplicate retry, which ends at once,
+            # takes none of them.
+            callbacks = [] if n_trials is None else [optuna.study.MaxTrialsCallback(
+                n_trials, states=(_STATES.COMPLETE, _STATES.PRUNED))]
+            study.optimize(objective.objective(experiment, space, train, val, n_trials),
+                           timeout=timeout, catch=(objective.SurplusTrial,),
+                           callbacks=callbacks)
+        result = summary.summarize(experiment, study, space)
+        summary.write_summary(experiment, study, result, studies.study_id(study))
+        summary.write_figures(experiment, study)
     result['study'] = study
     return result

@@ -8,19 +8,30 @@ finished and running trials, whoever runs them: a process that asks for a trial 
 others took the last one marks it ``surplus`` and stops. Under ChainerMN rank 0 runs the
 objective and broadcasts each trial (number, choice, folder) to the other ranks, which
 train it with rank 0 and learn the end of the search the same way.
-Tests: ``tests/chainer/training/test_search.py`` and ``test_search_mpi.py``.
+
+A retry (``retries.py``) trains in the folder of the trials it retries, when the lineage
+lets it take that folder up (``folders.py``), and the experiment's ``run`` resumes from the
+newest snapshot there; its pruning reports go on from the epoch resumed, and its user
+attribute ``resumed_at`` records the iteration and epoch it resumed at. A duplicate retry
+ends at once, marked ``surplus`` and ``duplicate_of`` the trial that took the series up. A
+trial stopped by a signal (``Preempted``: the snapshot is written, the process exits with
+status 75) is failed and retried before the process exits, so that any worker takes it up.
+Tests: ``tests/chainer/training/test_search.py``, ``test_search_resume.py`` and
+``test_search_mpi.py``.
 """
 import math
 import os
 
+import chainer
 import optuna
 
 from researchutils.chainer.training._experiment import settings as _experiment_settings
 from researchutils.chainer.training._experiment.model_selection import score_model
-from researchutils.chainer.training._search import folders, studies
+from researchutils.chainer.training._search import folders, retries, studies
 from researchutils.chainer.training.extensions.chainer_pruning_extension import (
     ChainerPruningExtension,
 )
+from researchutils.chainer.training.extensions.preemption_snapshot import Preempted
 from researchutils.chainer.training.extensions.stop_on_non_number import TrainingDiverged
 
 _COUNTED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,
@@ -29,6 +40,29 @@ _COUNTED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,
 
 class SurplusTrial(Exception):
     """A trial asked for when the study already had n_trials finished or running."""
+
+
+class DuplicateRetry(SurplusTrial):
+    """A second retry of failed trials that another retry took up already."""
+
+
+class _ResumePoint(chainer.training.Extension):
+    """Records on the trial the iteration and epoch its Trainer resumed at (from a
+    snapshot of its folder), when it did not start at the beginning."""
+
+    trigger = 1, 'epoch'
+
+    def __init__(self, trial):
+        self._trial = trial
+
+    def initialize(self, trainer):
+        updater = trainer.updater
+        if self._trial is not None and updater.iteration > 0:
+            self._trial.set_user_attr('resumed_at', {'iteration': updater.iteration,
+                                                     'epoch': updater.epoch})
+
+    def __call__(self, trainer):
+        pass
 
 
 def surplus(trial):
@@ -48,8 +82,38 @@ def _trial_run(experiment, params, folder, trial):
     pruning = ChainerPruningExtension(trial, 'val/' + experiment.val_score_key, (1, 'epoch'),
                                       comm=experiment.comm)
     return _experiment_settings.replace(
-        experiment, params=params, extensions=list(experiment.extensions) + [pruning],
+        experiment, params=params,
+        extensions=list(experiment.extensions) + [pruning, _ResumePoint(trial)],
         name=os.path.join(experiment.name, folder))
+
+
+def _take_folder(experiment, study, study_id, trial):
+    """The folder ``trial`` trains in, within the experiment's: for a retry, the folder of
+    the trials it retries when it may take it up; else a new folder of its own."""
+    output_dir, name = experiment.output_dir, study.study_name
+    chain = retries.failed_chain(study, trial.number)
+    if chain:
+        series = [failed.number for failed in chain]
+        taken, other = folders.take_up(output_dir, name, study_id, series, trial.number)
+        if not taken:
+            trial.set_user_attr('surplus', True)
+            trial.set_user_attr('duplicate_of', other)
+            raise DuplicateRetry('trial {} retries trial {}, which {} took up already'.format(
+                trial.number, series[-1], 'another trial' if other is None else
+                'trial {}'.format(other)))
+        path = folders.retried_folder(output_dir, name, study_id, chain)
+        if path is not None:
+            folder = os.path.relpath(path, output_dir).replace(os.sep, '/')
+            trial.set_user_attr(folders.STUDY_ID_ATTR, study_id)
+            trial.set_user_attr(folders.FOLDER_ATTR, folder)
+            folders.hand_over(path, name, study_id, folders.maker_of(path), trial.number)
+            return folder
+    folder = folders.relative_folder(study_id, trial.number)
+    trial.set_user_attr(folders.STUDY_ID_ATTR, study_id)
+    trial.set_user_attr(folders.FOLDER_ATTR, folder)
+    folders.claim(os.path.join(output_dir, folder),
+                  folders.owner(name, study_id, trial.number))
+    return folder
 
 
 def objective(experiment, space, train, val, n_trials):
@@ -58,20 +122,15 @@ def objective(experiment, space, train, val, n_trials):
 
     def run_trial(trial):
         study = trial.study
-        trial.set_user_attr('worker', studies.worker())
-        studies.fail_dead_trials(study)
+        trial.set_user_attr(retries.WORKER_ATTR, retries.worker(trial.number))
+        retries.fail_dead_trials(study)
         if n_trials is not None and _taken(study, trial.number) >= n_trials:
             # Another process took the last trial between our count and our ask.
             trial.set_user_attr('surplus', True)
             study.stop()
             raise SurplusTrial('the study has its n_trials={} trials already'.format(n_trials))
-        study_id = studies.study_id(study)
-        folder = folders.relative_folder(study_id, trial.number)
-        trial.set_user_attr(folders.STUDY_ID_ATTR, study_id)
-        trial.set_user_attr(folders.FOLDER_ATTR, folder)
         params = experiment.params.choose(space.suggest(trial))
-        folders.claim(os.path.join(experiment.output_dir, folder),
-                      folders.owner(study.study_name, study_id, trial.number))
+        folder = _take_folder(experiment, study, studies.study_id(study), trial)
         if experiment.comm is not None:
             experiment.comm.bcast_obj(('trial', folder, params.choice), root=0)
         run = _trial_run(experiment, params, folder, trial)
@@ -81,6 +140,11 @@ def objective(experiment, space, train, val, n_trials):
             trial.set_user_attr('diverged', str(error))
             raise optuna.TrialPruned('trial {} diverged: {}'.format(trial.number, error)
                                      ) from error
+        except Preempted:
+            # The snapshot is written and this process exits: the retry is enqueued now,
+            # for any worker, rather than after a heartbeat's grace period.
+            retries.fail_and_retry(study, trial)
+            raise
         score = score_model(run, model, val, params.training)
         if math.isnan(score):
             trial.set_user_attr('diverged', '{} is NaN'.format(key))

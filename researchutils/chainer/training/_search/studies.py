@@ -17,27 +17,37 @@ Processes opening a new study at once may each store an id, the last one staying
 trial reads the id when it starts and records the folder it took in its own user
 attribute ``folder``, where that trial's folder is found later.
 
-A trial records its process (host, pid, start time) as its ``worker`` user attribute; a
-RUNNING trial whose process is gone from this host is failed. A trial of another host is
-never judged here (its pid means nothing on this one): storages made from a URL have
-Optuna's heartbeat, which fails it once it stopped beating for ``GRACE_PERIOD`` s.
+A storage made from a URL (the default file included) has Optuna's heartbeat: each trial
+records that it is alive every ``heartbeat_interval`` s, and a trial that stopped beating
+for ``grace_period`` s is failed by the next search that starts a trial, and retried
+(``retries.py``); a storage object is used as it is, with its own heartbeat or none.
+
+A storage built here is the search's to close: its connections are closed when the search
+ends (:func:`opened_study`), and an SQLite file's are not pooled at all, so that none is
+left for the garbage collector (which closes it with a ResourceWarning). A storage object
+the user passed is the user's, and left open.
 Tests: ``tests/chainer/training/test_search.py``.
 """
+import contextlib
+import inspect
 import os
-import socket
 import time
 import uuid
 import warnings
 
 import optuna
 import sqlalchemy.exc
+import sqlalchemy.pool
 from sqlalchemy.engine import URL, make_url
 
-from researchutils.chainer.training._search import folders
+from researchutils._storage_drivers import check_storage_driver
+from researchutils.chainer.training._search import folders, retries
 
 STUDY_FILE = 'search.db'
 HEARTBEAT_INTERVAL = 60
-GRACE_PERIOD = 180
+# Without grace_period, a trial is failed after this many missed beats: three, not Optuna's
+# two, as a busy database server may hold a beat back for a while.
+GRACE_BEATS = 3
 OPEN_ATTEMPTS = 5
 STUDY_ID_ATTR = 'researchutils_study_id'
 # Failures that go away when tried again: a lock held by another process, and the race of
@@ -55,16 +65,56 @@ def default_url(folder):
     return url.replace('{', '{{').replace('}', '}}')
 
 
-def _rdb_storage(url):
+def grace_of(heartbeat_interval, grace_period):
+    """The grace period a search gives a storage it builds (None without a heartbeat)."""
+    if heartbeat_interval is None:
+        return None
+    return GRACE_BEATS * heartbeat_interval if grace_period is None else grace_period
+
+
+def _heartbeat_kwargs(heartbeat_interval, grace_period):
+    if heartbeat_interval is None:
+        return {}
+    # Optuna 4.9 renamed failed_trial_callback; the older name warns from then on.
+    parameters = inspect.signature(optuna.storages.RDBStorage).parameters
+    callback = ('heartbeat_stale_trial_callback' if 'heartbeat_stale_trial_callback'
+                in parameters else 'failed_trial_callback')
+    return {'heartbeat_interval': heartbeat_interval,
+            'grace_period': grace_of(heartbeat_interval, grace_period),
+            callback: retries.retry}
+
+
+def _file_sqlite(url):
+    """Whether ``url`` is an SQLite file (SQLAlchemy's own test: not ``:memory:``, not
+    ``mode=memory``), where each connection may be closed once released."""
+    parsed = make_url(url)
+    return (parsed.get_backend_name() == 'sqlite'
+            and parsed.database not in (None, '', ':memory:')
+            and parsed.query.get('mode') != 'memory')
+
+
+def _rdb_storage(url, heartbeat_interval, grace_period):
     engine_kwargs = {}
-    if url.startswith('sqlite') and 'timeout' not in make_url(url).query:
-        # Processes sharing the file wait for each other's writes, not 5 s only.
-        engine_kwargs = {'connect_args': {'timeout': 300}}
+    if _file_sqlite(url):
+        # A connection pooled by SQLAlchemy stays open until the engine is disposed or
+        # garbage collected (a ResourceWarning, an error in our suite): for a file, opening
+        # one costs microseconds, so none is kept once released, not even by the study the
+        # search returns.
+        engine_kwargs['poolclass'] = sqlalchemy.pool.NullPool
+        if 'timeout' not in make_url(url).query:
+            # Processes sharing the file wait for each other's writes, not 5 s only.
+            engine_kwargs['connect_args'] = {'timeout': 300}
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', optuna.exceptions.ExperimentalWarning)
         return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs,
-                                          heartbeat_interval=HEARTBEAT_INTERVAL,
-                                          grace_period=GRACE_PERIOD)
+                                          **_heartbeat_kwargs(heartbeat_interval, grace_period))
+
+
+def close_storage(storage):
+    """Closes the database connections of an RDBStorage the search built (its pool, for a
+    server); the storage stays usable and opens new ones when asked again."""
+    storage.remove_session()
+    storage.engine.dispose()
 
 
 def _causes(error):
@@ -108,16 +158,37 @@ def _first_line(error):
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
-def _create(storage, experiment, sampler, pruner, direction):
-    return optuna.create_study(
-        storage=_rdb_storage(storage) if isinstance(storage, str) else storage,
-        sampler=sampler if sampler is not None else optuna.samplers.TPESampler(),
-        pruner=pruner if pruner is not None else optuna.pruners.MedianPruner(),
-        study_name=experiment.name, direction=direction, load_if_exists=True)
+def _create(storage, experiment, sampler, pruner, direction, heartbeat):
+    """The study in ``storage``, and the RDBStorage built for it from a URL (else None)."""
+    built = _rdb_storage(storage, *heartbeat) if isinstance(storage, str) else None
+    try:
+        study = optuna.create_study(
+            storage=storage if built is None else built,
+            sampler=sampler if sampler is not None else optuna.samplers.TPESampler(),
+            pruner=pruner if pruner is not None else optuna.pruners.MedianPruner(),
+            study_name=experiment.name, direction=direction, load_if_exists=True)
+    except BaseException:
+        if built is not None:
+            close_storage(built)
+        raise
+    return study, built
 
 
-def open_study(experiment, storage, sampler, pruner):
-    """The study named after the experiment (made or continued), its direction checked."""
+def check_storage(storage):
+    """Refuses, before anything is opened, a storage URL whose database driver is missing
+    (an ImportError naming the driver and what to install)."""
+    if isinstance(storage, str):
+        check_storage_driver(storage)
+
+
+@contextlib.contextmanager
+def opened_study(experiment, storage, sampler, pruner, heartbeat=(HEARTBEAT_INTERVAL, None)):
+    """The study named after the experiment (made or continued), its direction checked;
+    on leaving, the connections of a storage built here from a URL (or the default file)
+    are closed. A storage object the user passed is left as it is: it is the user's.
+
+    ``heartbeat`` is ``(heartbeat_interval, grace_period)`` for a storage built from a URL.
+    """
     default = storage is None
     if default:
         os.makedirs(experiment.output_dir, exist_ok=True)
@@ -127,7 +198,7 @@ def open_study(experiment, storage, sampler, pruner):
     where = path if default else _describe(storage)
     for attempt in range(OPEN_ATTEMPTS):
         try:
-            study = _create(storage, experiment, sampler, pruner, direction)
+            study, built = _create(storage, experiment, sampler, pruner, direction, heartbeat)
             break
         except (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError,
                 OSError) as error:
@@ -142,11 +213,15 @@ def open_study(experiment, storage, sampler, pruner):
                               'it is free'.format(where, OPEN_ATTEMPTS, _retry_seconds(),
                                                   _first_line(error))) from error
             time.sleep(0.5 * (attempt + 1))
-    if study.direction.name.lower() != direction:
-        raise ValueError('the study {!r} in the storage is to {}, but val_score_mode={!r} '
-                         'asks to {}'.format(experiment.name, study.direction.name.lower(),
-                                             experiment.val_score_mode, direction))
-    return study
+    try:
+        if study.direction.name.lower() != direction:
+            raise ValueError('the study {!r} in the storage is to {}, but val_score_mode={!r} '
+                             'asks to {}'.format(experiment.name, study.direction.name.lower(),
+                                                 experiment.val_score_mode, direction))
+        yield study
+    finally:
+        if built is not None:
+            close_storage(built)
 
 
 def _retry_seconds():
@@ -164,41 +239,3 @@ def study_id(study):
                          'trials, so it is not used'.format(study.study_name, STUDY_ID_ATTR,
                                                             value))
     return value
-
-
-def worker():
-    """What a trial records of the process running it."""
-    return {'host': socket.gethostname(), 'pid': os.getpid(), 'started': _start_time(
-        os.getpid())}
-
-
-def _start_time(pid):
-    """When process ``pid`` started (clock ticks since boot, Linux), or None: with the pid,
-    it tells a process from a later one given the same pid."""
-    try:
-        with open('/proc/{}/stat'.format(pid)) as stream:
-            return int(stream.read().rsplit(')', 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _dead(worker):
-    """Whether the process recorded in a trial's ``worker`` attribute is gone (this host)."""
-    if not (isinstance(worker, dict) and worker.get('host') == socket.gethostname()
-            and isinstance(worker.get('pid'), int) and not isinstance(worker['pid'], bool)):
-        return False
-    try:
-        os.kill(worker['pid'], 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        pass
-    started = worker.get('started')
-    return started is not None and _start_time(worker['pid']) not in (None, started)
-
-
-def fail_dead_trials(study):
-    """Marks FAIL the RUNNING trials whose process, on this host, is gone (killed)."""
-    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        if _dead(trial.user_attrs.get('worker')):
-            study.tell(trial.number, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)

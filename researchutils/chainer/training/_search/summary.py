@@ -7,7 +7,13 @@ parameters back exactly. Whatever the summary saves
 is checked before the first trial (:func:`check_saveable`), not after the last. The
 figures are Optuna's optimization history and parameter importances, drawn with
 matplotlib when it is there (a warning says so when not).
-Tests: ``tests/chainer/training/test_search.py``.
+
+A retried trial and its retry are one entry: the retry's, whose ``retry_of`` lists the
+trials it retries (Optuna's retry history, oldest first) and whose ``resumed_at`` is the
+iteration it resumed at (None from the start); a failed trial that some trial retries is
+left out, as are surplus trials and duplicate retries, so that every trial counted towards
+``n_trials`` is there once.
+Tests: ``tests/chainer/training/test_search.py`` and ``test_search_resume.py``.
 """
 import os
 import warnings
@@ -18,7 +24,7 @@ from researchutils import _figures
 from researchutils._files import write_atomically
 from researchutils.chainer.training import json_values, train_utils
 from researchutils.chainer.training._scores import improves, score_for_json
-from researchutils.chainer.training._search import folders
+from researchutils.chainer.training._search import folders, retries
 from researchutils.chainer.training._search.objective import surplus
 
 SUMMARY_FILE = 'search.json'
@@ -41,6 +47,12 @@ def _diverged(trial):
     return reason if isinstance(reason, str) else None
 
 
+def _resumed_at(trial):
+    point = trial.user_attrs.get('resumed_at')
+    iteration = point.get('iteration') if isinstance(point, dict) else None
+    return iteration if type(iteration) is int else None
+
+
 def _trial_entry(trial, choice):
     score = trial.value if trial.state == _STATES.COMPLETE else None
     steps = sorted(trial.intermediate_values)
@@ -49,14 +61,18 @@ def _trial_entry(trial, choice):
             'last_reported': score_for_json(
                 trial.intermediate_values[steps[-1]]) if steps else None,
             'epochs_reported': len(steps), 'diverged': _diverged(trial),
-            'folder': folders.recorded_folder(trial)}
+            'folder': folders.recorded_folder(trial), 'retry_of': retries.history(trial),
+            'resumed_at': _resumed_at(trial)}
 
 
 def summarize(experiment, study, space):
-    """The summary of every trial of the study (surplus ones left out), and the best."""
+    """The summary of every trial of the study (surplus ones and retried ones left out), and
+    the best."""
     trials, results, best = [], [], None
-    for trial in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
-        if surplus(trial):
+    every = study.get_trials(deepcopy=False)
+    retried = {number for trial in every for number in retries.history(trial)}
+    for trial in sorted(every, key=lambda t: t.number):
+        if surplus(trial) or (trial.state == _STATES.FAIL and trial.number in retried):
             continue
         choice = space.read(trial, study.study_name)
         trials.append(_trial_entry(trial, choice))
@@ -113,6 +129,10 @@ def write_figures(experiment, study):
         if complete:
             _save_figure(optuna_plots.plot_optimization_history(study),
                          os.path.join(experiment.output_dir, HISTORY_FIGURE), plt)
+        # Optuna warns when the complete trials cannot be told apart (one value of each
+        # parameter among them): the figure then shows equal importances, which says so.
+        warnings.filterwarnings('ignore', 'Target and region quantiles select the same set',
+                                UserWarning)
         if len(complete) >= 2:
             _save_figure(optuna_plots.plot_param_importances(study),
                          os.path.join(experiment.output_dir, IMPORTANCE_FIGURE), plt)

@@ -44,7 +44,9 @@ class ChainerPruningExtension(chainer.training.Extension):
     median and percentile pruners prune it).
 
     It runs after the evaluators of the same iteration (its priority is
-    ``PRIORITY_READER``), so it sees the validation values they report. An
+    ``PRIORITY_READER``), so it sees the validation values they report. Its
+    trigger's state is saved in Trainer snapshots, so that a run resumed
+    mid-epoch reports at the epochs it ends. An
     observation missing when the trigger fires is not reported (as in
     Optuna's extension), with one warning naming the keys there are.
 
@@ -114,6 +116,13 @@ class ChainerPruningExtension(chainer.training.Extension):
             raise self._optuna.TrialPruned('trial {} pruned at {} {}: {} was {}'.format(
                 getattr(self._trial, 'number', '?'), self._pruner_trigger.unit, step,
                 self._observation_key, self._last_value))
+
+    def serialize(self, serializer):
+        # A resumed Trainer (a search trial's retry) must not take its first iteration for
+        # the end of a period: the trigger's place comes back with the snapshot.
+        serialize = getattr(self._pruner_trigger, 'serialize', None)
+        if serialize is not None:
+            serialize(serializer['pruner_trigger'])
 
     def _report(self, trainer, step):
         """Reports this step's value to the trial; whether the pruner prunes the trial."""

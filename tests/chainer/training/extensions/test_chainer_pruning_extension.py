@@ -108,3 +108,21 @@ def test_a_trigger_that_never_moves_on_is_refused_when_made(pruner_trigger):
 def test_a_fractional_epoch_period_is_accepted():
     extension = ChainerPruningExtension(optuna.create_study().ask(), 'main/loss', (0.5, 'epoch'))
     assert extension._pruner_trigger.period == 0.5
+
+
+def test_a_resumed_trainer_reports_at_the_epochs_it_ends_not_at_its_first_iteration(tmp_path):
+    """A run snapshotted mid-epoch 2 and resumed (a search trial's retry) reports epochs 2
+    and 3 only: its trigger's state comes back with the snapshot."""
+    study = optuna.create_study(pruner=optuna.pruners.NopPruner())
+    first, retry = study.ask(), study.ask()
+    trainer = make_trainer(tmp_path, stop_iteration=6)
+    trainer.extend(ChainerPruningExtension(first, 'main/loss', (1, 'epoch')))
+    trainer.run()
+    snapshot = str(tmp_path / 'snapshot')
+    chainer.serializers.save_npz(snapshot, trainer)
+    resumed = make_trainer(tmp_path, stop_iteration=12)
+    resumed.extend(ChainerPruningExtension(retry, 'main/loss', (1, 'epoch')))
+    chainer.serializers.load_npz(snapshot, resumed)
+    resumed.run()
+    assert sorted(study.trials[0].intermediate_values) == [1]
+    assert sorted(study.trials[1].intermediate_values) == [2, 3]

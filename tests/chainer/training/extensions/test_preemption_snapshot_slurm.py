@@ -60,9 +60,9 @@ def _reference(tmp_path_factory, kind):
     return _references[kind]
 
 
-def documented_script(caption):
-    """The batch script of the tutorial shown under ``:caption: <caption>``."""
-    with open(TUTORIAL) as f:
+def documented_script(caption, tutorial=TUTORIAL):
+    """The batch script of ``tutorial`` (cluster.rst) shown under ``:caption: <caption>``."""
+    with open(tutorial) as f:
         lines = f.read().splitlines()
     start = lines.index('   :caption: {}'.format(caption)) + 2
     end = next((i for i in range(start, len(lines))
