@@ -15,6 +15,7 @@ the search in one process or on each ChainerMN rank. What a search does is told 
 import optuna
 
 from researchutils._checks import check_positive_float, check_positive_int
+from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training._search import objective, retries, studies, summary
 from researchutils.chainer.training._search.space import Space
 
@@ -73,7 +74,7 @@ def search(experiment, train, val, *, n_trials, timeout, sampler, pruner, storag
     studies.check_storage(storage)
     space = Space(experiment.params)
     summary.check_saveable(experiment)
-    if experiment.comm is not None and experiment.comm.rank != 0:
+    if not is_rank_zero(experiment.comm):
         return objective.follow(experiment, train, val)
     if experiment.comm is None:
         return _lead(experiment, space, train, val, n_trials, timeout, sampler, pruner, storage,

@@ -14,6 +14,7 @@ import chainer
 from chainer.training import triggers as chainer_triggers
 
 from researchutils._optuna import import_optuna
+from researchutils.chainer.training._ranks import is_rank_zero
 
 _TRIGGERS = (chainer_triggers.IntervalTrigger, chainer_triggers.ManualScheduleTrigger)
 
@@ -96,7 +97,7 @@ class ChainerPruningExtension(chainer.training.Extension):
         self._comm = comm
         # A ChainerExperiment runs this extension on every rank, not only on rank 0.
         self.every_rank = comm is not None
-        self._rank_zero = comm is None or comm.rank == 0
+        self._rank_zero = is_rank_zero(comm)
         if self._rank_zero and trial is None:
             raise TypeError('trial must be an optuna Trial (None only on ChainerMN ranks '
                             'other than 0)')
