@@ -69,6 +69,17 @@ def write_atomically(path, write, overwrite=True):
         raise
 
 
+def write_text(path, text):
+    """Writes the str ``text`` to ``path`` as UTF-8, whole or not at all, line endings as given.
+
+    The one atomic text writer: :func:`researchutils.files.write_text_to_file` and
+    :func:`researchutils.chainer.training.train_utils.atomic_write_text` are this, with their
+    own argument checks (the folder must exist, or is made).
+    """
+    data = text.encode('utf-8')
+    write_atomically(path, lambda file: file.write(data))
+
+
 def _keep_mode(path, temporary):
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)

@@ -1,8 +1,11 @@
-"""Seeded NumPy randomness shared by the iterators and the data managers (private).
+"""Seeded NumPy randomness, and the process's global random states (private).
 
 :func:`seeded_permutation` is the one rule for a seeded epoch order.
 :func:`seeded_numpy_random` gives per-call NumPy random states for ``decor_fun``
-and ``transforms``.
+and ``transforms``. :func:`get_global_random_states` and
+:func:`set_global_random_states` save and restore NumPy's legacy global state
+and Python's :mod:`random` state whole, cached Gaussians included, as arrays
+under stable keys (PreemptionSnapshot keeps them in a snapshot).
 
 ``numpy.random.rand`` and its siblings are bound methods of one process-wide
 ``RandomState``, so two threads that each seed it would interleave their draws.
@@ -12,6 +15,7 @@ active, and fall through to the global state everywhere else. The indirection is
 installed once per process, the first time a seeded iterator makes an example.
 """
 import contextlib
+import random
 import threading
 
 import numpy
@@ -22,6 +26,7 @@ _installed = False
 # Module functions of numpy.random that are not bound methods of the global
 # state but act on it.
 _MODULE_FUNCTIONS = {'seed': 'seed', 'ranf': 'random_sample', 'sample': 'random_sample'}
+_MT19937_WORDS = 624
 
 
 class _ThreadLocalDispatch(object):
@@ -116,3 +121,60 @@ def seeded_numpy_random(key):
     finally:
         _local.state = previous
         _local.spare = state
+
+
+def get_global_random_states():
+    """NumPy's and Python's global random states, as arrays under stable keys.
+
+    Each generator's whole state: NumPy's ``RandomState`` keeps the second of
+    the two normals a draw makes (``has_gauss``, ``cached_gaussian``), and
+    Python's :mod:`random` keeps ``gauss_next`` for :func:`random.gauss`; both
+    are saved, so the first Gaussian after a restore is the one that would
+    have come.
+
+    Returns:
+        dict of str to numpy.ndarray: What :func:`set_global_random_states` takes.
+    """
+    name, keys, position, has_gauss, cached_gaussian = numpy.random.get_state()
+    if name != 'MT19937':  # pragma: no cover - the legacy global state is always MT19937
+        raise RuntimeError('numpy.random holds a {} state; only MT19937 is saved'.format(name))
+    version, words, gauss_next = random.getstate()
+    return {
+        'numpy_random/keys': numpy.asarray(keys, dtype=numpy.uint32),
+        'numpy_random/pos': numpy.asarray(position, dtype=numpy.int64),
+        'numpy_random/has_gauss': numpy.asarray(has_gauss, dtype=numpy.int64),
+        'numpy_random/cached_gaussian': numpy.asarray(cached_gaussian, dtype=numpy.float64),
+        'python_random/version': numpy.asarray(version, dtype=numpy.int64),
+        # 624 words of 32 bits and the position, at most 624.
+        'python_random/state': numpy.asarray(words, dtype=numpy.uint64),
+        'python_random/has_gauss_next': numpy.asarray(gauss_next is not None),
+        'python_random/gauss_next': numpy.asarray(
+            0. if gauss_next is None else gauss_next, dtype=numpy.float64),
+    }
+
+
+def empty_global_random_states():
+    """Arrays of the shapes and dtypes :func:`get_global_random_states` gives, all zero
+    (for a deserializer to fill)."""
+    return {
+        'numpy_random/keys': numpy.zeros(_MT19937_WORDS, dtype=numpy.uint32),
+        'numpy_random/pos': numpy.zeros((), dtype=numpy.int64),
+        'numpy_random/has_gauss': numpy.zeros((), dtype=numpy.int64),
+        'numpy_random/cached_gaussian': numpy.zeros((), dtype=numpy.float64),
+        'python_random/version': numpy.zeros((), dtype=numpy.int64),
+        'python_random/state': numpy.zeros(_MT19937_WORDS + 1, dtype=numpy.uint64),
+        'python_random/has_gauss_next': numpy.zeros((), dtype=bool),
+        'python_random/gauss_next': numpy.zeros((), dtype=numpy.float64),
+    }
+
+
+def set_global_random_states(states):
+    """Sets NumPy's and Python's global random states to ``states`` (see
+    :func:`get_global_random_states`)."""
+    numpy.random.set_state((
+        'MT19937', states['numpy_random/keys'], int(states['numpy_random/pos']),
+        int(states['numpy_random/has_gauss']), float(states['numpy_random/cached_gaussian'])))
+    gauss_next = (float(states['python_random/gauss_next'])
+                  if bool(states['python_random/has_gauss_next']) else None)
+    random.setstate((int(states['python_random/version']),
+                     tuple(int(word) for word in states['python_random/state']), gauss_next))

@@ -24,8 +24,29 @@ The task queue stays shared: a worker killed while it reads a task can leave
 the queue's read lock held and half a task in its pipe, which would stall the
 other workers, but the main process reports that death through the worker's
 result pipe and then shuts the whole pool down, queue included; the owner
-starts a fresh one (:class:`LazyPool` does) and retries.
+starts a fresh one (:class:`~researchutils._lazy_pool.LazyPool` does) and
+retries.
+
+The signals that stop a job reach the workers too (``scancel``, a time limit,
+``pkill``), often while the main process waits for a batch; they are the main
+process's to act on, so a worker leaves them to it (see
+:mod:`researchutils._process_worker`) and a batch is never lost to them. The
+pool starts every worker, and its task queue, with them blocked; a death by a
+signal is reported with that signal (:attr:`WorkerDiedError.signal_number`).
+
+No wait here ends by a time limit that a busy machine could reach: a pipe's
+end and a sentinel are events, and the bounds on reaping a worker that has
+exited or was killed are far above what that takes.
+
+A pool still open when the interpreter exits is closed by an exit hook that
+runs before :mod:`multiprocessing`'s own: it would terminate the workers with
+SIGTERM, which one that is still starting holds back until it has unpickled
+what it was sent, and by then the task queue's semaphore may be gone.
+
+Tests: through its two owners, tests/chainer/iterators/
+test_decorable_multiprocess_iterator.py and tests/chainer/data_loading/test_data_manager.py.
 """
+import atexit
 import collections
 import multiprocessing.connection
 import os
@@ -33,27 +54,33 @@ import pickle
 import signal
 import threading
 import time
+import weakref
 
+from researchutils._chunks import chunk_bounds
 from researchutils._process_pipe import IDLE_CHECK_S, Inbox
-from researchutils._process_worker import pickle_source, worker_main
+from researchutils._process_worker import blocked_stop_signals, pickle_source, worker_main
 
-# Seconds the main process gives a worker whose pipe ended to be reaped, so that
-# its exit code can be reported.
-_EXIT_WAIT_S = 1.0
-# Seconds close() gives terminated workers to exit, and then killed ones.
-_TERMINATE_WAIT_S = 2.0
-_KILL_WAIT_S = 5.0
-
-
-def chunk_bounds(size, parts):
-    """Splits ``range(size)`` into at most ``parts`` contiguous ``(start, stop)`` pairs."""
-    parts = max(1, min(parts, size))
-    edges = [size * k // parts for k in range(parts + 1)]
-    return list(zip(edges[:-1], edges[1:]))
+# Seconds the main process gives a worker whose pipe ended to be reaped, so that its
+# exit code can be reported. The pipe ends as the process exits: a few microseconds
+# before it can be reaped on an idle machine, a scheduling delay on a busy one.
+_EXIT_WAIT_S = 30.0
+# Seconds close() gives a killed worker to exit (at once, unless its kernel call can
+# not be interrupted, as on a hung network file system); then it is left to exit alone.
+_KILL_WAIT_S = 30.0
+# The pools not closed yet, for the exit hook.
+_open_pools: 'weakref.WeakSet[ProcessPool]' = weakref.WeakSet()
 
 
 class WorkerDiedError(RuntimeError):
-    """A worker process exited while it still had work."""
+    """A worker process exited while it still had work.
+
+    Attributes:
+        signal_number (int or None): The signal that killed the worker, if one did.
+    """
+
+    def __init__(self, message, signal_number=None):
+        super(WorkerDiedError, self).__init__(message)
+        self.signal_number = signal_number
 
 
 class PoolClosedError(RuntimeError):
@@ -105,7 +132,10 @@ class ProcessPool(object):
         self._owner = owner
         self._context = context
         self._maxtasksperchild = maxtasksperchild
-        self._tasks = context.Queue()
+        # Under spawn and forkserver the queue may start multiprocessing's resource
+        # tracker, a process of the job too: it starts with the stop signals blocked.
+        with blocked_stop_signals():
+            self._tasks = context.Queue()
         # Tasks still unsent at exit are worthless: never wait to flush them.
         self._tasks.cancel_join_thread()
         self._workers = {}
@@ -118,13 +148,16 @@ class ProcessPool(object):
         self._closed = False
         self._collecting = 0
         self._closing = []
+        # Workers that said they retire, until they have exited (close() ends them too).
+        self._retired = []
+        _open_pools.add(self)
         for slot in range(n_processes):
             self._start_worker(slot)
 
     def _start_worker(self, slot):
         with self._lock:
             if self._closed:
-                raise _closed_error()
+                raise closed_error()
             self._start_worker_locked(slot)
 
     def _start_worker_locked(self, slot):
@@ -140,7 +173,9 @@ class ProcessPool(object):
                   writer, self._maxtasksperchild, os.getpid()),
             name='{}-{}'.format(self._owner, slot), daemon=True)
         try:
-            process.start()
+            # The worker starts with the stop signals blocked (see _process_worker).
+            with blocked_stop_signals():
+                process.start()
         finally:
             # The worker now holds the only write end: its death ends the pipe.
             writer.close()
@@ -172,7 +207,7 @@ class ProcessPool(object):
         with self._lock:
             pending = None if self._closed else self._batches.get(batch_id)
             if pending is None:
-                raise _closed_error()
+                raise closed_error()
             self._collecting += 1
         try:
             self._wait_for(pending, dataset_timeout, on_timeout)
@@ -210,10 +245,10 @@ class ProcessPool(object):
         except WorkerDiedError:
             # Workers that close() terminates look like deaths.
             if self._closed:
-                raise _closed_error() from None
+                raise closed_error() from None
             raise
         if self._closed:
-            raise _closed_error()
+            raise closed_error()
 
     def _receive_once(self, timeout):
         workers = self._workers  # close() replaces the dict; this call keeps the old one
@@ -240,11 +275,13 @@ class ProcessPool(object):
             elif worker.process.exitcode is None:
                 continue
             # Its pipe ended, or it exited while a process it started keeps a copy open.
+            exitcode = worker.process.exitcode
             raise WorkerDiedError(
                 'worker process {} of {} {} while it had examples to make; its examples '
                 'are lost. The workers are shut down; the next call to next() starts new '
                 'ones and retries the batch'.format(
-                    worker.process.pid, self._owner, _describe_exit(worker.process.exitcode)))
+                    worker.process.pid, self._owner, _describe_exit(exitcode)),
+                -exitcode if exitcode is not None and exitcode < 0 else None)
 
     def _handle(self, slot, message):
         kind, batch_id, start, payload = message
@@ -253,7 +290,10 @@ class ProcessPool(object):
                 if self._closed:  # close() stops it with the others
                     return
                 worker = self._workers.pop(slot)
-            worker.process.join(IDLE_CHECK_S)
+                # It exits in its own time; never waited for here (a busy machine may
+                # take a while), it is reaped later or ended by close().
+                self._retired = [old for old in self._retired if old.exitcode is None]
+                self._retired.append(worker.process)
             worker.inbox.connection.close()
             self._start_worker(slot)
             return
@@ -280,21 +320,23 @@ class ProcessPool(object):
             if self._closed:
                 return
             self._closed = True
+            _open_pools.discard(self)
             workers = list(self._workers.values())
             # The pipes outlive the workers while collect() may still wait on them.
             self._closing = workers
             self._workers = {}
             self._batches = {}
+            processes = [worker.process for worker in workers] + self._retired
+            self._retired = []
             release = not self._collecting
-        for worker in workers:
-            if worker.process.exitcode is None:
-                worker.process.terminate()
-        deadline = time.monotonic() + _TERMINATE_WAIT_S
-        for worker in workers:
-            worker.process.join(max(0.0, deadline - time.monotonic()))
-            if worker.process.exitcode is None:
-                worker.process.kill()
-                worker.process.join(_KILL_WAIT_S)
+        # SIGKILL: their work is not wanted, and it needs no thread of theirs to act (a
+        # worker takes SIGTERM in a thread, which a task holding the GIL would delay).
+        for process in processes:
+            if process.exitcode is None:
+                process.kill()
+        deadline = time.monotonic() + _KILL_WAIT_S
+        for process in processes:
+            process.join(max(0.0, deadline - time.monotonic()))
         if release:
             self._release_pipes()
 
@@ -306,7 +348,13 @@ class ProcessPool(object):
         self._tasks.close()
 
 
-def _closed_error():
+@atexit.register  # after multiprocessing's (imported above): the hooks run last-in first
+def _close_open_pools():
+    for pool in list(_open_pools):
+        pool.close()
+
+
+def closed_error():
     return PoolClosedError('finalize() was called, from another thread, while next() '
                            'waited for this batch; the workers are stopped')
 
@@ -319,45 +367,3 @@ def _raise_remote(data, text, pid):
         raise RuntimeError('an exception raised in worker process {} could not be '
                            'unpickled'.format(pid)) from cause
     raise exc from cause
-
-
-class LazyPool(object):
-    """A :class:`ProcessPool` started at the first :meth:`submit` and kept until
-    :meth:`close`, or until a worker dies (the next :meth:`submit` starts a fresh one).
-
-    Not picklable: an owner that is copied or pickled drops it and makes another.
-    """
-
-    def __init__(self, source, context, n_processes, maxtasksperchild, owner):
-        # What each ProcessPool is made of.
-        self._settings = (source, context, n_processes, maxtasksperchild, owner)
-        self._pool = None
-
-    def submit(self, items, keys, n_chunks):
-        """Queues ``source.make(items, keys)``; returns the handle :meth:`collect` takes."""
-        if self._pool is None:
-            self._pool = ProcessPool(*self._settings)
-        return self._pool, self._pool.submit(items, keys, n_chunks)
-
-    def collect(self, handle, dataset_timeout, on_timeout):
-        """Returns the made items; see :meth:`ProcessPool.collect`."""
-        pool, batch_id = handle
-        try:
-            return pool.collect(batch_id, dataset_timeout, on_timeout)
-        except WorkerDiedError:
-            if pool is self._pool:
-                self.close()
-            raise
-
-    def cancel(self, handle):
-        pool, batch_id = handle
-        pool.cancel(batch_id)
-
-    def close(self):
-        """Stops the workers, if any; leaves no child process."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
-
-    def __getstate__(self):
-        raise TypeError('{}: worker processes cannot be pickled'.format(self._settings[-1]))

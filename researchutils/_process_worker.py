@@ -9,19 +9,44 @@ its source to make the items, and sends them back pickled through its
 with its traceback. It exits when told to, when it has made
 ``maxtasksperchild`` items (it says so first: ``retire``), or when the main
 process is gone (:class:`MainProcess`).
+
+The signals that stop a job (:data:`STOP_SIGNALS`: SIGTERM, SIGINT, SIGUSR1...)
+are the main process's to act on. ``scancel``, a SLURM time limit, Kubernetes,
+``pkill -f train.py`` and a terminal's Ctrl-C send them to every process of the
+job, workers included, often while the main process waits for a batch: a worker
+that died of them would lose that batch, and the run its preemption snapshot.
+So a worker never acts on them unless the main process itself sent them
+(``Process.terminate()``): they are blocked from its first instruction (the
+pool blocks them around ``Process.start()``, and the mask passes through fork
+and exec alike, to a fork server too) and a thread of the worker
+(:func:`watch_stop_signals`) takes them; the main process then decides. If it
+stops (PreemptionSnapshot saves first), it closes the pool; if it dies of the
+signal, the same thread sees it gone within :data:`IDLE_CHECK_S` and ends the
+worker, even one busy in a long task.
+
+Tests: tests/test_process_worker.py, and the iterators' tests.
 """
+import contextlib
 import multiprocessing
 import os
 import pickle
-import queue
 import random
 import signal
+import threading
+import time
 import traceback
 
 import numpy
 
 from researchutils._errors import add_note as _add_note
 from researchutils._process_pipe import IDLE_CHECK_S, Outbox
+
+#: The signals by which a cluster, a terminal or a user stops a job; see the module text.
+STOP_SIGNALS = frozenset({signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGUSR1,
+                          signal.SIGUSR2})
+# Where a thread can take a blocked signal (Linux and most POSIX systems); elsewhere a
+# worker ignores the stop signals instead, and only SIGKILL ends it.
+_CAN_TAKE_SIGNALS = hasattr(signal, 'sigtimedwait') and hasattr(signal, 'pthread_sigmask')
 
 
 def current_context():
@@ -112,20 +137,20 @@ def _pickle_made(source, made, items):
 class MainProcess(object):
     """The process that started the worker, as the worker watches it: is it still there?
 
-    Its parent is not always the main process: under ``forkserver`` the fork
-    server is. So a worker notes the parent it has at its start and counts the
-    main process as gone when that parent changes (a worker is re-parented when
-    its parent exits; the fork server exits with the main process) or when the
-    main process's pid no longer names a process of this user.
+    Under ``fork`` and ``spawn`` it is the worker's parent, and the worker counts it
+    gone once its parent changes (an orphan is re-parented). Under ``forkserver``
+    the parent is the fork server, which may end on its own (a signal to the whole
+    job), so there only the main process's pid counts: it is gone once the pid
+    names no process of this user.
     """
 
     def __init__(self, pid):
         self.pid = pid
-        self._parent_at_start = os.getppid()
+        self._child = os.getppid() == pid
 
     def is_alive(self):
-        if os.getppid() != self._parent_at_start:
-            return False
+        if self._child:
+            return os.getppid() == self.pid
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
@@ -135,22 +160,76 @@ class MainProcess(object):
         return True
 
 
-def worker_main(source, pickled, tasks, results, maxtasksperchild, main_pid):
-    # Ctrl-C and SIGUSR1 (a cluster's warning before its time limit, which SLURM may send to
-    # every process of the job) are for the main process: it finishes its iteration, saves
-    # (PreemptionSnapshot) and then closes the pool. SIGTERM keeps its default action, by
-    # which the pool (and multiprocessing at exit) ends a worker; a handler inherited by
-    # fork (PreemptionSnapshot's only sets a flag) would leave the worker running.
+@contextlib.contextmanager
+def blocked_stop_signals():
+    """Within the block, this thread holds :data:`STOP_SIGNALS` back (pending, not lost).
+
+    A process started in the block starts with them blocked (see the module text).
+    """
+    if not _CAN_TAKE_SIGNALS:
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def watch_stop_signals(main_process):
+    """Leaves the stop signals to the main process, and ends this worker when it is gone.
+
+    Called first in the worker's main thread, with :data:`STOP_SIGNALS` blocked.
+    They stay blocked in every thread (threads inherit the mask), and a daemon
+    thread takes them: SIGTERM sent by the main process itself
+    (``Process.terminate()``, as :mod:`multiprocessing` does at exit) ends the
+    worker by SIGTERM; any other is dropped. Every :data:`IDLE_CHECK_S` seconds
+    the thread also checks that the main process is alive, and ends the worker
+    if not.
+    """
+    if not _CAN_TAKE_SIGNALS:
+        for number in STOP_SIGNALS:
+            signal.signal(number, signal.SIG_IGN)
+        threading.Thread(target=_watch_main_process, args=(main_process,), daemon=True,
+                         name='watch-main-process').start()
+        return
+    # A handler inherited by fork (PreemptionSnapshot's only notes the signal) would keep
+    # the worker alive when the main process ends it.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    threading.Thread(target=_take_stop_signals, args=(main_process,), daemon=True,
+                     name='take-stop-signals').start()
+
+
+def _take_stop_signals(main_process):
+    while True:
+        taken = signal.sigtimedwait(STOP_SIGNALS, IDLE_CHECK_S)
+        if taken is None:
+            if not main_process.is_alive():  # orphaned: nobody wants the results
+                os._exit(0)
+        elif taken.si_signo == signal.SIGTERM and taken.si_pid == main_process.pid:
+            # Sent to this thread alone, which now lets it through: the default action
+            # ends the whole process, as the main process asked.
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+            signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+            os._exit(1)  # the task's code installed a handler meanwhile: end all the same
+
+
+def _watch_main_process(main_process):
+    while main_process.is_alive():
+        time.sleep(IDLE_CHECK_S)
+    os._exit(0)
+
+
+def worker_main(source, pickled, tasks, results, maxtasksperchild, main_pid):
     main_process = MainProcess(main_pid)
+    watch_stop_signals(main_process)
     outbox = Outbox(results.fileno())
-    _serve(source, pickled, tasks, outbox, maxtasksperchild, main_process)
+    _serve(source, pickled, tasks, outbox, maxtasksperchild)
     outbox.flush(main_process)
 
 
-def _serve(source, pickled, tasks, outbox, maxtasksperchild, main_process):
+def _serve(source, pickled, tasks, outbox, maxtasksperchild):
     try:
         if pickled:
             source = pickle.loads(source)
@@ -163,12 +242,8 @@ def _serve(source, pickled, tasks, outbox, maxtasksperchild, main_process):
         random.seed()
     done = 0
     while maxtasksperchild is None or done < maxtasksperchild:
-        try:
-            task = tasks.get(timeout=IDLE_CHECK_S)
-        except queue.Empty:
-            if not main_process.is_alive():  # orphaned: nobody wants the results
-                return
-            continue
+        # No time limit: the stop-signal thread ends an orphaned worker.
+        task = tasks.get()
         if task is None:
             return
         batch_id, start, items, keys = task
@@ -179,4 +254,3 @@ def _serve(source, pickled, tasks, outbox, maxtasksperchild, main_process):
         outbox.put(kind, batch_id, start, payload)
         done += len(items)
     outbox.put('retire')
-

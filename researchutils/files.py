@@ -16,7 +16,7 @@ import shutil
 import sys
 
 from researchutils._errors import add_note
-from researchutils._files import write_atomically
+from researchutils._files import write_atomically, write_text
 
 __all__ = ['search_all_files_under', 'file_exists', 'create_dir_if_not_exist',
            'write_text_to_file', 'read_text_from_file', 'save_pickle', 'load_pickle',
@@ -167,8 +167,8 @@ def write_text_to_file(file_path, data):
     """
     if not isinstance(data, str):
         raise TypeError('data must be a str, got {}'.format(type(data).__name__))
-    encoded = data.encode('utf-8')
-    _write(file_path, lambda f: f.write(encoded))
+    _check_folder(file_path)
+    write_text(file_path, data)
 
 
 def read_text_from_file(file_path):
@@ -224,7 +224,8 @@ def save_pickle(file_path, data):
         >>> load_pickle(path)
         {'loss': [0.9, 0.5]}
     """
-    _write(file_path, lambda f: pickle.dump(data, f))
+    _check_folder(file_path)
+    write_atomically(file_path, lambda f: pickle.dump(data, f))
 
 
 def load_pickle(file_path):
@@ -265,12 +266,11 @@ def load_pickle(file_path):
             raise
 
 
-def _write(file_path, write):
+def _check_folder(file_path):
     folder = os.path.dirname(os.path.abspath(file_path))
     if not os.path.isdir(folder):
         raise FileNotFoundError('the folder {!r} of file_path {!r} does not exist'.format(
             folder, os.fspath(file_path)))
-    write_atomically(file_path, write)
 
 
 def prepare_output_dir(base_dir, args, time_format='%Y-%m-%d-%H%M%S'):

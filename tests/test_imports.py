@@ -1,4 +1,7 @@
-"""Importing a module loads only the standard library, numpy and chainer."""
+"""Importing a module loads only the standard library, numpy and chainer, and importing one
+piece of researchutils loads that piece alone."""
+import ast
+import fnmatch
 import os
 import subprocess
 import sys
@@ -151,3 +154,188 @@ def test_search_without_optuna_names_the_extra(code, tmp_path):
                          capture_output=True, text=True).stdout
     assert out.startswith('ImportError:')
     assert 'needs Optuna: pip install researchutils[search]' in out
+
+
+# What importing each piece may load, and what it must not, in a fresh interpreter: a piece
+# loads itself and the small private helpers, never the experiment, the search, the data
+# managers, the models, the worker pool, Optuna or matplotlib (DESIGN.md, "Importing one
+# piece loads that piece"). Names are fnmatch patterns over sys.modules.
+HELPERS = ('researchutils', 'researchutils._*', 'researchutils.chainer',
+           'researchutils.chainer._*')
+EXPERIMENT = ('researchutils.chainer.training.experiment',
+              'researchutils.chainer.training._experiment',
+              'researchutils.chainer.training._experiment.*',
+              'researchutils.chainer.training._search', 'researchutils.chainer.training._search.*',
+              'researchutils.chainer.training.parameters')
+DATA = ('researchutils.chainer.data_loading', 'researchutils.chainer.data_loading.*')
+MODELS = ('researchutils.chainer.models', 'researchutils.chainer.models.*')
+POOL = ('researchutils._process_pool', 'researchutils._process_worker',
+        'researchutils._process_pipe')
+HEAVY = ('optuna', 'optuna.*', 'matplotlib', 'matplotlib.*')
+TRAINING = ('researchutils.chainer.training',)
+EXTENSIONS = ('researchutils.chainer.training.extensions',
+              'researchutils.chainer.training.extensions.*',
+              'researchutils.chainer.training._scores',
+              'researchutils.chainer.training._ranks',
+              'researchutils.chainer.serializers', 'researchutils.chainer.serializers.*')
+FUNCTIONS = ('researchutils.chainer.functions', 'researchutils.chainer.functions.*')
+LINKS = FUNCTIONS + ('researchutils.chainer.links', 'researchutils.chainer.links.*')
+SERIALIZERS = ('researchutils.chainer.serializers', 'researchutils.chainer.serializers.*')
+ITERATORS = ('researchutils.chainer.iterators', 'researchutils.chainer.iterators.*')
+
+#        piece: (what it may load besides HELPERS, what it must not load)
+IMPORT_TABLE = {
+    'researchutils.chainer.training': (TRAINING, EXPERIMENT + DATA + MODELS + POOL + HEAVY),
+    'researchutils.chainer.training.extensions': (
+        TRAINING + EXTENSIONS, EXPERIMENT + DATA + MODELS + POOL + HEAVY),
+    'researchutils.chainer.functions': (FUNCTIONS, EXPERIMENT + DATA + MODELS + POOL + HEAVY),
+    'researchutils.chainer.links': (LINKS, EXPERIMENT + DATA + MODELS + POOL + HEAVY),
+    'researchutils.chainer.serializers': (SERIALIZERS,
+                                          EXPERIMENT + DATA + MODELS + POOL + HEAVY),
+    'researchutils.chainer.iterators': (ITERATORS + POOL, TRAINING + DATA + MODELS + HEAVY),
+    'researchutils.chainer.models': (MODELS, EXPERIMENT + DATA + POOL + HEAVY),
+}
+IMPORT_TABLE.update({
+    'researchutils.chainer.training.extensions.' + name:
+        IMPORT_TABLE['researchutils.chainer.training.extensions']
+    for name in ('slack_report', 'preemption_snapshot', 'chainer_pruning_extension',
+                 'best_model_saver', 'predictor_evaluator', 'stop_on_non_number')})
+IMPORT_TABLE.update({
+    module: IMPORT_TABLE['researchutils.chainer.iterators'] for module in (
+        'researchutils.chainer.iterators.' + name for name in (
+            'decorable_serial_iterator', 'decorable_multithread_iterator',
+            'decorable_multiprocess_iterator', 'unmodifiable_decorable_list'))})
+
+
+def _loaded_by(piece):
+    """The researchutils, Optuna and matplotlib modules importing ``piece`` loads, fresh."""
+    code = ('import importlib, sys\n'
+            'importlib.import_module({!r})\n'
+            'print(" ".join(sorted(m for m in sys.modules\n'
+            '                      if m.split(".")[0] in ("researchutils", "optuna",\n'
+            '                                             "matplotlib"))))\n').format(piece)
+    out = subprocess.run([sys.executable, '-c', code], check=True, cwd=REPO,
+                         capture_output=True, text=True).stdout
+    return out.split()
+
+
+def _matching(modules, patterns):
+    return sorted(m for m in modules if any(fnmatch.fnmatchcase(m, p) for p in patterns))
+
+
+@pytest.mark.parametrize('piece', sorted(IMPORT_TABLE))
+def test_importing_a_piece_loads_that_piece_alone(piece):
+    may_load, must_not = IMPORT_TABLE[piece]
+    loaded = _loaded_by(piece)
+    assert piece in loaded
+    assert _matching(loaded, must_not) == []
+    assert sorted(set(loaded) - set(_matching(loaded, HELPERS + may_load))) == []
+
+
+def test_the_forbidden_modules_are_what_the_experiment_loads():
+    # A pattern that matched nothing (a module renamed or moved) would forbid nothing: each
+    # group must match modules that importing the experiment and the search does load.
+    loaded = _loaded_by('researchutils.chainer.training.experiment')
+    for group in (('researchutils.chainer.training.experiment',),
+                  ('researchutils.chainer.training.parameters',), DATA, MODELS, POOL):
+        assert _matching(loaded, group), group
+
+
+def _module_files():
+    """Every researchutils module name and its source file."""
+    package_root = os.path.join(REPO, 'researchutils')
+    for folder, _, files in os.walk(package_root):
+        for file_name in files:
+            if file_name.endswith('.py'):
+                path = os.path.join(folder, file_name)
+                name = os.path.relpath(path, REPO)[:-len('.py')].replace(os.sep, '.')
+                yield name[:-len('.__init__')] if name.endswith('.__init__') else name, path
+
+
+def _imported_names(tree, module, is_package):
+    """What ``tree`` imports, anywhere in it (functions included), as ``(package, name)``
+    pairs (``name`` None for ``import package``), and the modules of a lazy re-export table
+    (``_EXPORTS``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, None) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ''
+            if node.level:
+                parts = module.split('.')
+                parts = parts[:len(parts) - node.level + (1 if is_package else 0)]
+                base = '.'.join(parts + ([base] if base else []))
+            yield from ((base, alias.name) for alias in node.names)
+        elif (isinstance(node, ast.Assign) and len(node.targets) == 1
+              and getattr(node.targets[0], 'id', None) == '_EXPORTS'):
+            yield from ((module, name) for name in ast.literal_eval(node.value))
+
+
+def import_graph():
+    """``{module: set of researchutils modules it imports}``, from the sources.
+
+    ``from package import name`` depends on the module ``package.name`` when there is one,
+    else on the package; the parents Python imports on the way are not counted.
+    """
+    files = dict(_module_files())
+    graph = {}
+    for module, path in files.items():
+        with open(path) as source:
+            tree = ast.parse(source.read())
+        imported = set()
+        for base, name in _imported_names(tree, module, path.endswith('__init__.py')):
+            full = '{}.{}'.format(base, name) if name else base
+            imported.add(full if full in files else base)
+        graph[module] = {name for name in imported if name in files and name != module}
+    return graph
+
+
+def _circles(graph):
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    order, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(module):
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        on_stack.add(module)
+        for other in sorted(graph[module]):
+            if other not in order:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in on_stack:
+                low[module] = min(low[module], order[other])
+        if low[module] == order[module]:
+            group = []
+            while not group or group[-1] != module:
+                group.append(stack.pop())
+                on_stack.discard(group[-1])
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return found
+
+
+def test_no_import_circle_among_researchutils_modules():
+    assert _circles(import_graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle_through_a_function_level_import():
+    graph = import_graph()
+    references = 'researchutils.chainer.training.references'
+    train_utils = 'researchutils.chainer.training.train_utils'
+    assert references in graph[train_utils]  # its lazy re-export of the moved names
+    graph[references] = graph[references] | {train_utils}
+    assert _circles(graph) == [[references, train_utils]]
+
+
+def test_no_extension_imports_the_experiment_or_its_private_modules():
+    # Not even inside a function: the experiment depends on its plug-ins, never the reverse.
+    graph = import_graph()
+    extensions = [module for module in graph
+                  if module.startswith('researchutils.chainer.training.extensions.')]
+    assert extensions
+    for module in extensions:
+        assert _matching(graph[module], EXPERIMENT) == [], module

@@ -1,9 +1,15 @@
+import random
 import threading
 
 import chainer
 import numpy
 
-from researchutils._numpy_random import seeded_numpy_random
+from researchutils._numpy_random import (
+    empty_global_random_states,
+    get_global_random_states,
+    seeded_numpy_random,
+    set_global_random_states,
+)
 
 
 def test_draws_in_block_follow_randomstate_of_key():
@@ -92,3 +98,29 @@ def test_numpy_random_functions_still_pickle_and_copy_after_the_dispatch_is_inst
     numpy.random.seed(2)
     numpy.testing.assert_array_equal(holder['noise'](size=3),
                                      numpy.random.RandomState(2).normal(size=3))
+
+
+def test_global_random_states_come_back_whole_cached_gaussians_included():
+    numpy.random.seed(3)
+    random.seed(3)
+    numpy.random.standard_normal()
+    random.gauss(0., 1.)
+    assert numpy.random.get_state()[3] == 1 and random.getstate()[2] is not None
+    states = {key: value.copy() for key, value in get_global_random_states().items()}
+    expected = (numpy.random.standard_normal(3).tolist(),
+                [random.gauss(0., 1.) for _ in range(3)], numpy.random.rand(2).tolist(),
+                random.random())
+    numpy.random.seed(9)
+    random.seed(9)
+    set_global_random_states(states)
+    got = (numpy.random.standard_normal(3).tolist(), [random.gauss(0., 1.) for _ in range(3)],
+           numpy.random.rand(2).tolist(), random.random())
+    assert got == expected
+
+
+def test_empty_global_random_states_have_the_shapes_and_dtypes_saved():
+    saved = get_global_random_states()
+    empty = empty_global_random_states()
+    assert sorted(empty) == sorted(saved)
+    assert all((empty[key].shape, empty[key].dtype) == (saved[key].shape, saved[key].dtype)
+               for key in saved)

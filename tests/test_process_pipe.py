@@ -39,15 +39,14 @@ def put_one_and_exit(writer):
     os._exit(0 if unread_bytes(writer.fileno()) > PAYLOAD_BYTES else 1)
 
 
-def put_big_small_retire(writer, parent_pid):
+def put_big_small_retire(writer, parent_pid, returned):
     outbox = Outbox(writer.fileno())
-    started = time.monotonic()
     outbox.put('ok', 1, 0, payload(BIG_BYTES, 2))
     outbox.put('ok', 2, 0, payload(256, 3))    # must not overtake the big one
     outbox.put('retire')
-    took = time.monotonic() - started
+    returned.send('put() returned')  # before anyone reads the result pipe
     outbox.flush(MainProcess(parent_pid))
-    os._exit(0 if took < 1 else 1)
+    os._exit(0)
 
 
 def run_child(target, *args):
@@ -84,12 +83,19 @@ def test_a_message_the_pipe_has_room_for_is_in_it_whole_when_put_returns():
 
 
 def test_a_message_larger_than_the_pipe_does_not_block_put_and_keeps_its_place():
-    reader, child = run_child(put_big_small_retire, os.getpid())
+    returned, returned_in_child = FORK.Pipe(duplex=False)
+    reader, child = run_child(put_big_small_retire, os.getpid(), returned_in_child)
+    returned_in_child.close()
     try:
+        # Nothing is read from the result pipe until every put() has returned: a put()
+        # that waited for the reader would never return.
+        assert returned.poll(30), 'put() waited for the main process to read'
+        assert returned.recv() == 'put() returned'
         got = read_all(Inbox(reader), 3)
         child.join(30)
     finally:
         reader.close()
+        returned.close()
     assert got == [('ok', 1, 0, payload(BIG_BYTES, 2)), ('ok', 2, 0, payload(256, 3)),
                    ('retire', None, None, b'')]
-    assert child.exitcode == 0, 'put() waited for the main process to read'
+    assert child.exitcode == 0

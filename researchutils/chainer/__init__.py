@@ -5,20 +5,8 @@ The subpackages are independent: ``functions``, ``links``, ``initializers``, ``i
 ``training.extensions``. Each is loaded only when first used, so importing one
 piece never drags in the others.
 """
-import importlib
+from researchutils._lazy import lazy_exports
 
-_SUBPACKAGES = ('functions', 'links', 'initializers', 'iterators', 'serializers', 'models',
-                'data_loading', 'training')
-
-__all__ = list(_SUBPACKAGES)
-
-
-def __getattr__(name):
-    if name in _SUBPACKAGES:
-        return importlib.import_module('{}.{}'.format(__name__, name))
-    raise AttributeError(
-        'module {!r} has no attribute {!r}'.format(__name__, name))
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_SUBPACKAGES))
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {}, submodules=(
+    'functions', 'links', 'initializers', 'iterators', 'serializers', 'models', 'data_loading',
+    'training'))

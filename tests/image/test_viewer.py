@@ -143,7 +143,8 @@ def test_show_images_titles_number_the_images(tmp_path, monkeypatch):
     monkeypatch.setitem(matplotlib.rcParams, 'svg.fonttype', 'none')   # text stays text
     path = viewer.show_images([_solid(RED)] * 2, title='input', comparisons=[_solid(BLUE)],
                               comparison_title='output', save_path=str(tmp_path / 'f.svg'))
-    svg = open(path).read()
+    with open(path) as stream:
+        svg = stream.read()
     positions = [svg.find('>' + title + '<') for title in ('input 0', 'input 1', 'output')]
     assert all(position > 0 for position in positions)
 
@@ -151,7 +152,8 @@ def test_show_images_titles_number_the_images(tmp_path, monkeypatch):
 def test_one_image_keeps_its_title_unnumbered(tmp_path, monkeypatch):
     monkeypatch.setitem(matplotlib.rcParams, 'svg.fonttype', 'none')
     path = viewer.show_image(_solid(RED), title='alone', save_path=str(tmp_path / 'f.svg'))
-    assert '>alone<' in open(path).read()
+    with open(path) as stream:
+        assert '>alone<' in stream.read()
 
 
 def test_show_images_of_nothing_is_refused():

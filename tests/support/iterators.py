@@ -183,3 +183,53 @@ class TwoArgumentError(Exception):
 
 def raise_two_argument_error(dataset, index):
     raise TwoArgumentError(index, 'x')
+
+
+class DiesBySignal(list):
+    """A list whose item ``at`` kills the worker that makes it by ``signal_number``.
+
+    ``die_by_signal`` does it the first ``times`` times (None: always), counting in the
+    files ``<count_path>.<n>``, which workers of every start method can see.
+    """
+
+    def __init__(self, items, at, signal_number, count_path, times=1):
+        super(DiesBySignal, self).__init__(items)
+        self.at = at
+        self.signal_number = signal_number
+        self.count_path = str(count_path)
+        self.times = times
+
+
+def die_by_signal(dataset, index):
+    if index == dataset.at:
+        done = len(glob.glob(glob.escape(dataset.count_path) + '.*'))
+        if dataset.times is None or done < dataset.times:
+            with open('{}.{}'.format(dataset.count_path, os.getpid()), 'w'):
+                pass
+            # A handler inherited from the main process by fork would catch it.
+            signal.signal(dataset.signal_number, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {dataset.signal_number})
+            os.kill(os.getpid(), dataset.signal_number)
+            time.sleep(60)  # the signal ends the process first
+    return dataset[index]
+
+
+class BlocksFrom(list):
+    """A list whose items from ``start`` on make ``block_forever`` never return.
+
+    The worker writes ``<folder>/blocking_<pid>`` first.
+    """
+
+    def __init__(self, items, start, folder):
+        super(BlocksFrom, self).__init__(items)
+        self.start = start
+        self.folder = str(folder)
+
+
+def block_forever(dataset, index):
+    if index >= dataset.start:
+        with open(os.path.join(dataset.folder, 'blocking_{}'.format(os.getpid())), 'w'):
+            pass
+        while True:
+            time.sleep(1)
+    return dataset[index]

@@ -8,7 +8,10 @@ scores it returns. Every epoch end of every run appends ``<run folder> <epoch>``
 The handshakes (``--pause-at RUN ITERATION``, ``--pause-in-validation RUN``) write
 ``OUT/paused`` (holding the process id) when the run named ``RUN`` (``exp``, ``fold_1``,
 ``grid_2``) gets there, and wait for ``OUT/go``: the test signals the process between the
-two, without sleeping.
+two, without sleeping. With ``--workers`` the DataManagers make their batches in two
+worker processes each, which hold mid-task while ``OUT/hold`` (training) or
+``OUT/hold_validation`` exists (see ``HoldInWorker``), and ``OUT/hold.waiting`` or
+``OUT/hold_validation.waiting`` says when the main process is stuck waiting for them.
 """
 import argparse
 import json
@@ -22,7 +25,7 @@ import numpy
 from researchutils.chainer.data_loading import DataManager, RandomSampler, SequentialSampler
 from researchutils.chainer.training import ChainerExperiment, Parameters
 from tests.chainer.training import tasks
-from tests.support.preemptible_training import touch, wait_for
+from tests.support.preemptible_training import HoldInWorker, report_waiting, touch, wait_for
 
 N_TRAIN = 40
 N_VAL = 24
@@ -113,11 +116,17 @@ def make_experiment(out, args):
                              preemption_snapshot=not args.no_preemption)
 
 
-def _managers():
+def _managers(out, workers):
+    hold = {}
+    if workers:
+        hold = {'train': dict(n_process_augmentation=2, transforms=HoldInWorker(out)),
+                'val': dict(n_process_augmentation=2,
+                            transforms=HoldInWorker(out, name='hold_validation'))}
     train = DataManager(tasks.LinearTask(N_TRAIN, seed=1), BATCH_SIZE,
-                        sampler_cls=RandomSampler, sampler_kwargs={'seed': 3})
+                        sampler_cls=RandomSampler, sampler_kwargs={'seed': 3},
+                        **hold.get('train', {}))
     val = DataManager(tasks.LinearTask(N_VAL, seed=2), BATCH_SIZE,
-                      sampler_cls=SequentialSampler)
+                      sampler_cls=SequentialSampler, **hold.get('val', {}))
     return train, val
 
 
@@ -132,12 +141,16 @@ def main(argv):
     parser.add_argument('--pause-at', nargs=2, metavar=('RUN', 'ITERATION'))
     parser.add_argument('--pause-in-validation', metavar='RUN')
     parser.add_argument('--no-preemption', action='store_true')
+    parser.add_argument('--workers', action='store_true')
     args = parser.parse_args(argv)
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
     numpy.random.seed(0)
     experiment = make_experiment(out, args)
-    train, val = _managers()
+    train, val = _managers(out, args.workers)
+    if args.workers:
+        report_waiting(out, 'hold', 2)
+        report_waiting(out, 'hold_validation', 2)
     if args.mode == 'run':
         model = experiment.run(train, val)
         result = {'weights': _weights(model),

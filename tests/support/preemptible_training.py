@@ -10,12 +10,18 @@ handshake options make it wait at chosen points so that a test can signal it the
 without sleeping.
 """
 import argparse
+import array
+import fcntl
+import glob
 import json
+import multiprocessing
 import os
 import random
 import signal
 import subprocess
 import sys
+import termios
+import threading
 import time
 
 import chainer
@@ -45,6 +51,7 @@ ITERATOR_KINDS = ('chainer_serial', 'serial', 'serial_seeded', 'multithread',
                   'multithread_seeded', 'multithread_shuffle_only', 'multiprocess_seeded',
                   'data_manager', 'data_manager_workers_seeded')
 HANDSHAKE_TIMEOUT = 60.
+HOLD_TIMEOUT = 300.
 
 
 def wait_for(path, timeout=HANDSHAKE_TIMEOUT):
@@ -53,6 +60,18 @@ def wait_for(path, timeout=HANDSHAKE_TIMEOUT):
     while not os.path.exists(path):
         if time.monotonic() > deadline:
             raise TimeoutError('{!r} did not appear within {} s'.format(path, timeout))
+        time.sleep(0.002)
+
+
+def wait_for_any(pattern, timeout=HANDSHAKE_TIMEOUT):
+    """Waits until a file matches the glob ``pattern``; returns its path."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = glob.glob(pattern)
+        if found:
+            return found[0]
+        if time.monotonic() > deadline:
+            raise TimeoutError('no file like {!r} appeared within {} s'.format(pattern, timeout))
         time.sleep(0.002)
 
 
@@ -68,6 +87,96 @@ def noisy_example(dataset, index):
     """``decor_fun``: the example plus NumPy noise (seeded iterators seed it per example)."""
     x, t = dataset[index]
     return x + numpy.random.normal(0., 0.05, x.shape).astype(numpy.float32), t
+
+
+class HoldInWorker(object):
+    """``decor_fun`` or ``transforms`` whose worker processes hold mid-task when a test asks.
+
+    It makes what ``function`` makes (None: it returns its one argument, a batch dict,
+    as it is). In a worker process, while ``folder/NAME`` exists and
+    ``folder/NAME.release`` does not, every task first writes
+    ``folder/NAME.making_<pid>`` and waits for the release: the main
+    process soon waits for a batch that no worker can finish, and a test signals the
+    processes meanwhile (:func:`report_waiting` says when).
+    """
+
+    def __init__(self, folder, function=None, name='hold'):
+        self.folder = folder
+        self.function = function
+        self.name = name
+        # Batches made in the main process (DataManager.batch_keys) never hold.
+        self._main_pid = os.getpid()
+
+    def __call__(self, *arguments):
+        hold = os.path.join(self.folder, self.name)
+        if (os.getpid() != self._main_pid and os.path.exists(hold)
+                and not os.path.exists(hold + '.release')):
+            touch('{}.making_{}'.format(hold, os.getpid()), str(os.getpid()))
+            # Long: a SLURM test waits here for the job's time limit.
+            wait_for(hold + '.release', HOLD_TIMEOUT)
+        if self.function is None:
+            return arguments[0]
+        return self.function(*arguments)
+
+
+def _unread_bytes(fd):
+    count = array.array('i', [0])
+    fcntl.ioctl(fd, termios.FIONREAD, count)
+    return count[0]
+
+
+def _stuck_waiting(thread_id):
+    """Whether thread ``thread_id`` waits for a batch that no result on its way completes.
+
+    True when it sleeps in the poll of ``ProcessPool._wait_for`` (not merely passing
+    through it), its batch is not complete, and no worker's pipe holds a byte of a result.
+    """
+    frame = innermost = sys._current_frames().get(thread_id)
+    pool = pending = None
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == '_wait_for' and code.co_filename.endswith('_process_pool.py'):
+            pool, pending = frame.f_locals['self'], frame.f_locals['pending']
+        frame = frame.f_back
+    if pool is None or pending.done or innermost.f_code.co_name != 'select':
+        return False
+    inboxes = [worker.inbox for worker in list(pool._workers.values())]
+    return all(inbox._body is None and not inbox._header
+               and _unread_bytes(inbox.connection.fileno()) == 0 for inbox in inboxes)
+
+
+def report_waiting(folder, name, n_workers):
+    """Writes ``folder/NAME.waiting`` once ``n_workers`` workers hold (:class:`HoldInWorker`)
+    and this process's main thread is stuck waiting for a batch of its process pool.
+
+    From then on, until the release, the main process waits for a batch that no worker
+    can finish: the moment a cluster's signal finds a run whose data comes from
+    workers. A thread of its own looks at the main thread's stack and the pool's pipes.
+    """
+    hold = os.path.join(folder, name)
+    main = threading.main_thread().ident
+
+    def watch():
+        while not (len(glob.glob(glob.escape(hold) + '.making_*')) >= n_workers
+                   and _stuck_waiting(main)):
+            time.sleep(0.002)
+        touch(hold + '.waiting', str(os.getpid()))
+
+    threading.Thread(target=watch, daemon=True, name='report-waiting-' + name).start()
+
+
+def release_when_signalled(trainer, folder):
+    """Releases the workers that hold (:class:`HoldInWorker`) once PreemptionSnapshot has
+    noted a signal: for a scheduler that signals in its own time (a time limit)."""
+    preemption = trainer.get_extension('PreemptionSnapshot')
+
+    def watch():
+        while preemption.signal_number is None:
+            time.sleep(0.002)
+        for name in ('hold', 'hold_validation'):
+            touch(os.path.join(folder, name + '.release'))
+
+    threading.Thread(target=watch, daemon=True, name='release-when-signalled').start()
 
 
 class BlockOnSave(chainer.Link):
@@ -116,26 +225,31 @@ def _dict_batch(batch, device=None):
         device, batch['label'])
 
 
-def make_iterator(kind, dataset):
-    """The iterator ``kind`` over ``dataset`` and the converter its batches need."""
+def make_iterator(kind, dataset, hold_folder=None):
+    """The iterator ``kind`` over ``dataset`` and the converter its batches need.
+
+    With ``hold_folder``, the worker processes' function is a :class:`HoldInWorker`.
+    """
     if kind.startswith('data_manager'):
         examples = [{'data': x, 'label': t} for x, t in dataset]
         seed = 5 if kind.endswith('_seeded') else None
         n_processes = 2 if '_workers' in kind else 0
-        manager = DataManager(examples, BATCH_SIZE, n_processes, sampler_cls=RandomSampler,
-                              seed=seed)
+        transforms = None if hold_folder is None else HoldInWorker(hold_folder)
+        manager = DataManager(examples, BATCH_SIZE, n_processes, transforms,
+                              sampler_cls=RandomSampler, seed=seed)
         return manager.get_iterator(), _dict_batch
-    return _make_example_iterator(kind, dataset), chainer.dataset.concat_examples
+    return _make_example_iterator(kind, dataset, hold_folder), chainer.dataset.concat_examples
 
 
-def _make_example_iterator(kind, dataset):
+def _make_example_iterator(kind, dataset, hold_folder=None):
     if kind == 'chainer_serial':
         return SerialIterator(dataset, BATCH_SIZE, shuffle=True)
     if kind == 'multithread_shuffle_only':  # unseeded shuffle, no decor_fun
         return DecorableMultithreadIterator(dataset, BATCH_SIZE, shuffle=True, n_threads=2)
     seed = 5 if kind.endswith('_seeded') else None
     kind = kind.replace('_seeded', '')
-    arguments = dict(shuffle=True, decor_fun=noisy_example, seed=seed)
+    decor_fun = noisy_example if hold_folder is None else HoldInWorker(hold_folder, noisy_example)
+    arguments = dict(shuffle=True, decor_fun=decor_fun, seed=seed)
     if kind == 'serial':
         return DecorableSerialIterator(dataset, BATCH_SIZE, **arguments)
     if kind == 'multithread':
@@ -246,8 +360,14 @@ class SignalOnFirstRead(object):
 
 def build_trainer(out, iterator='chainer_serial', stop_iteration=STOP_ITERATION,
                   preemption=True, block_folder=None, device=None, validation=False,
-                  signal_during_validation=None, comm=None, **preemption_arguments):
+                  signal_during_validation=None, comm=None, hold_folder=None,
+                  validation_workers=False, **preemption_arguments):
     """The Trainer of this run, resuming from the newest snapshot in ``out`` if any.
+
+    With ``hold_folder``, the iterator's worker processes make their examples through a
+    :class:`HoldInWorker` of that folder. With ``validation_workers``, an Evaluator runs
+    at every epoch end on a DataManager with two worker processes, whose ``transforms``
+    is a :class:`HoldInWorker` named ``hold_validation`` when ``hold_folder`` is given.
 
     With ``validation``, an Evaluator runs at every epoch end; its dataset sends
     ``signal_during_validation`` (if given) when the first evaluation reads it. With a
@@ -272,11 +392,19 @@ def build_trainer(out, iterator='chainer_serial', stop_iteration=STOP_ITERATION,
         dataset = chainermn.scatter_dataset(dataset, comm, shuffle=True, seed=0)
         snapshot_name += '_rank{}'.format(comm.rank)
         preemption_arguments['comm'] = comm
-    iterator, converter = make_iterator(iterator, dataset)
+    iterator, converter = make_iterator(iterator, dataset, hold_folder)
     updater = training.updaters.StandardUpdater(iterator, optimizer, converter=converter,
                                                 device=device)
     trainer = training.Trainer(updater, (stop_iteration, 'iteration'), out=str(out))
-    if validation or signal_during_validation is not None:
+    if validation_workers:
+        examples = [{'data': x, 'label': t} for x, t in _dataset()[:8]]
+        transforms = (None if hold_folder is None
+                      else HoldInWorker(hold_folder, name='hold_validation'))
+        manager = DataManager(examples, BATCH_SIZE, 2, transforms)
+        trainer.extend(extensions.Evaluator(manager.get_iterator(repeat=False), model,
+                                            converter=_dict_batch, device=device),
+                       trigger=(1, 'epoch'))
+    elif validation or signal_during_validation is not None:
         validation_set = SignalOnFirstRead(_dataset()[:8], signal_during_validation)
         trainer.extend(extensions.Evaluator(
             SerialIterator(validation_set, BATCH_SIZE, repeat=False, shuffle=False), model,
@@ -315,25 +443,38 @@ def main(argv):
     parser = argparse.ArgumentParser()
     parser.add_argument('out')
     parser.add_argument('--iterator', default='chainer_serial', choices=ITERATOR_KINDS)
-    parser.add_argument('--pause-at', type=int)
+    parser.add_argument('--pause-at', type=int, action='append', default=[])
     parser.add_argument('--block-save', action='store_true')
     parser.add_argument('--pause-in-finalize', action='store_true')
     parser.add_argument('--pause-after-run', action='store_true')
     parser.add_argument('--requeue', action='store_true')
     parser.add_argument('--no-preemption', action='store_true')
     parser.add_argument('--hold-until-signalled-at', type=int)
+    parser.add_argument('--hold-in-workers', action='store_true')
+    parser.add_argument('--validation-workers', action='store_true')
+    parser.add_argument('--release-when-signalled', action='store_true')
+    parser.add_argument('--start-method', choices=('fork', 'spawn', 'forkserver'))
     args = parser.parse_args(argv)
     out = args.out
     os.makedirs(out, exist_ok=True)
+    if args.start_method is not None:
+        multiprocessing.set_start_method(args.start_method)
     trainer = build_trainer(out, args.iterator, preemption=not args.no_preemption,
                             block_folder=out if args.block_save else None,
+                            hold_folder=out if args.hold_in_workers else None,
+                            validation_workers=args.validation_workers,
                             **({'requeue': True} if args.requeue else {}))
-    if args.pause_at is not None:
-        trainer.extend(pause_at(args.pause_at, out))
+    for iteration in args.pause_at:
+        trainer.extend(pause_at(iteration, out), name='pause_at_{}'.format(iteration))
     if args.hold_until_signalled_at is not None:
         trainer.extend(hold_until_signalled(args.hold_until_signalled_at, out, 240.))
     if args.pause_in_finalize:
         trainer.extend(PauseInFinalize(out))
+    if args.hold_in_workers:
+        report_waiting(out, 'hold', 2)
+        report_waiting(out, 'hold_validation', 2)
+    if args.release_when_signalled:
+        release_when_signalled(trainer, out)
     trainer.run()
     arrays, rows = final_state(trainer)
     numpy.savez(os.path.join(out, 'final.npz'), **arrays)

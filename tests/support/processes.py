@@ -2,12 +2,17 @@
 
 :func:`start_module` runs ``python -m MODULE ...`` from the repository root with the
 checkout first on ``PYTHONPATH`` (so the child tests this code even where another copy
-is installed); :func:`no_process_left` is a fixture that kills whatever a failed test
-left running. Used by the preemption tests, which signal such processes.
+is installed), in a session of its own when a test signals its whole process group as
+a cluster does; :func:`descendants` lists the processes it started (its workers);
+:func:`no_process_left` is a fixture that kills whatever a failed test left running.
+Used by the preemption tests, which signal such processes.
 """
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -22,21 +27,114 @@ def checkout_env(env=None):
     return env
 
 
-def start_module(module, *arguments, env=None):
-    """Starts ``python -m module arguments...``, its output in pipes (text)."""
+def start_module(module, *arguments, env=None, new_session=False):
+    """Starts ``python -m module arguments...``, its output in pipes (text).
+
+    With ``new_session`` the child leads a process group of its own (its pid is the
+    group's id), which ``os.killpg`` signals whole, workers included.
+    """
     process = subprocess.Popen([sys.executable, '-m', module] + [str(a) for a in arguments],
                                cwd=REPO, env=checkout_env(env), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, start_new_session=new_session)
+    process.new_session = new_session
     _started.append(process)
     return process
 
 
+def descendants(pid):
+    """The pids of the processes ``pid`` started, and theirs, ... (Linux: /proc)."""
+    found = []
+    try:
+        threads = os.listdir('/proc/{}/task'.format(pid))
+    except OSError:  # it ended meanwhile
+        return found
+    for thread in threads:
+        try:
+            with open('/proc/{}/task/{}/children'.format(pid, thread)) as f:
+                children = [int(child) for child in f.read().split()]
+        except OSError:  # the thread or the process ended meanwhile
+            continue
+        for child in children:
+            found += [child] + descendants(child)
+    return found
+
+
+def command_line(pid):
+    """Process ``pid``'s arguments as one string ('' once it is gone)."""
+    try:
+        with open('/proc/{}/cmdline'.format(pid), 'rb') as f:
+            return f.read().replace(b'\0', b' ').decode(errors='replace')
+    except OSError:
+        return ''
+
+
+def is_running(pid):
+    """Whether ``pid`` names a process that has not exited (a zombie has)."""
+    try:
+        with open('/proc/{}/stat'.format(pid)) as f:
+            return f.read().rsplit(')', 1)[-1].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
+def _pending(pid):
+    """The signals pending for process ``pid`` or one of its threads (Linux: /proc)."""
+    mask = 0
+    for thread in os.listdir('/proc/{}/task'.format(pid)):
+        try:
+            with open('/proc/{}/task/{}/status'.format(pid, thread)) as status:
+                for line in status:
+                    if line.startswith(('SigPnd:', 'ShdPnd:')):
+                        mask |= int(line.split()[1], 16)
+        except OSError:  # the thread ended meanwhile
+            pass
+    return {number for number in signal.valid_signals() if mask >> (number - 1) & 1}
+
+
+def wait_until_taken(pid, signal_numbers, timeout):
+    """Waits until none of ``signal_numbers`` is pending for ``pid`` any more.
+
+    A signal is pending from when it is sent until the process acts on it (its handler,
+    its default action, or a thread that takes it). Raises AssertionError if the
+    process ended meanwhile, TimeoutError after ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pending = _pending(pid) & set(signal_numbers)
+        except OSError:
+            pending = None
+        assert pending is not None and is_running(pid), 'process {} ended'.format(pid)
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError('signals {} still pending for process {} after {} s'.format(
+                sorted(pending), pid, timeout))
+        time.sleep(0.01)
+
+
+def wait_until_gone(pids, timeout):
+    """Waits until none of ``pids`` runs; returns the seconds it took, or raises TimeoutError."""
+    started = time.monotonic()
+    while True:
+        running = [pid for pid in pids if is_running(pid)]
+        if not running:
+            return time.monotonic() - started
+        if time.monotonic() - started > timeout:
+            raise TimeoutError('processes {} still run after {} s'.format(running, timeout))
+        time.sleep(0.01)
+
+
 @pytest.fixture
 def no_process_left():
-    """After the test, kills every process :func:`start_module` started that still runs."""
+    """After the test, kills every process :func:`start_module` started that still runs
+    (with its whole group when it has a session of its own)."""
     yield
     while _started:
         process = _started.pop()
+        if process.new_session:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
         if process.poll() is None:  # a test failed while it ran
             process.kill()
             process.communicate()

@@ -75,7 +75,7 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 InactiveLimit=0
 MinJobAge=600
-KillWait=10
+KillWait=30
 JobRequeue=1
 NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=500 State=UNKNOWN
 PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP

@@ -5,9 +5,8 @@ import warnings
 import chainer
 from chainer.iterators import MultiprocessIterator
 
-from researchutils._process_pool import LazyPool
+from researchutils._lazy_pool import LazyPool
 from researchutils._process_worker import check_sendable, current_context
-from researchutils.chainer.data_loading._batches import EpochPlan
 
 _OWNER = 'DataManager'
 # Seconds after which a batch still being made causes a warning, and again every as long.
@@ -23,7 +22,13 @@ def _warn_timeout():
 
 
 class BatchIterator(chainer.dataset.Iterator):
-    """Chainer iterator over the batches that ``source`` makes, one epoch plan at a time.
+    """Chainer iterator over the batches that ``source`` makes, one epoch at a time.
+
+    Its position in an epoch counts examples, as Chainer's iterators do: the batch
+    at ``current_position`` holds the next ``batch_size`` examples of the epoch's
+    order (fewer at its end; none with ``drop_last``, which then ends the epoch).
+    So a snapshot resumes exactly under another ``batch_size``: no example is
+    trained twice or skipped. ``epoch_detail`` counts batches of the current size.
 
     With ``n_processes`` worker processes it owns one pool from its first batch to
     :meth:`finalize`, sending the source to each worker once, and keeps
@@ -32,7 +37,8 @@ class BatchIterator(chainer.dataset.Iterator):
     fresh workers if one died). It holds no reference to its DataManager.
     """
 
-    def __init__(self, source, sampler, batch_size, n_batches, repeat, n_processes):
+    def __init__(self, source, sampler, batch_size, n_examples, drop_last, repeat,
+                 n_processes):
         # Set first: Chainer's Iterator.__del__ calls finalize() even if __init__ raised.
         self._planned = collections.deque()  # (epoch, position, handle) of batches submitted
         self._pool = None
@@ -41,55 +47,71 @@ class BatchIterator(chainer.dataset.Iterator):
             check_sendable(source, context, _OWNER)
             self._pool = LazyPool(source, context, n_processes, None, _OWNER)
         self._ahead = _AHEAD_PER_PROCESS * n_processes
-        self._cached_plan = (None, None)
+        self._cached_order = (None, None)
         self._source, self.sampler, self.repeat = source, sampler, repeat
-        self.batch_size, self._n_batches = batch_size, n_batches
+        self.batch_size, self._n_examples, self._drop_last = batch_size, n_examples, drop_last
         self.reset()
 
     def restart(self, sampler):
         """Rewinds to the start of epoch 0 with a new sampler; the worker processes stay."""
         self.sampler = sampler
-        self._cached_plan = (None, None)
+        self._cached_order = (None, None)
         self.reset()
 
     def reset(self):
         """Rewinds to the start of epoch 0; the worker processes stay."""
         self._discard_planned()
         self.epoch = 0
-        self.position = 0
+        self.current_position = 0
         self.is_new_epoch = False
         self.previous_epoch_detail = None
 
     @property
     def epoch_detail(self):
-        return self.epoch + self.position / self._n_batches
+        # In batches of the current size, as len(DataManager) counts them.
+        size = self.batch_size
+        n_batches = (self._n_examples // size if self._drop_last
+                     else -(-self._n_examples // size))
+        return self.epoch + -(-self.current_position // size) / n_batches
 
     def __next__(self):
         if not self.repeat and self.epoch > 0:
             raise StopIteration
         if self._pool is None:
-            spot = (self.epoch, self.position)
-            batch = self._source.build(self._indices(spot), spot)
+            spot = (self.epoch, self.current_position)
+            batch = self._source.build(self._indices(spot), self._key(spot))
         else:
             batch = self._next_from_workers()
         self.previous_epoch_detail = self.epoch_detail
-        self.position += 1
-        self.is_new_epoch = self.position == self._n_batches
+        following = self._following(self.current_position)
+        self.is_new_epoch = following is None
         if self.is_new_epoch:
             self.epoch += 1
-            self.position = 0
+            self.current_position = 0
+        else:
+            self.current_position = following
         return batch
 
     next = __next__
+
+    def _has_batch_at(self, position):
+        if self._drop_last:
+            return position + self.batch_size <= self._n_examples
+        return position < self._n_examples
+
+    def _following(self, position):
+        """Where the batch after the one at ``position`` starts; None: the epoch ends."""
+        position += self.batch_size
+        return position if self._has_batch_at(position) else None
 
     def _next_from_workers(self):
         planned = self._planned
         spot = planned[-1][:2] if planned else None
         while len(planned) < self._ahead:
-            spot = (self.epoch, self.position) if spot is None else self._after(spot)
+            spot = (self.epoch, self.current_position) if spot is None else self._after(spot)
             if spot is None:
                 break
-            keys = None if self._source.seed is None else [spot]
+            keys = None if self._source.seed is None else [self._key(spot)]
             planned.append(spot + (self._pool.submit([self._indices(spot)], keys, 1),))
         try:
             batch, = self._pool.collect(planned[0][2], _DATASET_TIMEOUT_S, _warn_timeout)
@@ -101,18 +123,24 @@ class BatchIterator(chainer.dataset.Iterator):
 
     def _after(self, spot):
         """The batch after ``spot``, or None where a run without repeat ends."""
-        epoch, position = spot[0], spot[1] + 1
-        if position < self._n_batches:
-            return epoch, position
+        epoch, position = spot
+        following = self._following(position)
+        if following is not None:
+            return epoch, following
         return (epoch + 1, 0) if self.repeat else None
+
+    def _key(self, spot):
+        """``(epoch, batch)``, the batch counted in batches of the current size, as seeds need."""
+        epoch, position = spot
+        return epoch, position // self.batch_size
 
     def _indices(self, spot):
         epoch, position = spot
-        cached_epoch, plan = self._cached_plan
+        cached_epoch, order = self._cached_order
         if cached_epoch != epoch:
-            plan = EpochPlan(self.sampler.epoch_order(epoch), self.batch_size, self._n_batches)
-            self._cached_plan = (epoch, plan)
-        return plan[position]
+            order = self.sampler.epoch_order(epoch)
+            self._cached_order = (epoch, order)
+        return order[position:position + self.batch_size]
 
     def _discard_planned(self):
         while self._planned:
@@ -125,14 +153,27 @@ class BatchIterator(chainer.dataset.Iterator):
             self._pool.close()
 
     def serialize(self, serializer):
-        self.epoch = int(serializer('epoch', self.epoch))
-        self.position = int(serializer('position', self.position))
-        self.is_new_epoch = bool(serializer('is_new_epoch', self.is_new_epoch))
+        loading = isinstance(serializer, chainer.serializer.Deserializer)
+        epoch = int(serializer('epoch', self.epoch))
+        try:
+            position = int(serializer('current_position', self.current_position))
+        except KeyError:  # written before positions counted examples: batches of this size
+            position = int(serializer('position', 0)) * self.batch_size
+        is_new_epoch = bool(serializer('is_new_epoch', self.is_new_epoch))
         # -1 stands for None, as in Chainer's snapshots, which cannot hold None.
         previous = serializer('previous_epoch_detail', (
             -1. if self.previous_epoch_detail is None else self.previous_epoch_detail))
-        self.previous_epoch_detail = None if previous < 0 else float(previous)
         self.sampler.serialize(serializer['sampler'])
-        if isinstance(serializer, chainer.serializer.Deserializer):
-            self._discard_planned()
-            self._cached_plan = (None, None)
+        if not loading:
+            return
+        if not 0 <= position < self._n_examples:
+            raise ValueError('the snapshot has current_position {} outside 0..{} (the examples '
+                             'of an epoch of this DataManager)'.format(
+                                 position, self._n_examples - 1))
+        self._discard_planned()
+        self._cached_order = (None, None)
+        self.epoch, self.current_position, self.is_new_epoch = epoch, position, is_new_epoch
+        self.previous_epoch_detail = None if previous < 0 else float(previous)
+        if not self._has_batch_at(position):
+            # A larger batch_size with drop_last: what is left of the epoch is dropped.
+            self.epoch, self.current_position, self.is_new_epoch = epoch + 1, 0, True

@@ -28,7 +28,9 @@ class DataManager(object):
     this process when it is 0. A failing ``transforms`` or dataset raises its
     own exception, with a note naming the dataset indices; a worker that dies
     is reported as a :class:`RuntimeError`, and the next batch starts fresh
-    workers and retries.
+    workers and retries. The workers leave the signals that stop a job
+    (SIGTERM, SIGINT, SIGUSR1...) to this process, even when a cluster sends
+    them to every process of the job (see the cluster tutorial).
 
     Iterating over a manager gives one epoch. :meth:`get_iterator` gives a
     Chainer iterator (``epoch``, ``epoch_detail``, ``is_new_epoch``,
@@ -218,7 +220,10 @@ class DataManager(object):
         """Returns a Chainer iterator over batch dicts.
 
         The iterator's state (epoch, position in the epoch, sampler seed) is
-        serializable, so a Trainer snapshot resumes it exactly.
+        serializable, so a Trainer snapshot resumes it exactly. The position
+        counts examples, as in Chainer's iterators: a snapshot resumed under
+        another ``batch_size`` goes on from the next example of the epoch, and
+        no example is trained twice or skipped.
 
         Args:
             repeat (bool): Run through epochs forever; ``False`` stops after
@@ -233,8 +238,8 @@ class DataManager(object):
             >>> [len(iterator.next()["x"]) for _ in range(4)], iterator.epoch
             ([2, 1, 2, 1], 2)
         """
-        return BatchIterator(self._source(), self._sampler(), self.batch_size, len(self), repeat,
-                             self.n_process_augmentation)
+        return BatchIterator(self._source(), self._sampler(), self.batch_size, len(self.dataset),
+                             self.drop_last, repeat, self.n_process_augmentation)
 
     def _sampler(self):
         return self.sampler_cls.from_dataset(self.dataset, **self.sampler_kwargs)

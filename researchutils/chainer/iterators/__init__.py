@@ -8,18 +8,28 @@
 
 Snapshots of the three iterators are interchangeable.
 """
-from researchutils.chainer.iterators.decorable_multiprocess_iterator import (
-    DecorableMultiprocessIterator,
-)
-from researchutils.chainer.iterators.decorable_multithread_iterator import (
-    DecorableMultithreadIterator,
-)
-from researchutils.chainer.iterators.decorable_serial_iterator import DecorableSerialIterator
-from researchutils.chainer.iterators.unmodifiable_decorable_list import UnmodifiableDecorableList
+from typing import TYPE_CHECKING
 
-__all__ = [
-    'DecorableMultiprocessIterator',
-    'DecorableMultithreadIterator',
-    'DecorableSerialIterator',
-    'UnmodifiableDecorableList',
-]
+from researchutils._lazy import lazy_exports
+
+_EXPORTS = {
+    'decorable_multiprocess_iterator': ['DecorableMultiprocessIterator'],
+    'decorable_multithread_iterator': ['DecorableMultithreadIterator'],
+    'decorable_serial_iterator': ['DecorableSerialIterator'],
+    'unmodifiable_decorable_list': ['UnmodifiableDecorableList'],
+}
+__all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
+
+if TYPE_CHECKING:  # the table above, for type checkers and IDEs
+    from researchutils.chainer.iterators.decorable_multiprocess_iterator import (
+        DecorableMultiprocessIterator as DecorableMultiprocessIterator,
+    )
+    from researchutils.chainer.iterators.decorable_multithread_iterator import (
+        DecorableMultithreadIterator as DecorableMultithreadIterator,
+    )
+    from researchutils.chainer.iterators.decorable_serial_iterator import (
+        DecorableSerialIterator as DecorableSerialIterator,
+    )
+    from researchutils.chainer.iterators.unmodifiable_decorable_list import (
+        UnmodifiableDecorableList as UnmodifiableDecorableList,
+    )

@@ -5,7 +5,7 @@ import warnings
 from chainer.iterators import MultiprocessIterator
 
 from researchutils._checks import check_positive_int, check_timeout
-from researchutils._process_pool import LazyPool
+from researchutils._lazy_pool import LazyPool
 from researchutils._process_worker import check_sendable, current_context
 from researchutils.chainer.iterators._decorable_iterator import PrefetchingIterator
 
@@ -28,7 +28,10 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
     when the iterator is built (``fork``, ``spawn`` or ``forkserver``; choose
     it with :func:`multiprocessing.set_start_method`). However long the main
     process spends between batches, the workers wait for it; they exit within
-    about a second once it is gone, even if it was killed.
+    about a second once it is gone, even if it was killed, even in the middle
+    of a ``decor_fun``. They leave the signals that stop a job (SIGTERM,
+    SIGINT, SIGUSR1, SIGUSR2, SIGHUP) to the main process, even when a cluster
+    sends them to every process of the job: see the cluster tutorial.
 
     Where Chainer's iterator hangs, this one reports:
 
@@ -43,10 +46,10 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
     * While workers are alive but a batch takes longer than ``dataset_timeout``
       seconds, ``next()`` warns with Chainer's
       ``MultiprocessIterator.TimeoutWarning`` every ``dataset_timeout`` seconds.
-    * :meth:`finalize` stops the workers and waits for them (at most a few
-      seconds), leaving no child process; the workers are daemons, so an
-      interpreter that exits without it does not hang (and ``decor_fun``
-      cannot start processes of its own). Called from another thread while
+    * :meth:`finalize` stops the workers at once (SIGKILL, without waiting for
+      their work) and reaps them, leaving no child process; an interpreter that
+      exits without it stops them itself, and does not hang (the workers are
+      daemons, so ``decor_fun`` cannot start processes of its own). Called from another thread while
       ``next()`` waits for a batch, it makes that ``next()`` raise a
       :class:`RuntimeError` saying so.
 

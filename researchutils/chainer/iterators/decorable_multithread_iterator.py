@@ -5,7 +5,7 @@ import threading
 import warnings
 
 from researchutils._checks import check_positive_int
-from researchutils._process_pool import chunk_bounds
+from researchutils._chunks import chunk_bounds
 from researchutils.chainer.iterators._decorable_iterator import PrefetchingIterator
 
 # How long next() waits for decor_fun before it warns that it is still waiting.

@@ -12,6 +12,8 @@ import chainer
 import chainer.functions as F
 from chainer import backend
 
+from researchutils._chunks import chunk_bounds
+
 
 def to_devices(devices, argument):
     """``devices`` as :class:`chainer.backend.Device` objects; a ValueError names ``argument``."""
@@ -54,17 +56,11 @@ def _batch_sizes(value, dim, sizes):
             _batch_sizes(item, dim, sizes)
 
 
-def _chunk_bounds(batch_size, count):
-    """``count + 1`` bounds of contiguous chunks differing by at most one, larger ones first."""
-    base, extra = divmod(batch_size, count)
-    bounds = [0]
-    for index in range(count):
-        bounds.append(bounds[-1] + base + (1 if index < extra else 0))
-    return bounds
-
-
 def _scatter_value(value, bounds, devices, dim):
-    """Split ``value`` into ``len(bounds) - 1`` chunks, chunk ``i`` on ``devices[i]``."""
+    """Split ``value`` into ``len(bounds) - 1`` chunks, chunk ``i`` on ``devices[i]``.
+
+    ``bounds`` are the chunks' edges: 0, each chunk's end.
+    """
     count = len(bounds) - 1
     if isinstance(value, chainer.Variable):
         pieces = [value] if count == 1 else F.split_axis(value, bounds[1:-1], axis=dim)
@@ -121,9 +117,9 @@ def scatter(inputs, kwargs, target_devices, dim=0):
         raise ValueError('inputs must share their size along dim={}, got sizes {}'.format(
             dim, sorted(sizes)))
     batch_size = sizes.pop() if sizes else 1
-    count = max(1, min(len(devices), batch_size))
-    bounds = _chunk_bounds(batch_size, count)
-    devices = devices[:count]
+    chunks = chunk_bounds(batch_size, len(devices))
+    bounds = [0] + [stop for _, stop in chunks]
+    devices = devices[:len(chunks)]
     return (_scatter_value(tuple(inputs), bounds, devices, dim),
             _scatter_value(dict(kwargs), bounds, devices, dim))
 

@@ -1,10 +1,11 @@
 """Data-parallel training in one process: one replica of a network per device.
 
 :class:`DataParallelChainerNetwork` splits each batch along the batch axis, runs one replica per
-chunk and concatenates the outputs on the output device. :class:`DataParallelChainerOptimizer`
-wraps any :class:`chainer.Optimizer`; its two hooks sum the replicas' gradients into the master
-before the update (:class:`ParallelOptimizerCumulateGradientsHook`) and bring the replicas to the
-master after it (:class:`ParallelOptimizerUpdateModelParameters`). Only the master is updated by
+chunk and concatenates the outputs on the output device. Its optimizer,
+:class:`~researchutils.chainer.models.DataParallelChainerOptimizer`, lives in
+:mod:`~researchutils.chainer.models.data_parallel_optimizer` (and is importable from here too,
+Delira's path, with its two hooks): it sums the replicas' gradients into the master before the
+update and brings the replicas to the master after it. Only the master is updated by
 the optimizer, so training equals plain training on the full batch, except for layers whose
 forward depends on the batch, such as BatchNormalization (each replica normalizes its own chunk;
 the running statistics that are kept are the master's).
@@ -24,6 +25,11 @@ from chainer import backend
 from researchutils._checks import check_devices, check_non_negative_int
 from researchutils.chainer.models import _scatter_gather
 from researchutils.chainer.models.abstract_network import AbstractChainerNetwork
+from researchutils.chainer.models.data_parallel_optimizer import (  # noqa: F401 (Delira's path)
+    DataParallelChainerOptimizer,
+    ParallelOptimizerCumulateGradientsHook,
+    ParallelOptimizerUpdateModelParameters,
+)
 
 
 class DataParallelChainerNetwork(AbstractChainerNetwork):
@@ -305,149 +311,3 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
                         backend.copyto(target, value)
                     else:
                         setattr(replica_link, name, copy.deepcopy(value))
-
-
-class ParallelOptimizerCumulateGradientsHook(object):
-    """Optimizer hook that adds every replica's gradients into the master's (before update).
-
-    Registered by :meth:`DataParallelChainerOptimizer.setup`; its target must be a
-    :class:`DataParallelChainerNetwork`. Replicas that took no part in the step (gradient
-    ``None``) are skipped.
-
-    Example:
-        >>> hook = ParallelOptimizerCumulateGradientsHook()
-        >>> hook.name, hook.timing, hook.call_for_each_param
-        ('DataParallelCumulateGradients', 'pre', False)
-    """
-
-    name = 'DataParallelCumulateGradients'
-    timing = 'pre'
-    call_for_each_param = False
-
-    def __call__(self, optimizer):
-        optimizer.target.cumulate_gradients()
-
-
-class ParallelOptimizerUpdateModelParameters(object):
-    """Optimizer hook that brings the replicas to the master after the update.
-
-    Replicas on the master's device share its parameter arrays, so they hold the updated
-    parameters at once; persistent values (BatchNormalization's running averages) are copied
-    to every replica. Replicas on other devices get the parameters at the start of the next
-    forward, which copies them anyway, so a step transfers them once. Registered by
-    :meth:`DataParallelChainerOptimizer.setup`.
-
-    Example:
-        >>> hook = ParallelOptimizerUpdateModelParameters()
-        >>> hook.name, hook.timing, hook.call_for_each_param
-        ('DataParallelUpdateModelParameters', 'post', False)
-    """
-
-    name = 'DataParallelUpdateModelParameters'
-    timing = 'post'
-    call_for_each_param = False
-
-    def __call__(self, optimizer):
-        optimizer.target._synchronize(across_devices=False)
-
-
-_OWN_ATTRIBUTES = frozenset(['_optimizer', 'optimizer', 'setup', 'from_optimizer_class'])
-
-
-class DataParallelChainerOptimizer(chainer.Optimizer):
-    """Wrap a :class:`chainer.Optimizer` to train a :class:`DataParallelChainerNetwork`.
-
-    Every attribute and method but :meth:`setup` is the wrapped optimizer's (``update``,
-    ``target``, ``t``, ``epoch``, ``new_epoch``, ``lr`` / ``alpha``, ``hyperparam``,
-    ``serialize``, ``add_hook``, loss scaling, ...), read and written through, so Chainer's
-    updaters and extensions (ExponentialShift, snapshot) treat it as the optimizer itself, and
-    its snapshots are those of the plain optimizer. :meth:`setup` also registers
-    :class:`ParallelOptimizerCumulateGradientsHook` and
-    :class:`ParallelOptimizerUpdateModelParameters` as the first hooks, so hooks added later
-    (weight decay, gradient clipping) see the summed gradients. The hooks a user adds run after
-    the replicas were updated: a ``'post'`` hook that changes parameters changes the master
-    only until the next update.
-
-    With dynamic loss scaling, the NaN check of the wrapped optimizer runs before the
-    gradients are summed, so it sees the master's gradients only.
-
-    Args:
-        optimizer (chainer.Optimizer): The optimizer to wrap, not yet set up.
-
-    Example:
-        >>> import chainer.links as L
-        >>> model = DataParallelChainerNetwork(L.Linear(3, 2), ['@numpy', '@numpy'])
-        >>> optimizer = DataParallelChainerOptimizer(chainer.optimizers.MomentumSGD(lr=0.1))
-        >>> optimizer.setup(model) is optimizer
-        True
-        >>> optimizer.lr = 0.05
-        >>> optimizer.optimizer.lr
-        0.05
-    """
-
-    def __init__(self, optimizer):
-        if not isinstance(optimizer, chainer.Optimizer) or isinstance(
-                optimizer, DataParallelChainerOptimizer):
-            raise TypeError('optimizer must be a chainer.Optimizer, got {!r}'.format(
-                type(optimizer).__name__))
-        object.__setattr__(self, '_optimizer', optimizer)
-
-    def __getattribute__(self, name):
-        if name in _OWN_ATTRIBUTES or (name.startswith('__') and name.endswith('__')):
-            return object.__getattribute__(self, name)
-        return getattr(object.__getattribute__(self, '_optimizer'), name)
-
-    def __setattr__(self, name, value):
-        setattr(self._optimizer, name, value)
-
-    def __delattr__(self, name):
-        delattr(self._optimizer, name)
-
-    def __repr__(self):
-        return '{}({!r})'.format(type(self).__name__, self._optimizer)
-
-    @property
-    def optimizer(self):
-        """chainer.Optimizer: The wrapped optimizer."""
-        return self._optimizer
-
-    @classmethod
-    def from_optimizer_class(cls, optim_cls, *args, **kwargs):
-        """Build the wrapped optimizer as ``optim_cls(*args, **kwargs)`` and wrap it.
-
-        Args:
-            optim_cls (type): A :class:`chainer.Optimizer` subclass.
-            *args: Its constructor's positional arguments.
-            **kwargs: Its constructor's keyword arguments.
-
-        Returns:
-            DataParallelChainerOptimizer: The wrapper, not yet set up.
-
-        Example:
-            >>> optimizer = DataParallelChainerOptimizer.from_optimizer_class(
-            ...     chainer.optimizers.Adam, alpha=1e-3)
-            >>> optimizer.alpha
-            0.001
-        """
-        if not (isinstance(optim_cls, type) and issubclass(optim_cls, chainer.Optimizer)):
-            raise TypeError('optim_cls must be a chainer.Optimizer subclass, got {!r}'.format(
-                optim_cls))
-        return cls(optim_cls(*args, **kwargs))
-
-    def setup(self, link):
-        """Set up the wrapped optimizer on ``link`` and register the data-parallel hooks.
-
-        Args:
-            link (DataParallelChainerNetwork): The network to train.
-
-        Returns:
-            DataParallelChainerOptimizer: This wrapper.
-        """
-        if not isinstance(link, DataParallelChainerNetwork):
-            raise TypeError('link must be a DataParallelChainerNetwork, got {!r}'.format(
-                type(link).__name__))
-        optimizer = self._optimizer
-        optimizer.setup(link)  # starts with no hooks, so each is registered once
-        optimizer.add_hook(ParallelOptimizerCumulateGradientsHook())
-        optimizer.add_hook(ParallelOptimizerUpdateModelParameters())
-        return self

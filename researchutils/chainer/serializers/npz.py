@@ -21,6 +21,7 @@ from chainer.serializers import npz as chainer_npz
 from chainer.training import Trainer
 
 from researchutils import _files
+from researchutils._checks import check_bool
 from researchutils.chainer.serializers import _safe_npz
 
 __all__ = ['save_model', 'load_model', 'load_snapshot', 'load_model_from_snapshot']
@@ -38,7 +39,7 @@ def _check_serializable(value, name):
                         'got {!r}'.format(name, value))
 
 
-def save_model(path, model, compression=True):
+def save_model(path, model, compression=True, *, overwrite=False):
     """Saves a model's parameters and persistent values to a new npz file.
 
     The file is first written to a temporary file in the same folder, flushed
@@ -46,16 +47,21 @@ def save_model(path, model, compression=True):
     free, then the temporary name removed), so a crash or
     a full disk never leaves a partial file at ``path``, nor a temporary file
     beside it. Missing parent folders are created. An existing file is never
-    overwritten.
+    overwritten, unless ``overwrite`` says so: then the complete new file
+    replaces it in one step (``os.replace``), keeping its mode, so a reader
+    sees the old model or the new one, never a mix (the best model a
+    :class:`~researchutils.chainer.training.extensions.BestModelSaver` keeps).
 
     Args:
-        path (str or os.PathLike): File to create; it must not exist yet.
+        path (str or os.PathLike): File to create; it must not exist yet
+            (unless ``overwrite``).
         model (chainer.Link): Model (or any object with Chainer's serialize
             protocol) whose parameters are saved.
         compression (bool): If ``True``, the arrays are zip-compressed.
+        overwrite (bool): Replace the file at ``path`` if there is one.
 
     Raises:
-        ValueError: ``path`` already exists.
+        ValueError: ``path`` already exists (and ``overwrite`` is False).
         NotADirectoryError: A parent of ``path`` is a file; the message names
             ``path`` and that file.
         OSError: The file could not be written (for instance, the disk is
@@ -72,7 +78,8 @@ def save_model(path, model, compression=True):
     """
     path = _check_path(path)
     _check_serializable(model, 'model')
-    if os.path.lexists(path):
+    overwrite = check_bool(overwrite, 'overwrite')
+    if not overwrite and os.path.lexists(path):
         raise ValueError('path {!r} already exists; save_model never overwrites a file'
                          .format(path))
     folder = os.path.dirname(os.path.abspath(path))
@@ -83,7 +90,7 @@ def save_model(path, model, compression=True):
     try:
         _files.write_atomically(
             path, lambda file: chainer_npz.save_npz(file, model, compression=compression),
-            overwrite=False)
+            overwrite=overwrite)
     except FileExistsError:
         raise ValueError('path {!r} was created by someone else while the model was being '
                          'saved; save_model never overwrites a file'.format(path)) from None

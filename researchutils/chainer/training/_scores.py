@@ -1,4 +1,11 @@
-"""The order of validation scores: ``val_score_mode`` "lowest" or "highest" is best."""
+"""The order of validation scores: ``val_score_mode`` "lowest" or "highest" is best.
+
+Shared by the experiment (grid search, the search) and its plug-in BestModelSaver, so it lives
+beside both, in neither: a Trainer extension never imports the experiment's machinery. The
+summaries write scores through :func:`score_for_json`. Tests:
+``tests/chainer/training/test_scores.py``.
+"""
+import math
 
 VAL_SCORE_MODES = ('lowest', 'highest')
 
@@ -13,3 +20,8 @@ def check_val_score_mode(mode, name='val_score_mode'):
 def improves(mode, new, old):
     """Whether score ``new`` beats ``old`` under ``mode`` ("lowest" or "highest")."""
     return new < old if mode == 'lowest' else new > old
+
+
+def score_for_json(score):
+    """A score as the summaries write it: None (``null``) for none, NaN or an infinity."""
+    return None if score is None or not math.isfinite(score) else score

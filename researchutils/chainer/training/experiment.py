@@ -1,85 +1,38 @@
 """ChainerExperiment: train, validate, checkpoint, resume and test a model from Parameters.
 
-Its parts live beside it: the settings table (``_experiment_settings``), k-fold and grid
-search (``_model_selection``), the Trainer's assembly (``_trainer``), the folder's files
-(``_model_files``), and the Chainer plug-ins in ``updaters``, ``extensions``, ``triggers``.
+Its machinery lives in the private package ``_experiment``, one job per module, and its
+Trainer's plug-ins in ``updaters``, ``extensions`` and ``triggers``. Tests:
+``tests/chainer/training/test_experiment.py`` and ``tests/chainer/training/_experiment/``.
 """
 import os
 
-import numpy
-
 from researchutils._errors import add_note
 from researchutils.chainer import serializers
-from researchutils.chainer.data_loading import DataManager
-from researchutils.chainer.models.multi_node import setup_multi_node_optimizer
-from researchutils.chainer.training import (
-    _experiment_settings,
-    _model_files,
-    _model_selection,
-    _search,
-    _trainer,
-    json_values,
-    train_utils,
+from researchutils.chainer.training import json_values, train_utils
+from researchutils.chainer.training._experiment import (
+    checks,
+    files,
+    model_selection,
+    run_state,
+    settings,
 )
-from researchutils.chainer.training.predictor import Predictor
+from researchutils.chainer.training._experiment import model as _model
+from researchutils.chainer.training._experiment import trainer as _trainer
+from researchutils.chainer.training._ranks import is_rank_zero
 
 
 class ChainerExperiment(object):
     """Trains a model described by :class:`Parameters` with a Chainer Trainer.
 
-    :meth:`run` builds the model (``model_cls(**params.model)``), its
-    optimizers (``optim_builder(model, optimizer_cls, **optimizer_params)``)
-    and a ``chainer.training.Trainer`` whose
-    :class:`~researchutils.chainer.training.updaters.ClosureUpdater` calls
-    ``model.closure`` once per batch; losses and training metrics are
-    reported as ``main/<name>``. At each epoch end a
-    :class:`~researchutils.chainer.training.extensions.PredictorEvaluator`
-    computes the NumPy ``val_metrics`` over the validation manager, reported
-    as ``val/<name>``. Chainer extensions do the rest: a snapshot every
-    ``checkpoint_freq`` epochs, the best model by ``val_score_key``
-    (``best_model.npz``, by a
-    :class:`~researchutils.chainer.training.extensions.BestModelSaver`),
-    LogReport, PlotReport (``loss.png``, ``metrics.png``; needs matplotlib),
-    a ProgressBar when stdout is a terminal, the learning-rate scheduler
-    ``lr_sched_cls(**lr_sched_params)``, and ``extensions``. Early stopping
-    (``early_stopping_patience``) is the Trainer's stop trigger, a
-    :class:`~researchutils.chainer.training.triggers.ResumableEarlyStoppingTrigger`.
-    A weight that turns NaN or infinite (a NaN or infinite loss) stops the
-    run with a
-    :class:`~researchutils.chainer.training.extensions.TrainingDiverged`
-    (a RuntimeError) naming the iteration and epoch
-    (:class:`~researchutils.chainer.training.extensions.StopOnNonNumber`,
-    Chainer's ``FailOnNonNumber``), before any file is written from those
-    weights: the earlier snapshots and the best model are kept.
-
-    A SIGTERM or SIGUSR1 (a cluster ending the job) stops the run at the end
-    of the iteration in progress, mid-epoch or during validation: a
-    :class:`~researchutils.chainer.training.extensions.PreemptionSnapshot`
-    writes the state (iterator positions and NumPy's and Python's random
-    states included) as ``snapshot_epoch_<epochs finished>``, replacing that
-    epoch's snapshot by the newer state, and raises
-    :class:`~researchutils.chainer.training.extensions.Preempted` (exit
-    status 75). Running the same command again resumes there and ends
-    bit-identical to a run never interrupted; :meth:`kfold` and
-    :meth:`grid_search` go on with the fold or combination that was stopped,
-    training no finished one again (``preemption_snapshot=False`` leaves the
-    signals to their usual effect).
-
-    Everything lives in ``<save_path>/<name>``. Running again in a folder
-    with snapshots resumes from the last one (no epoch repeated or lost);
-    running a finished experiment again returns its model without training.
-    A run is finished when its ``run_state.json`` says so
-    (``{"finished": true, "epoch": <n>}``, written at its end); a state file
-    that says anything else, or a finished epoch older than the newest
-    snapshot, is refused with a ValueError naming it, and a finished run
-    whose model file (``best_model.npz`` with validation scoring,
-    ``final_model.npz`` without) is gone raises FileNotFoundError naming it
-    rather than return an untrained model: delete ``run_state.json`` to
-    resume from the last snapshot (resumed from the last epoch's snapshot,
-    ``run`` trains nothing and writes that snapshot's weights to
-    ``final_model.npz``).
-    (Delira 0.4.1 wrote each run into a new timestamped folder below
-    ``<save_path>/<name>``; the fixed folder is what makes resuming work.)
+    :meth:`run` builds the model (``model_cls(**params.model)``) and its
+    optimizers, trains them with a ``chainer.training.Trainer`` (Chainer
+    extensions write the snapshots, the best model by ``val_score_key``, the
+    log and its plots in ``<save_path>/<name>``), stops on a diverged weight
+    or a cluster's SIGTERM or SIGUSR1, and resumes there when run again.
+    Delira 0.4.1 wrote each run into a new timestamped folder; the fixed
+    folder is what makes resuming work. The tutorial
+    :doc:`../tutorials/experiment` says what ``run`` writes, and when it
+    resumes, refuses or stops.
 
     The positional order of the arguments is Delira 0.4.1's
     ``BaseExperiment(params, model_cls, n_epochs, name, save_path,
@@ -115,11 +68,9 @@ class ChainerExperiment(object):
             DataParallelChainerNetwork over them. Entries may also be device
             names (``'@numpy'``). A bool, float or negative number is refused.
         val_score_mode (str): ``"lowest"`` or ``"highest"`` is best.
-        comm: A ChainerMN communicator: each rank trains on its shard with a
-            multi-node optimizer, validation metrics are aggregated over
-            ranks, and only rank 0 writes files and runs ``extensions``
-            (but those with a true ``every_rank`` attribute, which talk to
-            the other ranks themselves, run on every rank).
+        comm: A ChainerMN communicator: each rank trains on its shard, and
+            only rank 0 writes files and runs ``extensions`` (those with a true
+            ``every_rank`` attribute run on every rank).
         extensions (sequence): Extra Chainer extensions, each an extension or
             an ``(extension, trigger)`` pair.
         seed (int or None): Seeds the model's initial weights; an integer
@@ -128,9 +79,7 @@ class ChainerExperiment(object):
             or infinite (default). False trains on whatever the weights become.
         preemption_snapshot (bool): Snapshot and stop on SIGTERM and SIGUSR1
             (default), so that running again resumes exactly; False adds no
-            PreemptionSnapshot. Under ChainerMN every rank stops at the same
-            iteration, whichever rank was signalled, and writes a snapshot of its
-            own, ``snapshot_epoch_<n>_rank<r>``, which that rank resumes from.
+            PreemptionSnapshot.
 
     Attributes:
         trainer (chainer.training.Trainer): The Trainer of the last
@@ -142,32 +91,27 @@ class ChainerExperiment(object):
         >>> model = experiment.run(manager_train, manager_val)  # doctest: +SKIP
     """
 
-    def __init__(self, *args, **kwargs):
-        # The arguments, their defaults and checks are the rows of
-        # _experiment_settings.SETTINGS; __signature__ below shows them.
-        for name, value in _experiment_settings.bind(self, args, kwargs).items():
-            setattr(self, name, value)
+    def __init__(self, params, model_cls, n_epochs=None, name=None, save_path=None,
+                 key_mapping=None, val_score_key=None,
+                 optim_builder=train_utils.create_optims_default_chainer, checkpoint_freq=1,
+                 *, gpu_ids=None, val_score_mode='lowest', comm=None, extensions=(), seed=None,
+                 stop_on_non_number=True, preemption_snapshot=True):
+        # Each argument is a row of settings.SETTINGS, which checks it (a test holds the
+        # names, kinds and defaults here to the table's); locals() are exactly the arguments.
+        for setting, value in settings.checked(locals()).items():
+            setattr(self, setting, value)
         self.trainer = None
-        self.devices = [_experiment_settings.resolve_device(gpu_id) for gpu_id in self.gpu_ids]
+        self.devices = [_model.resolve_device(gpu_id) for gpu_id in self.gpu_ids]
         # Check each combination of a grid (ranges at their low end) at once, not after the
         # first trainings.
         for combination in self.params._examples():
-            self._check_training(combination.training)
-
-    __init__.__signature__ = _experiment_settings.SIGNATURE
-
-    def _check_training(self, training):
-        _experiment_settings.check_training(training, self.n_epochs, self.optim_builder,
-                                            self.val_score_key)
+            checks.check_training(combination.training, self.n_epochs, self.optim_builder,
+                                  self.val_score_key)
 
     @property
     def output_dir(self):
         """str: ``<save_path>/<name>``, where this experiment writes."""
         return os.path.join(self.save_path, self.name)
-
-    @property
-    def _is_writer(self):
-        return _experiment_settings.is_writer(self.comm)
 
     def build_model(self):
         """Builds an untrained model from the "model" parameters, on the experiment's devices.
@@ -182,27 +126,8 @@ class ChainerExperiment(object):
         Example:
             >>> model = experiment.build_model()  # doctest: +SKIP
         """
-        kwargs = self.params.model
-        state = numpy.random.get_state()
-        if self.seed is not None:
-            numpy.random.seed(self.seed)
-        try:
-            model = self.model_cls(**kwargs)
-        except TypeError as error:
-            raise TypeError('the "model" parameters {!r} do not fit {}: {}'.format(
-                kwargs, self.model_cls.__name__, error)) from error
-        finally:
-            numpy.random.set_state(state)
-        devices = _experiment_settings.rank_devices(self.devices, self.comm)
-        if len(devices) > 1:
-            from researchutils.chainer.models import DataParallelChainerNetwork
-            return DataParallelChainerNetwork(model, devices)
-        model.to_device(devices[0])
-        return model
-
-    def _predictor(self, model):
-        return Predictor(model, _experiment_settings.resolved_key_mapping(self.model_cls,
-                                                                          self.key_mapping))
+        return _model.build_model(self.model_cls, self.params.model, self.seed,
+                                  _model.rank_devices(self.devices, self.comm))
 
     def run(self, train, val=None):
         """Trains (or resumes) and returns the best model.
@@ -227,76 +152,26 @@ class ChainerExperiment(object):
             >>> model = experiment.run(manager_train, manager_val)  # doctest: +SKIP
         """
         training = self.params.training
-        self._check_training(training)
-        if not isinstance(train, DataManager) or not (val is None or isinstance(val,
-                                                                             DataManager)):
-            raise TypeError('run(train, val) takes DataManagers, got {} and {}'.format(
-                type(train).__name__, type(val).__name__))
-        if self.val_score_key is not None and val is None:
-            raise ValueError('val_score_key {!r} needs a validation manager: run(train, val)'
-                             .format(self.val_score_key))
-        train_keys = train.batch_keys()
-        if 'data' not in train_keys:
-            raise KeyError('the closure feeds batch["data"] to the model, but the training '
-                           'batches have the keys {}: name the input "data"'.format(train_keys))
+        checks.check_training(training, self.n_epochs, self.optim_builder, self.val_score_key)
+        train_keys = checks.check_managers(train, val, self.val_score_key)
         model = self.build_model()
-        predictor = self._predictor(model)
+        predictor = _model.predictor(model, self.model_cls, self.key_mapping)
         predictor.check_batch_keys(train_keys if val is None else val.batch_keys())
-        state = _model_files.read_run_state(self.output_dir)
+        scored = self.val_score_key is not None and val is not None
+        state = run_state.read_run_state(self.output_dir)
         if state is not None and state['finished']:
-            return self._finished_model(model, val, state)
-        devices = _experiment_settings.rank_devices(self.devices, self.comm)
-        optimizers = self.optim_builder(model, training['optimizer_cls'],
-                                        **training.get('optimizer_params', {}))
-        if not isinstance(optimizers, dict) or 'default' not in optimizers:
-            raise TypeError('optim_builder must return a dict with a "default" optimizer, got '
-                            '{!r}'.format(optimizers))
-        if self.comm is not None:
-            # Starts every rank from rank 0's weights, so the first update already trains.
-            optimizers['default'] = setup_multi_node_optimizer(optimizers['default'], model,
-                                                               self.comm)
-            train = _trainer.shard(train, self.comm, pad=True)
-            val = None if val is None else _trainer.shard(val, self.comm, pad=False)
-        trainer = _trainer.build_trainer(self, model, optimizers, predictor, training, train,
-                                         val, devices[0])
-        snapshot = _model_files.resume_snapshot(self.output_dir, self.comm)
-        if snapshot is not None:
-            serializers.load_snapshot(snapshot, trainer)
-            if self.comm is not None:
-                # Every rank loaded the same weights: record them as known, so the
-                # multi-node optimizer does not spend its first update on a broadcast.
-                optimizers['default'].is_changed(optimizers['default'].target)
-        self.trainer = trainer
-        trainer.run()
-        if self._is_writer:
-            _model_files.replace_model(os.path.join(self.output_dir, _model_files.FINAL_MODEL),
-                                       model)
-            _model_files.write_run_state(self.output_dir, trainer.updater.epoch)
+            return serializers.load_model(files.model_path(self.output_dir, scored, state), model)
+        devices = _model.rank_devices(self.devices, self.comm)
+        self.trainer = _trainer.build_trainer(self, model, predictor, training, train, val,
+                                              devices[0])
+        self.trainer.run()
+        if is_rank_zero(self.comm):
+            serializers.save_model(os.path.join(self.output_dir, files.FINAL_MODEL), model,
+                                   overwrite=True)
+            run_state.write_run_state(self.output_dir, self.trainer.updater.epoch)
         if self.comm is not None:
             self.comm.mpi_comm.barrier()
-        return self._finished_model(model, val)
-
-    def _finished_model(self, model, val, finished_state=None):
-        best = os.path.join(self.output_dir, _model_files.BEST_MODEL)
-        final = os.path.join(self.output_dir, _model_files.FINAL_MODEL)
-        scored = self.val_score_key is not None and val is not None
-        if finished_state is not None:
-            # A run finished earlier: its result is on disk or nowhere, never the
-            # untrained model just built.
-            path = best if scored else final
-            if not os.path.isfile(path):
-                snapshot = _model_files.latest_snapshot(self.output_dir)
-                raise FileNotFoundError(
-                    '{} says the run finished at epoch {}, but its model {} is missing, so '
-                    'there is no trained model to return. Delete {} to train again: the run '
-                    'resumes from {}'.format(
-                        _model_files.STATE_FILE, finished_state['epoch'], path,
-                        os.path.join(self.output_dir, _model_files.STATE_FILE),
-                        snapshot or 'the start (there is no snapshot)'))
-            return serializers.load_model(path, model)
-        if scored and os.path.exists(best):
-            return serializers.load_model(best, model)
-        return serializers.load_model(final, model)
+        return serializers.load_model(files.model_path(self.output_dir, scored), model)
 
     def test(self, network, test_data, metrics, metric_keys=None, verbose=False):
         """Predicts over ``test_data`` and returns the predictions and metrics.
@@ -321,24 +196,18 @@ class ChainerExperiment(object):
             >>> preds["pred"].shape, metrics  # doctest: +SKIP
             ((500, 10), {'MSE': 0.01})
         """
-        predictor = self._predictor(network)
+        predictor = _model.predictor(network, self.model_cls, self.key_mapping)
         return predictor.predict_all(test_data, metrics, metric_keys, verbose=verbose)
 
     def kfold(self, data, metrics, num_epochs=None, num_splits=None, shuffle=False,
-              random_seed=None, split_type='random', val_split=0.2, label_key='label',
+              random_seed=None, split_type='random', val_split=0.2, label_key='label', *,
               train_kwargs=None, metric_keys=None, test_kwargs=None, params=None,
               verbose=False):
         """Trains once per fold and tests each fold's model on its held-out part.
 
         Fold ``i`` tests on the i-th of ``num_splits`` parts of ``data`` and
-        trains on the others, in ``<name>/fold_<i>``. With ``val_split`` that
-        fraction of the training part validates (best model by
-        ``val_score_key``, early stopping). ``split_type="random"`` cuts the
-        (shuffled, with ``shuffle``) indices into contiguous parts;
-        ``"stratified"`` reads every example's ``label_key`` once and gives
-        each part, and the validation part, the labels in the proportions of
-        the whole (within one example per label). Every split depends only on
-        ``random_seed``.
+        trains on the others, in ``<name>/fold_<i>``; the tutorial
+        :doc:`../tutorials/experiment` says how the parts are cut.
 
         Args:
             data (DataManager): All examples, with the settings of every fold's
@@ -383,20 +252,19 @@ class ChainerExperiment(object):
             >>> scores["0"]  # doctest: +SKIP
             {'MSE': 0.01}
         """
-        return _model_selection.kfold(
-            self, data, metrics, num_epochs, num_splits, shuffle, random_seed, split_type,
-            val_split, label_key, train_kwargs, metric_keys, test_kwargs, params, verbose)
+        return model_selection.kfold(
+            self, data, metrics, num_epochs=num_epochs, num_splits=num_splits, shuffle=shuffle,
+            random_seed=random_seed, split_type=split_type, val_split=val_split,
+            label_key=label_key, train_kwargs=train_kwargs, metric_keys=metric_keys,
+            test_kwargs=test_kwargs, params=params, verbose=verbose)
 
     def grid_search(self, train, val):
         """Trains one experiment per combination of the variable parameters.
 
-        Combination ``k`` runs in ``<name>/grid_<k>``; each is scored by
-        ``val_score_key`` on ``val``. The summary goes to
-        ``<name>/grid_search.json``, strict JSON: a NaN score is written
-        ``null``. A NaN score never wins; a combination whose training
-        diverged (stopped by ``stop_on_non_number``) is scored NaN, with a
-        RuntimeWarning, and the search goes on. When no score is a number,
-        ``best_params`` is None (``best_choice`` null in the file).
+        Combination ``k`` runs in ``<name>/grid_<k>``, scored by
+        ``val_score_key`` on ``val``; the summary goes to
+        ``<name>/grid_search.json``. A NaN score (a diverged training) never
+        wins (tutorial: :doc:`../tutorials/experiment`).
 
         Args:
             train (DataManager): The training batches.
@@ -412,93 +280,54 @@ class ChainerExperiment(object):
             >>> summary["best_params"].choice  # doctest: +SKIP
             {'training/optimizer_params/alpha': 0.01}
         """
-        return _model_selection.grid_search(self, train, val)
+        return model_selection.grid_search(self, train, val)
 
-    def search(self, train, val, n_trials=None, timeout=None, sampler=None, pruner=None,
+    def search(self, train, val, *, n_trials=None, timeout=None, sampler=None, pruner=None,
                storage=None):
         """Searches the variable parameters with Optuna, one experiment per trial.
 
         Lists in ``variable_params`` are categorical choices,
         :class:`~researchutils.chainer.training.search_space.FloatRange` and
         :class:`~researchutils.chainer.training.search_space.IntRange` ranges.
-        Trial ``n`` runs in ``<name>/trial_<n>`` with the sampled parameters
-        and is scored by ``val_score_key`` on ``val`` (its best model's
-        score), lower or higher being better as ``val_score_mode`` says. A
-        :class:`~researchutils.chainer.training.extensions.ChainerPruningExtension`
-        reports ``val/<val_score_key>`` at every epoch end, and a trial the
-        pruner rejects ends PRUNED. A trial whose training diverged (stopped
-        by ``stop_on_non_number``) or whose score is NaN is PRUNED too, with
-        the reason in its ``diverged`` user attribute: never best.
-
-        The trials live in the Optuna study named ``name`` in ``storage``
-        (made or continued: ``load_if_exists``); by default the SQLite file
-        ``<name>/search.db``. Several processes, or machines sharing a
-        database or journal file, may search one study at once:
-        ``n_trials`` counts the study's finished (COMPLETE or PRUNED) trials,
-        whoever ran them, so they finish ``n_trials`` in all. A search started
-        again continues the study; finished trials are not run again. A
-        trial left RUNNING by a process that was killed is marked FAIL (and
-        its number not reused) when a search starts on the same host, and,
-        in storages made from a URL (heartbeat every 60 s), by any host
-        180 s after its process stopped; a trial is never resumed from its
-        snapshots.
-
-        The summary goes to ``<name>/search.json`` (strict JSON: a NaN or
-        infinite value is ``null``): every trial's number, state, score, choice and last
-        reported value, and the best trial's choice and whole parameters
-        (``best_params``, which
-        :meth:`Parameters.from_json
-        <researchutils.chainer.training.Parameters.from_json>` reads back).
-        With matplotlib (``pip install researchutils[plot]``) Optuna's
-        optimization history (``search_history.png``) and parameter
-        importances (``search_importances.png``, from 2 finished trials) are
-        drawn beside it.
-
-        Needs Optuna: ``pip install researchutils[search]``. Values read back
-        from the study, which others may write, are trusted only as
-        ``experiment.json`` is: a list's value only as one of its candidates,
-        a range's only as a number in it.
-
-        Under ChainerMN (``comm``) every rank calls ``search`` with the same
-        arguments and the ranks train each trial together: rank 0 alone
-        opens the study, asks Optuna for each trial and broadcasts its
-        parameters; the pruning decision is rank 0's and every rank stops
-        at the same iteration. Every rank returns the summary (its
-        ``study`` is None on the other ranks); ``sampler``, ``pruner`` and
-        ``storage`` matter on rank 0 only. Several such jobs may share one
-        study through a database or journal file, as processes do.
+        Each trial trains in a folder of its own below ``<name>`` and is
+        scored by ``val_score_key`` on ``val``; the study lives in ``storage``
+        and the summary in ``<name>/search.json``. The tutorial
+        :doc:`/tutorials/search` tells how trials are run, pruned, counted,
+        shared between processes and resumed, and what the files hold.
 
         Args:
             train (DataManager): The training batches.
             val (DataManager): The validation batches.
-            n_trials (int or None): Finished trials the study should hold
-                (None: no bound, then ``timeout`` ends the search).
+            n_trials (int or None): Finished (COMPLETE or PRUNED) trials the
+                study should hold, whoever ran them (None: no bound, then
+                ``timeout`` ends the search).
             timeout (float or None): Seconds after which this process starts
                 no new trial.
-            sampler (optuna.samplers.BaseSampler or None): None: a
-                ``TPESampler()`` (unseeded, so processes sharing a study draw
-                differently; pass ``TPESampler(seed=...)`` for a reproducible
-                search in one process).
+            sampler (optuna.samplers.BaseSampler or None): None: an unseeded
+                ``TPESampler()``.
             pruner (optuna.pruners.BasePruner or None): None: a
-                ``MedianPruner()``; ``optuna.pruners.NopPruner()`` prunes nothing.
+                ``MedianPruner()``.
             storage (str, optuna.storages.BaseStorage or None): An Optuna
-                storage URL (``"postgresql://..."``, ``"sqlite:///..."``), a
-                storage (``JournalStorage(JournalFileBackend(path))`` for a
-                journal file), or None for ``<name>/search.db``.
+                storage URL, a storage object, or None for the SQLite file
+                ``<name>/search.db``.
 
         Returns:
-            dict: ``best_params`` (Parameters or None when no trial
-            completed), ``best_score`` (NaN without one), ``best_trial`` (its
-            number), ``results`` (``(choice, score)`` for every finished
-            trial, NaN for a pruned one), ``trials`` (what ``search.json``
-            says of each trial) and ``study`` (the ``optuna.Study``).
+            dict: ``best_params`` (Parameters, None when no trial completed),
+            ``best_score`` (NaN without one), ``best_trial`` (its number),
+            ``results`` (``(choice, score)`` of every finished trial, NaN for
+            a pruned one), ``trials`` (what ``search.json`` says of each) and
+            ``study`` (the ``optuna.Study``; None on ChainerMN ranks but 0).
 
         Raises:
-            ImportError: Optuna is missing.
-            ValueError: No ``val_score_key`` or ``val``, neither ``n_trials``
-                nor ``timeout``, no variable parameters, a study of the same
-                name optimizing the other way, or a trial in the study whose
-                values the parameters do not allow.
+            ImportError: Optuna is missing (``pip install researchutils[search]``).
+            TypeError, ValueError: A bad argument; no ``val_score_key`` or
+                ``val``; no variable parameters; a parameter ``search.json``
+                cannot hold (a lambda); a study of the same name optimizing
+                the other way, or holding trials of another space or values
+                the parameters do not allow. All before any trial trains.
+            OSError: The study cannot be opened (the message names the file
+                or storage and what to do), or a trial's folder exists
+                already for another owner.
 
         Example:
             >>> summary = experiment.search(manager_train, manager_val,
@@ -506,7 +335,12 @@ class ChainerExperiment(object):
             >>> summary["best_params"].choice  # doctest: +SKIP
             {'training/optimizer_params/alpha': 0.0123}
         """
-        return _search.search(self, train, val, n_trials, timeout, sampler, pruner, storage)
+        from researchutils._optuna import import_optuna
+        import_optuna('ChainerExperiment.search')  # an ImportError naming the extra
+        # The search's machinery imports Optuna at its top: loaded now, not with this module.
+        from researchutils.chainer.training import _search
+        return _search.search(self, train, val, n_trials=n_trials, timeout=timeout,
+                              sampler=sampler, pruner=pruner, storage=storage)
 
     def save(self):
         """Writes ``<name>/experiment.json``: the parameters, settings and model class.
@@ -525,25 +359,19 @@ class ChainerExperiment(object):
         Example:
             >>> path = experiment.save()  # doctest: +SKIP
         """
-        path = os.path.join(self.output_dir, _model_files.SETTINGS_FILE)
-        if self._is_writer:
-            train_utils.atomic_write_text(path, json_values.dumps_json(
-                _experiment_settings.to_json(self)))
+        path = os.path.join(self.output_dir, files.SETTINGS_FILE)
+        if is_rank_zero(self.comm):
+            train_utils.atomic_write_text(path, json_values.dumps_json(settings.to_json(self)))
         return path
 
     @classmethod
     def load(cls, path, comm=None, extensions=(), allowed_modules=()):
         """Restores an experiment written by :meth:`save`.
 
-        Loading runs no code the file chooses: ``model_cls`` must be an
-        AbstractChainerNetwork-like class (closure and prepare_batch) of a
-        module already imported (``__main__`` only as the running script) or
-        allowed, and every other reference must be of the kind its key
-        expects, from the namespaces that key allows, the model class's
-        top-level package or ``allowed_modules`` (see
-        :func:`~researchutils.chainer.training.resolve_reference`). The loaded
-        experiment writes and resumes in the folder it was loaded from: the
-        ``save_path`` and ``name`` in the file are not used.
+        Loading runs no code the file chooses: every reference must be of the
+        kind its key expects, from the modules that key trusts (the tutorial's
+        "Trust" section, :doc:`../tutorials/experiment`). The loaded experiment
+        writes and resumes in the folder it was loaded from.
 
         Args:
             path (str): The ``experiment.json`` file or the folder holding it.
@@ -558,24 +386,22 @@ class ChainerExperiment(object):
 
         Raises:
             json.JSONDecodeError, ValueError: The file is not strict JSON (see
-                :func:`~researchutils.chainer.training.json_values.load_json`:
-                a repeated key, nesting without bound), or a setting or
-                reference in it is refused; the message names the file and the
-                key. Any other error from a setting's check carries a note
-                naming the file.
+                :func:`~researchutils.chainer.training.json_values.load_json`),
+                or a setting or reference in it is refused; the message (or a
+                note) names the file and the key.
 
         Example:
             >>> experiment = ChainerExperiment.load("./tmp/experiments/example")  # doctest: +SKIP
         """
         if os.path.isdir(path):
-            path = os.path.join(path, _model_files.SETTINGS_FILE)
+            path = os.path.join(path, files.SETTINGS_FILE)
         data = json_values.load_json(path)
         # The experiment lives where it was loaded from, whatever the file says.
         folder = os.path.dirname(os.path.abspath(path))
         try:
-            settings = _experiment_settings.from_json(data, path, allowed_modules)
+            saved = settings.from_json(data, path, allowed_modules)
             return cls(name=os.path.basename(folder), save_path=os.path.dirname(folder),
-                       comm=comm, extensions=extensions, **settings)
+                       comm=comm, extensions=extensions, **saved)
         except (KeyError, TypeError, ValueError) as error:
             add_note(error, 'while loading the experiment file {!r}'.format(path))
             raise

@@ -11,6 +11,7 @@ Every JSON file the experiment reads (``experiment.json``, ``run_state.json``) g
 bound) and names the file in every error.
 """
 import json
+import math
 import os
 
 import numpy
@@ -24,6 +25,8 @@ from researchutils.chainer.training.references import (
     resolve_reference,
 )
 
+# The floats strict JSON has no number for, as _strict_json_value writes them.
+_NON_FINITE = ('nan', 'inf', '-inf')
 # Keyword arguments and triggers: plain values only, never a reference.
 _PLAIN_KEYS = ('optimizer_params', 'lr_sched_params', 'lr_sched_trigger')
 _ARRAY_KINDS = 'biufc'  # bool, signed and unsigned ints, floats, complex
@@ -75,6 +78,22 @@ def to_json_value(value, where='value'):
         where, value, type(value).__name__))
 
 
+def _decode_float(value, where):
+    if value['__float__'] not in _NON_FINITE:
+        raise ValueError('{}: __float__ holds {!r}; it takes one of {}'.format(
+            where, value['__float__'], list(_NON_FINITE)))
+    return float(value['__float__'])
+
+
+def _array_items(items, where):
+    """An array's nested lists, with _strict_json_value's non-finite floats read back."""
+    if isinstance(items, list):
+        return [_array_items(item, where) for item in items]
+    if isinstance(items, dict) and set(items) == {'__float__'}:
+        return _decode_float(items, where)
+    return items
+
+
 def _decode_array(value, where):
     dtype = value['dtype']
     try:
@@ -86,7 +105,7 @@ def _decode_array(value, where):
         raise ValueError('{}: the array has the dtype {!r}; only boolean and numeric dtypes '
                          'such as "float32" are read'.format(where, value['dtype']))
     try:
-        return numpy.asarray(value['__ndarray__'], dtype=dtype)
+        return numpy.asarray(_array_items(value['__ndarray__'], where), dtype=dtype)
     except (TypeError, ValueError) as error:
         raise ValueError('{}: the array cannot be read: {}'.format(where, error)) from error
 
@@ -110,6 +129,8 @@ def _decode(value, where, allowed_modules, model_package, plain):
                                  model_package=model_package)
     if set(value) == {'__ndarray__', 'dtype'}:
         return _decode_array(value, where)
+    if set(value) == {'__float__'}:
+        return _decode_float(value, where)
     if search_space._is_range_json(value):
         return search_space._range_from_json(value, where)
     return {key: _decode(item, '{}/{}'.format(where, key), allowed_modules, model_package,
@@ -125,6 +146,9 @@ def from_json_value(value, where='value', allowed_modules=(), model_package=None
     :func:`~researchutils.chainer.training.references.resolve_reference`); under
     ``optimizer_params``, ``lr_sched_params`` and ``lr_sched_trigger`` no
     reference is read at all. Arrays must have a boolean or numeric dtype.
+    ``{"__float__": "nan"}`` (``"inf"``, ``"-inf"``), how the summaries that
+    are strict JSON (``search.json``, ``grid_search.json``) write such
+    floats, is read back as the float.
 
     Args:
         value: Data read by :func:`json.loads`.
@@ -149,6 +173,32 @@ def from_json_value(value, where='value', allowed_modules=(), model_package=None
     allowed_modules = _check_allowed_modules(allowed_modules)
     return _decode(value, where, allowed_modules, model_package,
                    where.rsplit('/', 1)[-1] in _PLAIN_KEYS)
+
+
+def _strict_json_value(data):
+    """JSON-ready data with every NaN or infinite float written as strict JSON can hold it.
+
+    Such a float becomes ``{"__float__": "nan"}`` (``"inf"``, ``"-inf"``), which
+    :func:`from_json_value` reads back as the float: files promised to be strict
+    JSON (``search.json``, ``grid_search.json``) keep such parameters exactly.
+
+    Args:
+        data: What :func:`to_json_value` returns.
+
+    Returns:
+        object: The same data, with no NaN or infinity left.
+
+    Example:
+        >>> _strict_json_value({'clip': [1.0, float('inf')]})
+        {'clip': [1.0, {'__float__': 'inf'}]}
+    """
+    if isinstance(data, float) and not math.isfinite(data):
+        return {'__float__': repr(data)}
+    if isinstance(data, dict):
+        return {key: _strict_json_value(item) for key, item in data.items()}
+    if isinstance(data, list):
+        return [_strict_json_value(item) for item in data]
+    return data
 
 
 def dumps_json(value):
@@ -220,8 +270,9 @@ def load_json(path):
     Raises:
         json.JSONDecodeError: The text is not JSON (a trailing comma...): the
             message starts with the file and gives the line and column.
-        ValueError: A key is repeated (the message names it), or the data nests
-            too deeply; the message names the file.
+        ValueError: A key is repeated (the message names it), the data nests
+            too deeply, or Python cannot convert a value (an integer longer than
+            ``sys.get_int_max_str_digits()``); the message names the file.
         UnicodeDecodeError: The file is not UTF-8; a note names the file.
         OSError: The file cannot be read (the error names it).
 
@@ -255,6 +306,10 @@ def load_json(path):
                          ) from None
     except RecursionError:
         too_deep = True  # nested past Python's recursion limit
+    except ValueError as error:
+        # What json passes on from Python's own conversions, such as an integer longer
+        # than sys.get_int_max_str_digits() (4300 digits by default): named, kept as cause.
+        raise ValueError('{}: a value cannot be read: {}'.format(path, error)) from error
     if too_deep:
         raise ValueError('{}: lists and objects nest deeper than {} levels, which no saved '
                          'experiment or parameters do'.format(path, MAX_JSON_DEPTH))

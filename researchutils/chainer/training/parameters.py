@@ -25,6 +25,19 @@ def _check_tree(tree, argument):
     return copy_tree(tree)
 
 
+def _nested_range(value, where):
+    """``(where, range)`` of the first range inside ``value`` (lists, tuples, dicts), or None."""
+    if isinstance(value, RANGES):
+        return where, value
+    if isinstance(value, dict):
+        items = (('{}/{}'.format(where, key), item) for key, item in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = (('{}[{}]'.format(where, i), item) for i, item in enumerate(value))
+    else:
+        return None
+    return next(filter(None, (_nested_range(item, inner) for inner, item in items)), None)
+
+
 def _check_variable_leaf(path, value):
     where = 'variable_params/' + '/'.join(path)
     if isinstance(value, RANGES):
@@ -32,6 +45,11 @@ def _check_variable_leaf(path, value):
     if not isinstance(value, list) or not value:
         raise ValueError('{} must be a non-empty list of candidate values or a FloatRange or '
                          'IntRange, got {!r}'.format(where, value))
+    nested = _nested_range(value, where)
+    if nested is not None:
+        raise ValueError('{} is {!r}, a range among candidates: a variable parameter is '
+                         'either a list of candidates or one range, which is then the value '
+                         'of its key'.format(*nested))
     # Refused now, not when experiment.json is written or a search stores the choice.
     json_values.to_json_value(value, where)
 
@@ -67,8 +85,9 @@ class Parameters(object):
 
     Raises:
         ValueError: A variable leaf is an empty list, not a list or range, or
-            holds a value JSON cannot hold (a lambda); a range in
-            ``fixed_params``. The message names the key's path.
+            holds a value JSON cannot hold (a lambda) or a range (a range is a
+            leaf of its own); a range in ``fixed_params``. The message names
+            the key's path.
 
     Example:
         >>> params = Parameters(
@@ -89,9 +108,10 @@ class Parameters(object):
         for path, value in leaves(self.variable_params):
             _check_variable_leaf(path, value)
         for path, value in leaves(self.fixed_params):
-            if isinstance(value, RANGES):
-                raise ValueError('fixed_params/{} is {!r}, a search range: put it in '
-                                 'variable_params'.format('/'.join(path), value))
+            nested = _nested_range(value, 'fixed_params/' + '/'.join(path))
+            if nested is not None:
+                raise ValueError('{} is {!r}, a search range: put it in variable_params, as '
+                                 'the value of its key'.format(*nested))
         self.choice = {}
 
     def _trees(self):

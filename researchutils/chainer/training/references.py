@@ -14,14 +14,18 @@ import sys
 
 import chainer
 
-from researchutils.chainer.training.train_utils import create_optims_default_chainer
-
 # What a reference read from a file may name, by its key. A key expects a kind of object, from
 # a few namespaces of Chainer and researchutils (module prefixes) or a few named objects, or
-# from the modules the caller allows. Anything else is refused before any import.
-_SCHEDULERS = tuple(getattr(chainer.training.extensions, name) for name in (
-    'ExponentialShift', 'InverseShift', 'LinearShift', 'MultistepShift', 'PolynomialShift',
-    'StepShift', 'WarmupShift'))
+# from the modules the caller allows. Anything else is refused before any import. Named
+# objects are given by their references: the default optimizer builder is trusted without
+# this module importing train_utils, which re-exports this module's names for older scripts
+# (an import circle otherwise).
+_SCHEDULERS = tuple('{0.__module__}:{0.__qualname__}'.format(
+    getattr(chainer.training.extensions, name)) for name in (
+        'ExponentialShift', 'InverseShift', 'LinearShift', 'MultistepShift', 'PolynomialShift',
+        'StepShift', 'WarmupShift'))
+_DEFAULT_OPTIM_BUILDER = ('researchutils.chainer.training.train_utils:'
+                          'create_optims_default_chainer')
 _FUNCTION_MODULES = ('chainer.functions', 'researchutils.chainer.functions')
 # Module name parts refused inside Chainer, NumPy and researchutils (never even imported).
 _REFUSED_PARTS = ('tests', 'testing', 'distutils', 'f2py', 'ctypeslib')
@@ -37,7 +41,7 @@ class _Rule(object):
     def __init__(self, kind, library=(), named=(), model_package=True, loaded=False):
         self.kind = kind  # a base class, 'callable' or 'network'
         self.library = library  # module prefixes in Chainer / researchutils
-        self.named = named  # or exactly these objects
+        self.named = named  # or exactly these objects ("module:qualname")
         self.model_package = model_package  # the model class's package is trusted
         self.loaded = loaded  # any module already imported (model_cls only)
 
@@ -61,7 +65,7 @@ class _Rule(object):
 _RULES = {
     'optimizer_cls': _Rule(chainer.Optimizer, library=('chainer.optimizers',)),
     'lr_sched_cls': _Rule(chainer.training.Extension, named=_SCHEDULERS, model_package=False),
-    'optim_builder': _Rule('callable', named=(create_optims_default_chainer,)),
+    'optim_builder': _Rule('callable', named=(_DEFAULT_OPTIM_BUILDER,)),
     'model_cls': _Rule('network', model_package=False, loaded=True),
 }
 _DEFAULT_RULE = _Rule('callable', library=_FUNCTION_MODULES)
@@ -98,17 +102,24 @@ def object_reference(value, where):
                          'starting with "_", so give it a public name'.format(
                              where, value, qualname))
     reference = '{}:{}'.format(module, qualname)
-    # The value's module is loaded already: look it up there, importing nothing.
+    if _loaded_object(module, qualname) is not value:
+        raise ValueError('{} is {!r}, but {!r} does not import back to it: use a class or a '
+                         'function defined at module level'.format(where, value, reference))
+    return reference
+
+
+def _loaded_object(module, qualname):
+    """The object ``module:qualname`` names, looked up in a loaded module (None if not found).
+
+    Imports nothing: the module of a value, or of a value just resolved, is loaded already.
+    """
     found = sys.modules.get(module)
     try:
         for part in qualname.split('.'):
             found = getattr(found, part)
     except AttributeError:
-        found = None
-    if found is not value:
-        raise ValueError('{} is {!r}, but {!r} does not import back to it: use a class or a '
-                         'function defined at module level'.format(where, value, reference))
-    return reference
+        return None
+    return found
 
 
 def _check_allowed_modules(allowed_modules):
@@ -129,7 +140,8 @@ def _library_module_allowed(module_name, rule):
         return False
     # A named object may be reached through its module or a package above it.
     return (_in_modules(module_name, rule.library)
-            or any(_in_modules(value.__module__, (module_name,)) for value in rule.named))
+            or any(_in_modules(named.partition(':')[0], (module_name,))
+                   for named in rule.named))
 
 
 def _user_module_allowed(module_name, user_modules):
@@ -248,7 +260,7 @@ def resolve_reference(reference, where, allowed_modules=(), key=None, model_pack
         raise ValueError('{}: cannot import {!r} ({})'.format(where, reference, error)) from error
     defined_in = getattr(value, '__module__', None)
     if rule.named and not _user_module_allowed(str(defined_in), user_modules):
-        from_here = any(value is named for named in rule.named)
+        from_here = any(value is _loaded_object(*named.split(':')) for named in rule.named)
     else:
         from_here = isinstance(defined_in, str) and allowed_module(defined_in)
     if not (rule.right_kind(value) and from_here):
@@ -260,8 +272,7 @@ def resolve_reference(reference, where, allowed_modules=(), key=None, model_pack
 
 
 def _where_from(rule, user_modules):
-    sources = list(rule.library) + ['{}:{}'.format(value.__module__, value.__qualname__)
-                                    for value in rule.named] + list(user_modules)
+    sources = list(rule.library) + list(rule.named) + list(user_modules)
     if rule.loaded:
         sources.append('a module already imported')
     return ', '.join(sources) or 'nowhere'

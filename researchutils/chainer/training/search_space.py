@@ -14,6 +14,9 @@ import numbers
 
 # A float step divides high - low when the quotient is this close to an integer.
 _STEP_TOLERANCE = 1e-9
+# Optuna stores every sampled value as a float: an integer range keeps its values exact only
+# within the integers a float holds exactly.
+_EXACT_INT_LIMIT = 2 ** 53
 
 
 def _number(value, argument, where, integer):
@@ -21,10 +24,21 @@ def _number(value, argument, where, integer):
     if isinstance(value, bool) or not isinstance(value, kind):
         raise TypeError('{}: {} must be {}, got {!r}'.format(
             where, argument, 'an integer' if integer else 'a real number', value))
-    value = int(value) if integer else float(value)
-    if not math.isfinite(value):
-        raise ValueError('{}: {} must be finite, got {!r}'.format(where, argument, value))
-    return value
+    if integer:
+        value = int(value)
+        if abs(value) > _EXACT_INT_LIMIT:
+            raise ValueError('{}: {}={!r} is beyond 2**53 in size: Optuna stores the values '
+                             'it samples as floats, which hold no larger integers exactly'
+                             .format(where, argument, value))
+        return value
+    try:
+        converted = float(value)
+    except OverflowError:  # an int or Fraction past the largest float
+        converted = math.inf
+    if not math.isfinite(converted):
+        raise ValueError('{}: {} must be finite, within the largest float, got {!r}'.format(
+            where, argument, value))
+    return converted
 
 
 class _Range(object):
@@ -43,9 +57,15 @@ class _Range(object):
         if self.low > self.high:
             raise ValueError('{}: low={!r} is above high={!r}'.format(where, self.low,
                                                                        self.high))
+        if not math.isfinite(self.high - self.low):
+            raise ValueError('{}: high - low overflows a float (low={!r}, high={!r}): '
+                             'narrow the range'.format(where, self.low, self.high))
         if log and self.low <= 0:
             raise ValueError('{}: a log-scale range needs low > 0, got low={!r}'.format(
                 where, self.low))
+        if step is None and self._integer:
+            raise TypeError('{}: step must be a positive integer, got None (1 takes every '
+                            'integer from low to high)'.format(where))
         self.step = None if step is None else _number(step, 'step', where, self._integer)
         if self.step is None:
             return
@@ -54,8 +74,11 @@ class _Range(object):
         if log and (self.step != 1 or not self._integer):
             raise ValueError('{}: a log-scale range takes no step (got step={!r}): the '
                              'values are spread evenly in log space'.format(where, self.step))
-        quotient = (self.high - self.low) / self.step
-        if abs(quotient - round(quotient)) > _STEP_TOLERANCE * max(1.0, quotient):
+        if not self._integer and not math.isfinite((self.high - self.low) / self.step):
+            raise ValueError('{}: step={!r} cuts high - low = {!r} into more steps than a '
+                             'float counts: choose a larger step'.format(
+                                 where, self.step, self.high - self.low))
+        if not self._on_step(self.high):
             raise ValueError('{}: step={!r} does not divide high - low = {!r}: choose high '
                              'as low plus a whole number of steps'.format(
                                  where, self.step, self.high - self.low))
@@ -72,10 +95,15 @@ class _Range(object):
         kind = numbers.Integral if self._integer else numbers.Real
         if isinstance(value, bool) or not isinstance(value, kind):
             return False
-        if not (math.isfinite(value) and self.low <= value <= self.high):
+        # Compared as they are: NaN and infinities fall outside, huge ints do not overflow.
+        if not self.low <= value <= self.high:
             return False
-        if self.step is None or self.log:
-            return True
+        return self.step is None or self.log or self._on_step(value)
+
+    def _on_step(self, value):
+        """Whether ``value`` (from low to high) is low plus a whole number of steps."""
+        if self._integer:
+            return (value - self.low) % self.step == 0
         steps = (value - self.low) / self.step
         return abs(steps - round(steps)) <= _STEP_TOLERANCE * max(1.0, steps)
 
@@ -113,8 +141,10 @@ class FloatRange(_Range):
     Raises:
         TypeError: A bound or step is not a real number (bools are refused).
         ValueError: ``low > high``, a log range with ``low <= 0`` or a step,
-            a step that is not positive or does not divide ``high - low``, or
-            a bound that is NaN or infinite. The message names the argument.
+            a step that is not positive or does not divide ``high - low`` (or
+            cuts it into more steps than a float counts), a bound that is NaN,
+            infinite or beyond the largest float, or a range wider than the
+            largest float. The message names the argument.
 
     Example:
         >>> FloatRange(1e-4, 1e-1, log=True)
@@ -139,11 +169,13 @@ class IntRange(_Range):
         high (int): The largest value, at least ``low``.
         log (bool): Sample on a log scale (then ``low > 0``, and ``step`` 1).
         step (int): Sample only ``low + k * step``; it must divide
-            ``high - low``.
+            ``high - low``. The default 1 takes every integer.
 
     Raises:
-        TypeError: A bound or step is not an integer.
-        ValueError: As for :class:`FloatRange`.
+        TypeError: A bound or step is not an integer (``step=None`` included).
+        ValueError: As for :class:`FloatRange`, and a bound beyond ``2**53``
+            in size (Optuna stores values as floats, which hold no larger
+            integers exactly).
 
     Example:
         >>> IntRange(8, 64, step=8).contains(24)
@@ -179,8 +211,5 @@ def _range_from_json(value, where):
             {'low', 'high'} <= set(fields)):
         raise ValueError('{}: {} holds {!r}; it takes the keys low, high and optionally log '
                          'and step'.format(where, json_key, fields))
-    range_class = _BY_JSON_KEY[json_key]
     kwargs = {name: fields[name] for name in ('log', 'step') if name in fields}
-    if range_class is IntRange and kwargs.get('step', 1) is None:
-        kwargs['step'] = 1
-    return range_class(fields['low'], fields['high'], where=where, **kwargs)
+    return _BY_JSON_KEY[json_key](fields['low'], fields['high'], where=where, **kwargs)

@@ -62,20 +62,28 @@ def create_optims_default_chainer(model, optim_cls, **optim_params):
 def atomic_write_text(path, text):
     """Writes ``text`` to ``path`` atomically (a temporary file, then ``os.replace``).
 
+    The same writer as :func:`researchutils.files.write_text_to_file`, which
+    needs the folder to exist.
+
     Args:
         path (str): The file to write; its folder is created when missing.
-        text (str): The content.
+        text (str): The content, written as UTF-8.
+
+    Raises:
+        TypeError: ``text`` is not a str.
 
     Example:
         >>> import tempfile
         >>> path = os.path.join(tempfile.mkdtemp(), 'settings.json')
         >>> atomic_write_text(path, '{}')
-        >>> open(path).read()
+        >>> with open(path) as stream:
+        ...     stream.read()
         '{}'
     """
+    if not isinstance(text, str):
+        raise TypeError('text must be a str, got {}'.format(type(text).__name__))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    data = text.encode('utf-8')
-    _files.write_atomically(path, lambda file: file.write(data))
+    _files.write_text(path, text)
 
 
 # Names that moved to the references module keep their import path here; looked up on use,

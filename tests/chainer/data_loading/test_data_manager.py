@@ -12,6 +12,7 @@ from researchutils.chainer.data_loading import (
     RandomSampler,
     SequentialSampler,
 )
+from tests.support.processes import wait_until_taken
 from tests.support.start_methods import (
     PICKLING_START_METHODS,
     START_METHODS,
@@ -215,6 +216,82 @@ def test_a_used_iterator_loading_another_seeds_snapshot_continues_in_its_order(w
     finally:
         used.finalize()
     assert used.sampler.seed == 0
+
+
+def _order(seed, epoch, size):
+    """RandomSampler's documented order: ``RandomState([seed, epoch]).permutation(size)``."""
+    return np.random.RandomState([seed, epoch]).permutation(size).tolist()
+
+
+def _stopped_after(batch_size, n_batches, size=40, seed=2, **settings):
+    """The state of an iterator stopped after ``n_batches``, and the batches it gave."""
+    iterator = DataManager(Numbers(size), batch_size, sampler_cls=RandomSampler,
+                           sampler_kwargs={'seed': seed}, **settings).get_iterator()
+    given = [iterator.next() for _ in range(n_batches)]
+    state = {}
+    iterator.serialize(chainer.serializers.DictionarySerializer(state))
+    return state, firsts(given)
+
+
+def _resumed(state, batch_size, size=40, workers=0, **settings):
+    iterator = DataManager(Numbers(size), batch_size, sampler_cls=RandomSampler,
+                           n_process_augmentation=workers, **settings).get_iterator()
+    iterator.serialize(chainer.serializers.NpzDeserializer(state))
+    return iterator
+
+
+def _rest_of_epoch(iterator):
+    batches = []
+    epoch = iterator.epoch
+    while iterator.epoch == epoch:
+        batches.append(iterator.next())
+    assert iterator.is_new_epoch
+    return firsts(batches)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('workers', [0, 2])
+@pytest.mark.parametrize('new_batch_size', [4, 16])
+def test_a_snapshot_resumed_with_another_batch_size_continues_the_epoch_by_example(
+        workers, new_batch_size):
+    # Stopped after 2 batches of 8: the resumed run goes on from example 16 of the order.
+    state, before = _stopped_after(8, 2)
+    iterator = _resumed(state, new_batch_size, workers=workers)
+    try:
+        after = _rest_of_epoch(iterator)
+        following = firsts([iterator.next()])
+    finally:
+        iterator.finalize()
+    order = _order(2, 0, 40)
+    assert before == [order[0:8], order[8:16]]
+    assert after == [order[start:start + new_batch_size]
+                     for start in range(16, 40, new_batch_size)]
+    # Each example of the epoch once; then epoch 1 in batches of the new size.
+    assert sorted(index for batch in before + after for index in batch) == list(range(40))
+    assert following == [_order(2, 1, 40)[:new_batch_size]]
+
+
+def test_with_drop_last_a_larger_batch_size_drops_the_rest_of_the_epoch_it_resumes_in():
+    # 40 examples: 4 full batches of 8 were planned; after 3 (24 examples) only 16 are
+    # left, which one batch of 32 cannot hold: the epoch ends there, as without a stop.
+    state, _ = _stopped_after(8, 3, drop_last=True)
+    iterator = _resumed(state, 32, drop_last=True)
+    assert (iterator.epoch, iterator.is_new_epoch) == (1, True)
+    assert firsts([iterator.next()]) == [_order(2, 1, 40)[:32]]
+
+
+def test_a_snapshot_written_when_positions_counted_batches_still_resumes():
+    state, _ = _stopped_after(8, 2)
+    del state['current_position']
+    state['position'] = np.asarray(2)
+    assert _rest_of_epoch(_resumed(state, 8)) == [
+        _order(2, 0, 40)[start:start + 8] for start in range(16, 40, 8)]
+
+
+def test_a_snapshot_of_a_position_beyond_the_dataset_is_refused_naming_it():
+    state, _ = _stopped_after(8, 2)
+    with pytest.raises(ValueError, match='current_position 16 outside 0..9'):
+        _resumed(state, 8, size=10)
 
 
 def test_a_snapshot_after_exactly_one_batch_resumes_with_previous_epoch_detail_zero():
@@ -452,28 +529,21 @@ def _new_workers(before):
     return sorted(set(multiprocessing.active_children()) - before, key=lambda p: p.pid)
 
 
-def _wait_until_ignored(pid, signal_number, timeout=30.0):
-    """Waits until process ``pid`` ignores ``signal_number`` (Linux: /proc/PID/status)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with open('/proc/{}/status'.format(pid)) as status:
-            mask = next(line for line in status if line.startswith('SigIgn:'))
-        if int(mask.split()[1], 16) >> (signal_number - 1) & 1:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError('process {} did not ignore {} within {} s'.format(
-                pid, signal.Signals(signal_number).name, timeout))
-        time.sleep(0.01)
+def _signal_from_another_process(pid, signal_number):
+    """Sends ``signal_number`` to ``pid`` from a ``kill`` process, as a cluster would."""
+    import subprocess
+    subprocess.run(['kill', '-s', signal.Signals(signal_number).name[3:], str(pid)],
+                   check=True, timeout=60)
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize('start_method', START_METHODS)
-def test_a_sigusr1_sent_to_the_workers_is_left_to_the_main_process(start_method):
-    # SLURM's warning before the time limit may reach every process of the job: the
-    # workers go on making batches, and the main process alone decides when they end.
+def test_sigusr1_and_sigterm_sent_to_the_workers_are_left_to_the_main_process(start_method):
+    # SLURM's warning before the time limit, and scancel, reach every process of the job:
+    # the workers go on making batches, and the main process alone decides when they end.
     import multiprocessing
     before = set(multiprocessing.active_children())
-    manager = DataManager(Numbers(8), 2, transforms=add_one, n_process_augmentation=2)
+    manager = DataManager(Numbers(16), 2, transforms=add_one, n_process_augmentation=2)
     with using_start_method(start_method):
         iterator = manager.get_iterator()
         try:
@@ -481,19 +551,20 @@ def test_a_sigusr1_sent_to_the_workers_is_left_to_the_main_process(start_method)
             workers = _new_workers(before)
             assert len(workers) == 2
             for worker in workers:
-                _wait_until_ignored(worker.pid, signal.SIGUSR1)
-                os.kill(worker.pid, signal.SIGUSR1)
-            time.sleep(0.5)           # time for the signal's default action, which would kill
-            assert all(worker.exitcode is None for worker in workers)
+                for number in (signal.SIGUSR1, signal.SIGTERM):
+                    _signal_from_another_process(worker.pid, number)
+                # Taken by the worker, which still runs.
+                wait_until_taken(worker.pid, (signal.SIGUSR1, signal.SIGTERM), 60)
             got += [iterator.next() for _ in range(2 * len(manager) - 1)]
+            assert all(worker.exitcode is None for worker in workers)
         finally:
             iterator.finalize()
-    assert firsts(got) == [[1, 2], [3, 4], [5, 6], [7, 8]] * 2
+    assert firsts(got) == [[i + 1, i + 2] for i in range(0, 16, 2)] * 2
     assert _new_workers(before) == []
 
 
 @pytest.mark.timeout(120)
-def test_forked_workers_end_by_sigterm_at_finalize_despite_a_handler_of_the_main_process():
+def test_finalize_ends_forked_workers_at_once_despite_a_handler_of_the_main_process():
     # PreemptionSnapshot's SIGTERM handler only sets a flag; a worker forked with it kept
     # running on SIGTERM, and finalize() waited, then killed it.
     import multiprocessing
@@ -505,12 +576,10 @@ def test_forked_workers_end_by_sigterm_at_finalize_despite_a_handler_of_the_main
             iterator = manager.get_iterator()
             iterator.next()
             workers = _new_workers(before)
-            for worker in workers:     # past its signal set-up (SIGTERM is reset first)
-                _wait_until_ignored(worker.pid, signal.SIGUSR1)
             iterator.finalize()
     finally:
         signal.signal(signal.SIGTERM, previous)
-    assert [worker.exitcode for worker in workers] == [-signal.SIGTERM] * 2
+    assert [worker.exitcode for worker in workers] == [-signal.SIGKILL] * 2
 
 
 @pytest.mark.timeout(60)

@@ -13,8 +13,6 @@ from researchutils.chainer.models import (
     AbstractChainerNetwork,
     DataParallelChainerNetwork,
     DataParallelChainerOptimizer,
-    ParallelOptimizerCumulateGradientsHook,
-    ParallelOptimizerUpdateModelParameters,
     data_parallel,
 )
 from researchutils.chainer.serializers import load_model, save_model
@@ -130,20 +128,6 @@ def test_replicas_hold_the_master_parameters_after_each_step(replicas):
         _assert_params_equal(replica, model.module, rtol=0, atol=0)
 
 
-def test_loss_scaling_set_through_the_wrapper_trains_like_plain():
-    seen = []
-
-    def scale_and_record(plain_optimizer, optimizer):
-        optimizer.set_loss_scale(32.0)
-        optimizer.add_hook(lambda opt: seen.append(opt.target.module.l1.W.grad.copy()),
-                           name='record')
-
-    plain_optimizer, _ = _assert_trains_like_plain(_batches(1, size=7),
-                                                   prepare=scale_and_record)
-    np.testing.assert_allclose(seen[0], 32.0 * plain_optimizer.target.l1.W.grad,
-                               rtol=1e-4, atol=1e-5)
-
-
 def test_update_with_a_loss_function_equals_plain_training():
     plain = MLP()
     plain_optimizer = OPTIMIZERS['MomentumSGD']().setup(plain)
@@ -157,21 +141,6 @@ def test_update_with_a_loss_function_equals_plain_training():
 
 def test_batch_smaller_than_device_count_trains_like_plain():
     _assert_trains_like_plain(_batches(2, size=2))
-
-
-def test_setting_up_twice_still_sums_gradients_once():
-    def set_up_again(plain_optimizer, optimizer):
-        assert optimizer.setup(optimizer.target) is optimizer
-
-    _assert_trains_like_plain(_batches(2, size=6), devices=[CPU] * 2, prepare=set_up_again)
-
-
-def test_hooks_added_after_setup_see_the_summed_gradients():
-    def clip(plain_optimizer, optimizer):
-        for opt in (plain_optimizer, optimizer):
-            opt.add_hook(chainer.optimizer_hooks.GradientHardClipping(-0.05, 0.05))
-
-    _assert_trains_like_plain(_batches(2, size=9), prepare=clip)
 
 
 def test_lazily_initialized_replicas_start_from_the_master_values():
@@ -413,33 +382,6 @@ def test_init_kwargs_are_the_module_ones():
     assert model.init_kwargs == MLP(n_hidden=6).init_kwargs
 
 
-def test_optimizer_reads_and_writes_through_to_the_wrapped_optimizer():
-    inner = chainer.optimizers.MomentumSGD(lr=0.1)
-    optimizer = DataParallelChainerOptimizer(inner).setup(
-        DataParallelChainerNetwork(MLP(), [CPU] * 2))
-    optimizer.lr = 0.02
-    optimizer.new_epoch()
-    assert inner.lr == 0.02 and optimizer.hyperparam.lr == 0.02
-    assert optimizer.epoch == inner.epoch == 1 and optimizer.target is inner.target
-    assert isinstance(optimizer, chainer.Optimizer)
-
-
-def test_from_optimizer_class_builds_the_wrapped_optimizer():
-    optimizer = DataParallelChainerOptimizer.from_optimizer_class(
-        chainer.optimizers.Adam, alpha=0.003, beta1=0.8)
-    assert isinstance(optimizer.optimizer, chainer.optimizers.Adam)
-    assert optimizer.alpha == 0.003 and optimizer.beta1 == 0.8
-
-
-def test_hooks_are_named_and_timed_for_chainer():
-    assert (ParallelOptimizerCumulateGradientsHook.name,
-            ParallelOptimizerCumulateGradientsHook.timing,
-            ParallelOptimizerCumulateGradientsHook.call_for_each_param) == (
-                'DataParallelCumulateGradients', 'pre', False)
-    assert (ParallelOptimizerUpdateModelParameters.timing,
-            ParallelOptimizerUpdateModelParameters.call_for_each_param) == ('post', False)
-
-
 def _make_trainer(model, optimizer, out, iterations=4, rate='lr'):
     """A Trainer over 24 examples in batches of 6, ``rate`` halved every step, snapshot at end."""
     dataset = chainer.datasets.TupleDataset(
@@ -516,21 +458,6 @@ def test_rejects_an_unknown_device():
 def test_rejects_a_bad_batch_dim(batch_dim):
     with pytest.raises(ValueError, match='batch_dim'):
         DataParallelChainerNetwork(MLP(), [CPU], batch_dim=batch_dim)
-
-
-def test_optimizer_rejects_what_is_not_an_optimizer():
-    with pytest.raises(TypeError, match='optimizer'):
-        DataParallelChainerOptimizer(MLP())
-
-
-def test_from_optimizer_class_rejects_what_is_not_an_optimizer_class():
-    with pytest.raises(TypeError, match='optim_cls'):
-        DataParallelChainerOptimizer.from_optimizer_class(chainer.optimizers.SGD())
-
-
-def test_setup_rejects_a_plain_link():
-    with pytest.raises(TypeError, match='DataParallelChainerNetwork'):
-        DataParallelChainerOptimizer(chainer.optimizers.SGD()).setup(MLP())
 
 
 def test_docstring_examples_run():

@@ -76,6 +76,31 @@ def test_save_model_refuses_existing_path_and_leaves_it_untouched(tmp_path):
     assert _folder_entries(tmp_path) == ['model.npz']
 
 
+def test_save_model_with_overwrite_replaces_an_existing_file_with_the_new_weights(tmp_path):
+    # What BestModelSaver and the experiment's final model do (it was
+    # training/_model_files.replace_model).
+    path = str(tmp_path / 'best_model.npz')
+    first, second = make_model(seed=1), make_model(seed=2)
+    serializers.save_model(path, first, overwrite=True)
+    serializers.save_model(path, second, overwrite=True)
+    with numpy.load(path) as saved:
+        numpy.testing.assert_array_equal(saved['predictor/W'], second.predictor.W.array)
+    assert _folder_entries(tmp_path) == ['best_model.npz']
+
+
+def test_save_model_with_overwrite_keeps_the_mode_of_the_file_it_replaces(tmp_path):
+    path = str(tmp_path / 'best_model.npz')
+    serializers.save_model(path, make_model(), overwrite=True)
+    os.chmod(path, 0o640)
+    serializers.save_model(path, make_model(), overwrite=True)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
+
+
+def test_save_model_refuses_an_overwrite_that_is_not_a_bool(tmp_path):
+    with pytest.raises(TypeError, match="overwrite must be True or False, got 'yes'"):
+        serializers.save_model(str(tmp_path / 'model.npz'), make_model(), overwrite='yes')
+
+
 def test_file_created_by_another_process_during_the_save_is_never_overwritten(
         tmp_path, monkeypatch):
     path = tmp_path / 'model.npz'
@@ -140,6 +165,26 @@ def test_full_disk_mid_write_leaves_no_partial_or_temporary_file(tmp_path, monke
     assert written, 'the write went through the temporary file'
     assert _folder_entries(tmp_path) == []
     del info  # its traceback holds numpy's ZipFile; collect it inside this test
+    gc.collect()
+
+
+# numpy.savez leaves its ZipFile to the garbage collector after a failed write.
+@pytest.mark.filterwarnings('ignore::pytest.PytestUnraisableExceptionWarning')
+def test_full_disk_while_overwriting_keeps_the_old_model_whole(tmp_path, monkeypatch):
+    path = tmp_path / 'best_model.npz'
+    old = L.Linear(50, 50)
+    serializers.save_model(str(path), old, overwrite=True)
+    before = path.read_bytes()
+    open_temporary = _files.open_temporary
+    monkeypatch.setattr(_files, 'open_temporary', lambda folder, name: (
+        lambda opened: (_DiskFullAfter(opened[0], capacity=200), opened[1]))(
+            open_temporary(folder, name)))
+    with pytest.raises(OSError, match='best_model.npz') as info:
+        serializers.save_model(str(path), L.Linear(50, 50), overwrite=True)
+    assert info.value.errno == errno.ENOSPC
+    assert path.read_bytes() == before
+    assert _folder_entries(tmp_path) == ['best_model.npz']
+    del info
     gc.collect()
 
 

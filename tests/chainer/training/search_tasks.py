@@ -8,6 +8,7 @@ SAVE_PATH N_TRIALS STORAGE [SECONDS_PER_EPOCH [NUM_EPOCHS]]`` it runs one search
 the trials it ran (not its surplus ones) as JSON on its last line.
 """
 import json
+import math
 import os
 import sys
 
@@ -33,6 +34,30 @@ def search_experiment(save_path, params=None, extensions=()):
 
 def search_managers():
     return tasks.make_managers(n_train=128, n_val=32)
+
+
+def trial_folder(save_path, trial):
+    """The folder of a trial (an optuna FrozenTrial) of the experiment ``exp``, as it
+    recorded it."""
+    return os.path.join(save_path, 'exp', trial.user_attrs['folder'])
+
+
+class MarkedRegressor(tasks.Regressor):
+    """The task's model with a ``marker`` parameter: with ``marker`` other than infinite its
+    predictions are 100 off, so the trial of an infinite marker is the best."""
+
+    def __init__(self, marker=None, **kwargs):
+        super().__init__(**kwargs)
+        self.offset = 0.0 if marker == math.inf else 100.0
+
+    def forward(self, x):
+        return {'pred': super().forward(x)['pred'] + self.offset}
+
+
+def mse_or_inf(pred, label):
+    """The task's MSE, infinite for a model 100 off (a MarkedRegressor's other markers)."""
+    mse = tasks.mean_squared_error(pred, label)
+    return math.inf if mse > 1000 else mse
 
 
 def storage(save_path, name):

@@ -133,13 +133,6 @@ def test_key_mapping_to_a_missing_batch_key_fails_before_training(tmp_path):
     assert not os.path.exists(exp.output_dir)
 
 
-def test_model_parameters_that_do_not_fit_fail_before_training(tmp_path):
-    exp = experiment(tmp_path, tasks.make_params(model={'num_layers': 3}))
-    with pytest.raises(TypeError, match='"model" parameters .* do not fit Regressor'):
-        exp.run(*tasks.make_managers())
-    assert not os.path.exists(exp.output_dir)
-
-
 def test_training_batches_need_a_data_entry(tmp_path):
     train = DataManager([{'x': np.ones(4, np.float32), 'label': np.ones(2, np.float32)}], 1)
     with pytest.raises(KeyError, match='batch\\["data"\\]'):
@@ -150,33 +143,6 @@ def test_variable_parameters_need_grid_search_to_run(tmp_path):
     params = tasks.make_params(variable={'model': {'num_hidden': [4, 8]}})
     with pytest.raises(ValueError, match='grid'):
         experiment(tmp_path, params).run(*tasks.make_managers())
-
-
-@pytest.mark.gpu
-def test_training_on_gpu_0_learns(tmp_path):
-    exp = experiment(tmp_path, val_score_key='MSE', gpu_ids=[0])
-    train, val = tasks.make_managers()
-    before = val_mse(exp, exp.build_model(), val)
-    model = exp.run(train, val)
-    assert model.device.xp is not np
-    assert val_mse(exp, model, val) < before / 10
-
-
-def test_several_devices_train_a_data_parallel_model_like_one_device(tmp_path):
-    from researchutils.chainer.models import (
-        DataParallelChainerNetwork,
-        DataParallelChainerOptimizer,
-    )
-    params = tasks.make_params(num_epochs=2)
-    single = experiment(tmp_path / 'single', params).run(*tasks.make_managers())
-    parallel_exp = experiment(tmp_path / 'parallel', params, gpu_ids=['@numpy', '@numpy'])
-    parallel = parallel_exp.run(*tasks.make_managers())
-    assert isinstance(parallel, DataParallelChainerNetwork)
-    assert isinstance(parallel_exp.trainer.updater.get_optimizer('main'),
-                      DataParallelChainerOptimizer)
-    for name, param in single.namedparams():
-        np.testing.assert_allclose(dict(parallel.namedparams())[name].array, param.array,
-                                   rtol=1e-4, atol=1e-5, err_msg=name)
 
 
 @pytest.mark.timeout(60)

@@ -142,3 +142,52 @@ def test_without_preemption_snapshot_a_signal_ends_the_run_without_a_snapshot(tm
     # Only the epoch-end snapshot of epoch 1: the run resumes from the end of epoch 1.
     assert sorted(name for name in os.listdir(str(tmp_path / 'exp'))
                   if name.startswith('snapshot')) == ['snapshot_epoch_1']
+
+
+_worker_references = {}
+
+
+def _worker_reference(tmp_path_factory):
+    if 'run' not in _worker_references:
+        out = tmp_path_factory.mktemp('uninterrupted_workers')
+        status, stderr = _finish(_start(out, 'run', '--workers'))
+        assert status == 0, stderr
+        _worker_references['run'] = _outcome(out)
+    return _worker_references['run']
+
+
+def _wait_for_the_child(process, path):
+    try:
+        wait_for(str(path), timeout=PROCESS_TIMEOUT)
+    except TimeoutError:
+        process.kill()
+        raise AssertionError(_finish(process)[1]) from None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('hold', ['hold', 'hold_validation'],
+                         ids=['waiting_for_a_training_batch', 'during_validation'])
+def test_sigterm_to_the_whole_job_while_its_workers_make_batches_resumes_bit_identical(
+        tmp_path, tmp_path_factory, hold):
+    # As scancel, a time limit or pkill send it: to the main process and its DataManager
+    # workers at once, while the main process waits for a batch the workers are making.
+    if hold == 'hold_validation':
+        touch(str(tmp_path / hold))  # the first validation waits for its workers
+        process = start_module('tests.support.preemptible_experiment', tmp_path, 'run',
+                               '--workers', new_session=True)
+    else:
+        process = start_module('tests.support.preemptible_experiment', tmp_path, 'run',
+                               '--workers', '--pause-at', 'exp', '4', new_session=True)
+        _wait_for_the_child(process, tmp_path / 'paused')
+        touch(str(tmp_path / hold))
+        touch(str(tmp_path / 'go'))
+    _wait_for_the_child(process, tmp_path / (hold + '.waiting'))
+    os.killpg(process.pid, signal.SIGTERM)
+    touch(str(tmp_path / (hold + '.release')))
+    status, stderr = _finish(process)
+    assert status == 75, stderr
+    assert 'PreemptionSnapshot: SIGTERM received' in stderr
+    assert 'Traceback' not in stderr
+    status, stderr = _finish(_start(tmp_path, 'run', '--workers'))
+    assert status == 0, stderr
+    _assert_same_outcome(_outcome(tmp_path), _worker_reference(tmp_path_factory))

@@ -10,7 +10,8 @@ import signal
 import numpy
 import pytest
 
-from researchutils.chainer.training import ChainerExperiment, _model_files
+from researchutils.chainer.training import ChainerExperiment
+from researchutils.chainer.training._experiment import files as experiment_files
 from researchutils.chainer.training.extensions import Preempted
 from tests.chainer.training import tasks
 from tests.support.preemptible_experiment import PauseAt
@@ -106,6 +107,6 @@ def test_each_rank_resumes_from_its_own_snapshot_only_when_every_rank_has_it(
     if comm.rank == 0:
         _plant(shared_path, files)
     comm.mpi_comm.barrier()
-    path = _model_files.resume_snapshot(shared_path, comm)
+    path = experiment_files.resume_snapshot(shared_path, comm)
     names = comm.mpi_comm.allgather(None if path is None else os.path.basename(path))
     assert names == chosen

@@ -99,3 +99,12 @@ def test_an_array_with_a_numeric_dtype_round_trips(dtype):
     array = np.arange(3).astype(dtype)
     decoded = _decode_training(json_values.to_json_value({'a': array}))['training']['a']
     assert decoded.dtype == np.dtype(dtype) and decoded.tolist() == array.tolist()
+
+
+def test_load_json_of_an_integer_longer_than_python_reads_names_the_file(tmp_path):
+    # Python refuses int('9' * 5000) (sys.get_int_max_str_digits(), 4300 by default) with a
+    # ValueError that says nothing of the file.
+    path = tmp_path / 'experiment.json'
+    path.write_text('{"seed": ' + '9' * 5000 + '}')
+    with pytest.raises(ValueError, match=r'experiment\.json: a value cannot be read: .*4300'):
+        json_values.load_json(str(path))

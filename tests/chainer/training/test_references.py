@@ -255,3 +255,67 @@ def test_a_parameter_named_model_cls_gets_the_rule_of_functions():
         json_values.from_json_value(
             {'model': {'model_cls': {'__object__': 'tests.chainer.training.tasks:Regressor'}}},
             'fixed_params')
+
+
+# A trusted module prefix covers that module and its submodules, never a longer name -------
+
+@pytest.fixture
+def lookalike_module(tmp_path, monkeypatch):
+    """A module ``researchutilsx`` on sys.path whose import creates a marker folder."""
+    marker = tmp_path / 'imported'
+    (tmp_path / 'researchutilsx.py').write_text(
+        'import os\nos.mkdir({!r})\n\ndef loss(pred, label):\n    return 0\n'.format(
+            str(marker)))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield marker
+    sys.modules.pop('researchutilsx', None)
+
+
+@pytest.mark.parametrize('key, options', [
+    ('losses/L1', {'allowed_modules': ['researchutils']}),
+    ('losses/L1', {'model_package': 'researchutils'}),
+    ('lr_sched_cls', {'allowed_modules': ['researchutils']}),
+])
+def test_researchutilsx_is_not_trusted_for_researchutils(lookalike_module, key, options):
+    with pytest.raises(ValueError, match="names the module 'researchutilsx', which is not "
+                                         "trusted"):
+        references.resolve_reference('researchutilsx:loss', key, key=key, **options)
+    assert not lookalike_module.exists() and 'researchutilsx' not in sys.modules
+
+
+@pytest.mark.parametrize('reference', ['researchutils.chainer.functionsx:relu',
+                                       'chainer.functionsx:relu'])
+def test_a_library_prefix_does_not_trust_a_longer_module_name(reference):
+    with pytest.raises(ValueError, match='which is not trusted'):
+        references.resolve_reference(reference, 'losses/L1')
+
+
+MAIN_SCRIPT = '''
+import sys
+from researchutils.chainer.training import references
+
+def my_loss(pred, label):
+    return 0
+
+def outcome(**options):
+    try:
+        value = references.resolve_reference('__main__:my_loss', 'losses/L1', **options)
+    except ValueError as error:
+        return 'refused' if 'not trusted' in str(error) else 'error: {}'.format(error)
+    return 'trusted' if value is my_loss else 'other: {!r}'.format(value)
+
+print(outcome())
+print(outcome(allowed_modules=['__main__']))
+print(outcome(allowed_modules=['mypackage']))
+print(outcome(model_package=references.model_package(type('Net', (), {}))))
+print(outcome(allowed_modules=['__main__x']))
+'''
+
+
+def test_references_into_main_are_trusted_only_when_main_is_allowed(tmp_path):
+    # Run as a script, so that __main__ is the running script defining my_loss.
+    script = tmp_path / 'script.py'
+    script.write_text(MAIN_SCRIPT)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert out.split('\n')[:5] == ['refused', 'trusted', 'refused', 'refused', 'refused']

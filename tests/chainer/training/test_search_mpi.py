@@ -31,7 +31,8 @@ def test_rank_zero_asks_and_every_rank_trains_each_trial(comm, shared_path):
     assert [choice for choice, _ in summary['results']] == [
         {search_tasks.LR_KEY: 0.1}, {search_tasks.LR_KEY: 0.3}]
     assert (summary['study'] is None) == (comm.rank != 0)
-    log = tasks.read_log(os.path.join(shared_path, 'exp', 'trial_1'))
+    # Every rank has the summary of the folders rank 0 claimed for the trials.
+    log = tasks.read_log(os.path.join(shared_path, 'exp', summary['trials'][1]['folder']))
     assert [entry['epoch'] for entry in log] == [1, 2]
 
 

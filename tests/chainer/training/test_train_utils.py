@@ -86,3 +86,19 @@ def test_delira_and_earlier_import_paths_still_work_in_a_fresh_interpreter(first
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == 'ok'
+
+
+def test_atomic_write_text_writes_what_files_write_text_to_file_writes(tmp_path):
+    # One writer behind both public names: UTF-8, line endings as given.
+    from researchutils.files import write_text_to_file
+    text = 'alpha=0.1\r\nnote: \u00e9t\u00e9 \u2713\n'
+    train_utils.atomic_write_text(str(tmp_path / 'a.txt'), text)
+    write_text_to_file(str(tmp_path / 'b.txt'), text)
+    assert (tmp_path / 'a.txt').read_bytes() == (tmp_path / 'b.txt').read_bytes()
+    assert (tmp_path / 'a.txt').read_bytes() == text.encode('utf-8')
+
+
+def test_atomic_write_text_of_bytes_is_refused_and_leaves_nothing(tmp_path):
+    with pytest.raises(TypeError, match='text must be a str, got bytes'):
+        train_utils.atomic_write_text(str(tmp_path / 'settings.json'), b'{}')
+    assert os.listdir(str(tmp_path)) == []

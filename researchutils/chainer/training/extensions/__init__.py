@@ -7,26 +7,43 @@ signals; only the user adds them to a Trainer. :class:`PredictorEvaluator`,
 :class:`~researchutils.chainer.training.ChainerExperiment` puts on its own
 Trainer; they work on any Trainer too.
 
-Importing this package loads no optional dependency (so importing
-:mod:`researchutils.chainer.training`, which uses the experiment's
-extensions, does not either); slack_sdk is imported only when a
+Each name is loaded on first use, and no extension imports the experiment: importing one
+loads that extension alone, and no optional dependency (slack_sdk is imported only when a
 :class:`SlackReport` is made from a token, Optuna only when a
-:class:`ChainerPruningExtension` is made.
+:class:`ChainerPruningExtension` is made).
 """
-from researchutils.chainer.training.extensions.best_model_saver import BestModelSaver
-from researchutils.chainer.training.extensions.chainer_pruning_extension import (
-    ChainerPruningExtension,
-)
-from researchutils.chainer.training.extensions.predictor_evaluator import PredictorEvaluator
-from researchutils.chainer.training.extensions.preemption_snapshot import (
-    Preempted,
-    PreemptionSnapshot,
-)
-from researchutils.chainer.training.extensions.slack_report import SlackReport  # NOQA
-from researchutils.chainer.training.extensions.stop_on_non_number import (
-    StopOnNonNumber,
-    TrainingDiverged,
-)
+from typing import TYPE_CHECKING
 
-__all__ = ['BestModelSaver', 'ChainerPruningExtension', 'Preempted', 'PredictorEvaluator',
-           'PreemptionSnapshot', 'SlackReport', 'StopOnNonNumber', 'TrainingDiverged']
+from researchutils._lazy import lazy_exports
+
+_EXPORTS = {
+    'best_model_saver': ['BestModelSaver'],
+    'chainer_pruning_extension': ['ChainerPruningExtension'],
+    'predictor_evaluator': ['PredictorEvaluator'],
+    'preemption_snapshot': ['Preempted', 'PreemptionSnapshot'],
+    'slack_report': ['SlackReport'],
+    'stop_on_non_number': ['StopOnNonNumber', 'TrainingDiverged'],
+}
+__all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
+
+if TYPE_CHECKING:  # the table above, for type checkers and IDEs
+    from researchutils.chainer.training.extensions.best_model_saver import (
+        BestModelSaver as BestModelSaver,
+    )
+    from researchutils.chainer.training.extensions.chainer_pruning_extension import (
+        ChainerPruningExtension as ChainerPruningExtension,
+    )
+    from researchutils.chainer.training.extensions.predictor_evaluator import (
+        PredictorEvaluator as PredictorEvaluator,
+    )
+    from researchutils.chainer.training.extensions.preemption_snapshot import Preempted as Preempted
+    from researchutils.chainer.training.extensions.preemption_snapshot import (
+        PreemptionSnapshot as PreemptionSnapshot,
+    )
+    from researchutils.chainer.training.extensions.slack_report import SlackReport as SlackReport
+    from researchutils.chainer.training.extensions.stop_on_non_number import (
+        StopOnNonNumber as StopOnNonNumber,
+    )
+    from researchutils.chainer.training.extensions.stop_on_non_number import (
+        TrainingDiverged as TrainingDiverged,
+    )

@@ -1,9 +1,15 @@
-"""BestModelSaver: keeps the model of the best validation score in one npz file."""
+"""BestModelSaver: keeps the model of the best validation score in one npz file.
+
+It writes through :func:`researchutils.chainer.serializers.save_model` (atomic, replacing the
+older file) and orders scores with ``training/_scores``, as the experiment does; it imports
+nothing of the experiment. Tests: ``tests/chainer/training/extensions/test_best_model_saver.py``.
+"""
 import math
+import os
 
 import chainer
 
-from researchutils.chainer.training._model_files import replace_model
+from researchutils.chainer.serializers import save_model
 from researchutils.chainer.training._scores import check_val_score_mode, improves
 
 
@@ -21,7 +27,11 @@ class BestModelSaver(chainer.training.Extension):
         model (chainer.Link): The model to save.
         monitor (str): The observation key, e.g. ``"val/MSE"``.
         mode (str): ``"lowest"`` or ``"highest"`` is best.
-        path (str): The npz file.
+        path (str or os.PathLike): The npz file.
+
+    Raises:
+        TypeError, ValueError: An argument is wrong; the first wrong one, in the
+            signature's order, is named.
 
     Attributes:
         best_value (float): The best value seen (NaN before the first).
@@ -40,13 +50,20 @@ class BestModelSaver(chainer.training.Extension):
     name = 'best_model'
 
     def __init__(self, model, monitor, mode, path):
+        # Checked in the signature's order, so the first wrong argument is the one named.
         if not isinstance(model, chainer.Link):
             raise TypeError('model must be a chainer.Link, got {!r}'.format(
                 type(model).__name__))
+        if not isinstance(monitor, str):
+            raise TypeError('monitor must be an observation key such as "val/MSE", got '
+                            '{!r}'.format(monitor))
         self._model = model
         self._monitor = monitor
         self._mode = check_val_score_mode(mode, 'mode')
-        self._path = path
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError('path must be the npz file to write (str or os.PathLike), got '
+                            '{!r}'.format(path))
+        self._path = os.fspath(path)
         self.best_value = float('nan')
         self.best_epoch = 0
 
@@ -54,7 +71,7 @@ class BestModelSaver(chainer.training.Extension):
         value = float(trainer.observation[self._monitor])
         if not math.isnan(self.best_value) and not improves(self._mode, value, self.best_value):
             return
-        replace_model(self._path, self._model)
+        save_model(self._path, self._model, overwrite=True)
         self.best_value = value
         self.best_epoch = trainer.updater.epoch
 

@@ -6,6 +6,8 @@ import line. Needs Optuna (``pip install researchutils[search]``), imported when
 is made. Its tests are in
 ``tests/chainer/training/extensions/test_chainer_pruning_extension.py``.
 """
+import math
+import numbers
 import warnings
 
 import chainer
@@ -14,6 +16,17 @@ from chainer.training import triggers as chainer_triggers
 from researchutils._optuna import import_optuna
 
 _TRIGGERS = (chainer_triggers.IntervalTrigger, chainer_triggers.ManualScheduleTrigger)
+
+
+def _check_period(trigger, argument):
+    """An interval trigger fires every ``period`` units: a positive, finite number."""
+    if not isinstance(trigger, chainer_triggers.IntervalTrigger):
+        return
+    period = trigger.period
+    if isinstance(period, bool) or not isinstance(period, numbers.Real) or not (
+            0 < period < math.inf):
+        raise ValueError('pruner_trigger must fire every positive, finite number of epochs or '
+                         'iterations, got the period {!r} in {!r}'.format(period, argument))
 
 
 class ChainerPruningExtension(chainer.training.Extension):
@@ -55,6 +68,8 @@ class ChainerPruningExtension(chainer.training.Extension):
         TypeError: ``pruner_trigger`` is another kind of trigger (one that
             gives no step, such as a MinValueTrigger), or ``observation_key``
             is not a string.
+        ValueError: ``pruner_trigger``'s period is not a positive, finite
+            number (``(0, "epoch")``).
         ImportError: Optuna is missing (``pip install researchutils[search]``).
 
     Example:
@@ -75,6 +90,7 @@ class ChainerPruningExtension(chainer.training.Extension):
             raise TypeError('pruner_trigger must be an IntervalTrigger, a ManualScheduleTrigger '
                             'or a (period, unit) pair, got {!r}: pruning reports at a step, '
                             'which other triggers do not give'.format(pruner_trigger))
+        _check_period(self._pruner_trigger, pruner_trigger)
         self._comm = comm
         # A ChainerExperiment runs this extension on every rank, not only on rank 0.
         self.every_rank = comm is not None

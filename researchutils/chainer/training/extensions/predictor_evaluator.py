@@ -1,9 +1,11 @@
-"""PredictorEvaluator: NumPy validation metrics over a DataManager, as an extension."""
+"""PredictorEvaluator: NumPy validation metrics over a DataManager, as an extension.
+
+The Predictor and DataManager classes are imported when one is made, not with this module:
+importing an extension loads neither the data managers nor their worker processes. Its tests
+are in ``tests/chainer/training/extensions/test_predictor_evaluator.py``.
+"""
 import chainer
 import numpy
-
-from researchutils.chainer.data_loading import DataManager
-from researchutils.chainer.training.predictor import Predictor
 
 
 class PredictorEvaluator(chainer.training.Extension):
@@ -27,6 +29,10 @@ class PredictorEvaluator(chainer.training.Extension):
             None: ``("pred", "label")``.
         comm: A ChainerMN communicator, or None.
 
+    Raises:
+        TypeError: An argument is wrong; the first wrong one, in the signature's
+            order, is named.
+
     Example:
         >>> import chainer.links as L
         >>> from researchutils.chainer.data_loading import DataManager
@@ -46,6 +52,8 @@ class PredictorEvaluator(chainer.training.Extension):
     name = 'validation'
 
     def __init__(self, predictor, manager, metrics, metric_keys=None, comm=None):
+        from researchutils.chainer.data_loading import DataManager
+        from researchutils.chainer.training.predictor import Predictor
         if not isinstance(predictor, Predictor):
             raise TypeError('predictor must be a Predictor, got {!r}'.format(
                 type(predictor).__name__))
@@ -56,6 +64,12 @@ class PredictorEvaluator(chainer.training.Extension):
                 callable(metric) for metric in metrics.values()):
             raise TypeError('metrics must be a non-empty dict from names to NumPy metric '
                             'functions, got {!r}'.format(metrics))
+        if metric_keys is not None and not isinstance(metric_keys, dict):
+            raise TypeError('metric_keys must be None or a dict from metric names to batch '
+                            'keys, got {!r}'.format(metric_keys))
+        if comm is not None and not hasattr(comm, 'mpi_comm'):
+            raise TypeError('comm must be a ChainerMN communicator (with mpi_comm) or None, '
+                            'got {!r}'.format(comm))
         self._predictor, self._manager = predictor, manager
         self._metrics, self._metric_keys = metrics, metric_keys
         self._comm = comm

@@ -7,40 +7,51 @@ iteration in progress the extension writes one snapshot, atomically, that Chaine
 raising :class:`Preempted` (a ``SystemExit``), so that every extension's and the
 updater's ``finalize`` runs and the process exits with status 75 (``os.EX_TEMPFAIL``).
 
-The snapshot also holds NumPy's and Python's global random states, which Chainer's
-snapshot does not keep, so that a resumed run draws what an uninterrupted one draws.
+The snapshot also holds NumPy's and Python's global random states, cached Gaussians
+included (:mod:`researchutils._numpy_random`), which Chainer's snapshot does not keep, so
+that a resumed run draws what an uninterrupted one draws. The handlers are installed and
+put back by ``_signal_handlers``; ``requeue=True`` asks SLURM through ``_slurm_requeue``.
+Worker processes of our iterators leave these signals to this process, even when a
+cluster signals every process of the job (:mod:`researchutils._process_worker`).
 
 Under ChainerMN (``comm``) the ranks agree at every ``check_interval``-th iteration, with
 one allgather of the flag, whether any of them was signalled, so that a signal delivered to
 one rank stops every rank at the same iteration; each rank writes a snapshot of its own.
 
 Tests: tests/chainer/training/extensions/test_preemption_snapshot.py (real signals, in
-this process and in training subprocesses) and test_preemption_snapshot_mpi.py
-(``mpiexec -n 2``).
+this process and in training subprocesses), test_preemption_snapshot_group.py (the whole
+process group, workers included), test_preemption_snapshot_handlers.py,
+test_preemption_snapshot_slurm.py (a real SLURM: scancel, time limit, --signal) and
+test_preemption_snapshot_mpi.py (``mpiexec -n 2``).
 """
 import os
-import random
 import signal
-import subprocess
 import sys
 import threading
 import warnings
 
 import chainer
-import numpy
 from chainer import serializer as serializer_module
 from chainer.training import extension
 
 from researchutils import _files
 from researchutils._checks import check_bool, check_positive_float, check_positive_int
+from researchutils._numpy_random import (
+    empty_global_random_states,
+    get_global_random_states,
+    set_global_random_states,
+)
+from researchutils.chainer.training.extensions._signal_handlers import (
+    InstalledHandlers,
+    check_signals,
+    signal_name,
+)
+from researchutils.chainer.training.extensions._slurm_requeue import requeue_slurm_job
 
 _DEFAULT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 _DEFAULT_FILENAME = 'snapshot_iter_{.updater.iteration}'
 # Under ChainerMN every rank writes a snapshot of its own (its iterator, its random states).
 _DEFAULT_RANK_FILENAME = 'snapshot_iter_{.updater.iteration}_rank{rank}'
-# A handler can never be installed for these.
-_UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
-_MT19937_WORDS = 624
 
 
 class Preempted(SystemExit):
@@ -76,87 +87,12 @@ class Preempted(SystemExit):
     @property
     def signal_name(self):
         """str: The signal's name (``'SIGTERM'``), or ``'signal N'`` for one without."""
-        return _signal_name(self.signal_number)
+        return signal_name(self.signal_number)
 
     def __str__(self):
         return ('preempted by {} after iteration {}: the snapshot {!r} resumes the run '
                 '(exit status {})'.format(self.signal_name, self.iteration, self.path,
                                           self.EXIT_STATUS))
-
-
-def _signal_name(signal_number):
-    try:
-        return signal.Signals(signal_number).name
-    except ValueError:
-        return 'signal {}'.format(signal_number)
-
-
-def _check_signals(signals):
-    try:
-        numbers = list(signals)
-    except TypeError:
-        raise TypeError('signals must be an iterable of signal numbers, got {!r}'.format(
-            signals)) from None
-    if not numbers:
-        raise ValueError('signals must name at least one signal, got {!r}'.format(signals))
-    valid = signal.valid_signals()
-    checked = []
-    for number in numbers:
-        if isinstance(number, bool) or not isinstance(number, int):
-            raise TypeError('signals must hold signal numbers (signal.SIGTERM...), got {!r} '
-                            'in {!r}'.format(number, signals))
-        if number not in valid:
-            raise ValueError('signals holds {!r}, which is not a signal of this '
-                             'system'.format(number))
-        if number in _UNCATCHABLE:
-            raise ValueError('signals holds {}, which no process can handle; a cluster '
-                             'sends SIGTERM or SIGUSR1 before it'.format(_signal_name(number)))
-        if number not in checked:
-            checked.append(signal.Signals(number))
-    return tuple(checked)
-
-
-def _global_random_states():
-    """NumPy's and Python's global random states, as arrays under stable keys."""
-    name, keys, position, has_gauss, cached_gaussian = numpy.random.get_state()
-    if name != 'MT19937':  # pragma: no cover - the legacy global state is always MT19937
-        raise RuntimeError('numpy.random holds a {} state; only MT19937 is saved'.format(name))
-    version, words, gauss_next = random.getstate()
-    return {
-        'numpy_random/keys': numpy.asarray(keys, dtype=numpy.uint32),
-        'numpy_random/pos': numpy.asarray(position, dtype=numpy.int64),
-        'numpy_random/has_gauss': numpy.asarray(has_gauss, dtype=numpy.int64),
-        'numpy_random/cached_gaussian': numpy.asarray(cached_gaussian, dtype=numpy.float64),
-        'python_random/version': numpy.asarray(version, dtype=numpy.int64),
-        # 624 words of 32 bits and the position, at most 624.
-        'python_random/state': numpy.asarray(words, dtype=numpy.uint64),
-        'python_random/has_gauss_next': numpy.asarray(gauss_next is not None),
-        'python_random/gauss_next': numpy.asarray(
-            0. if gauss_next is None else gauss_next, dtype=numpy.float64),
-    }
-
-
-def _empty_random_states():
-    return {
-        'numpy_random/keys': numpy.zeros(_MT19937_WORDS, dtype=numpy.uint32),
-        'numpy_random/pos': numpy.zeros((), dtype=numpy.int64),
-        'numpy_random/has_gauss': numpy.zeros((), dtype=numpy.int64),
-        'numpy_random/cached_gaussian': numpy.zeros((), dtype=numpy.float64),
-        'python_random/version': numpy.zeros((), dtype=numpy.int64),
-        'python_random/state': numpy.zeros(_MT19937_WORDS + 1, dtype=numpy.uint64),
-        'python_random/has_gauss_next': numpy.zeros((), dtype=bool),
-        'python_random/gauss_next': numpy.zeros((), dtype=numpy.float64),
-    }
-
-
-def _set_global_random_states(states):
-    numpy.random.set_state((
-        'MT19937', states['numpy_random/keys'], int(states['numpy_random/pos']),
-        int(states['numpy_random/has_gauss']), float(states['numpy_random/cached_gaussian'])))
-    gauss_next = (float(states['python_random/gauss_next'])
-                  if bool(states['python_random/has_gauss_next']) else None)
-    random.setstate((int(states['python_random/version']),
-                     tuple(int(word) for word in states['python_random/state']), gauss_next))
 
 
 def _uses_gpu(trainer):
@@ -194,9 +130,12 @@ class PreemptionSnapshot(extension.Extension):
     warning when the snapshot is written, and its GPU draws (dropout, ``cupy.random``)
     after resuming differ from an uninterrupted run's.
 
-    ``finalize`` puts back the handlers that were there before. A signal noted when no
-    iteration follows (the run reached its end) is raised again once they are back, so
-    it has its usual effect at once (by default the process ends); if the run ends with
+    ``finalize`` puts back the handlers that were there before, as they were (a handler
+    set outside Python, for which ``signal.getsignal`` gives None, included: its C-level
+    action is saved and restored); the next run installs its own afresh. The first of
+    several signals names the stop. A signal noted when no iteration follows (the run
+    reached its end) is raised again once they are back, so it has its usual effect at
+    once (by default the process ends); if the run ends with
     an exception instead, that exception goes on and the signal gets a warning. If the
     snapshot cannot be written (a full disk), the ``OSError`` stops the run and no
     partial file is left.
@@ -257,7 +196,7 @@ class PreemptionSnapshot(extension.Extension):
 
     def __init__(self, signals=_DEFAULT_SIGNALS, filename=None, requeue=False,
                  requeue_timeout=60., comm=None, check_interval=1):
-        self.signals = _check_signals(signals)
+        self.signals = check_signals(signals)
         if comm is not None and not (isinstance(getattr(comm, 'rank', None), int)
                                      and isinstance(getattr(comm, 'size', None), int)
                                      and hasattr(comm, 'mpi_comm')):
@@ -279,7 +218,7 @@ class PreemptionSnapshot(extension.Extension):
         self._comm = comm
         self._agreed_signal = None
         self.signal_number = None
-        self._previous_handlers = {}
+        self._handlers = InstalledHandlers()
         self._loaded_random_states = None
         self._preempted = False
 
@@ -312,16 +251,14 @@ class PreemptionSnapshot(extension.Extension):
                 'PreemptionSnapshot cannot install handlers for {}: the Trainer runs in '
                 'thread {!r}, and Python lets only the main thread handle signals; this run '
                 'will not snapshot when the cluster stops it'.format(
-                    ', '.join(_signal_name(number) for number in self.signals),
+                    ', '.join(signal_name(number) for number in self.signals),
                     threading.current_thread().name),
                 RuntimeWarning, stacklevel=2)
         else:
-            for number in self.signals:
-                if number not in self._previous_handlers:
-                    self._previous_handlers[number] = signal.signal(number, self._note)
+            self._handlers.install(self.signals, self._note)
         if self._loaded_random_states is not None:
             # Again, last of all initializers, in case one drew since the snapshot loaded.
-            _set_global_random_states(self._loaded_random_states)
+            set_global_random_states(self._loaded_random_states)
             self._loaded_random_states = None
 
     def __call__(self, trainer):
@@ -341,38 +278,15 @@ class PreemptionSnapshot(extension.Extension):
         iteration = trainer.updater.iteration
         sys.stderr.write('PreemptionSnapshot: {} received; the state after iteration {} is '
                          'in {!r}; stopping with exit status {}\n'.format(
-                             _signal_name(signal_number), iteration, path,
+                             signal_name(signal_number), iteration, path,
                              Preempted.EXIT_STATUS))
         sys.stderr.flush()
         if self.requeue and rank == 0:
-            self._requeue_slurm_job()
+            requeue_slurm_job(self.requeue_timeout)
         raise Preempted(iteration, signal_number, path)
 
-    def _requeue_slurm_job(self):
-        job = os.environ.get('SLURM_JOB_ID')
-        if not job:
-            warnings.warn('PreemptionSnapshot(requeue=True): SLURM_JOB_ID is not set, so this '
-                          'is not a SLURM job; nothing was requeued', RuntimeWarning)
-            return
-        command = ['scontrol', 'requeue', job]
-        try:
-            done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
-                                  text=True, timeout=self.requeue_timeout)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            warnings.warn('PreemptionSnapshot: {!r} failed: {}; the job was not '
-                          'requeued'.format(' '.join(command), error), RuntimeWarning)
-            return
-        if done.returncode != 0:
-            warnings.warn('PreemptionSnapshot: {!r} exited with status {}: {}; the job was '
-                          'not requeued'.format(' '.join(command), done.returncode,
-                                                (done.stderr or done.stdout).strip()),
-                          RuntimeWarning)
-
     def finalize(self):
-        for number, previous in self._previous_handlers.items():
-            # None: the handler was set outside Python; the default is the closest.
-            signal.signal(number, signal.SIG_DFL if previous is None else previous)
-        self._previous_handlers = {}
+        self._handlers.restore()
         if self.signal_number is None or self._preempted:
             return
         # Chainer calls finalize in a finally block: an exception in flight ends the run.
@@ -380,7 +294,7 @@ class PreemptionSnapshot(extension.Extension):
         if ending is not None:
             warnings.warn('PreemptionSnapshot: {} arrived, but the run ends with {!r} before '
                           'any snapshot was written for it'.format(
-                              _signal_name(self.signal_number), ending), RuntimeWarning)
+                              signal_name(self.signal_number), ending), RuntimeWarning)
         else:
             # The run reached its end before an iteration could act on the signal:
             # nothing is left to save, so the signal takes its usual effect now.
@@ -388,10 +302,10 @@ class PreemptionSnapshot(extension.Extension):
 
     def serialize(self, serializer):
         if isinstance(serializer, serializer_module.Serializer):
-            for key, value in _global_random_states().items():
+            for key, value in get_global_random_states().items():
                 serializer(key, value)
             return
-        states = _empty_random_states()
+        states = empty_global_random_states()
         try:
             for key, value in states.items():
                 serializer(key, value)
@@ -401,5 +315,5 @@ class PreemptionSnapshot(extension.Extension):
                           'are left as they are, so the resumed run is not an exact '
                           'continuation', RuntimeWarning)
             return
-        _set_global_random_states(states)
+        set_global_random_states(states)
         self._loaded_random_states = states

@@ -25,6 +25,7 @@ from researchutils._checks import (
     check_positive_int,
     check_timeout,
 )
+from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training.extensions import _slack_messages as messages
 from researchutils.chainer.training.extensions._slack_poster import SlackPoster, channel_key
 from researchutils.chainer.training.extensions.preemption_snapshot import Preempted
@@ -34,8 +35,8 @@ __all__ = ['SlackReport']
 logger = logging.getLogger(__name__)
 
 
-def _make_client(token_or_client, request_timeout):
-    """A ``slack_sdk.WebClient`` for a token (None: ``SLACK_BOT_TOKEN``), or the client given."""
+def _check_token_or_client(token_or_client):
+    """The token (None: ``SLACK_BOT_TOKEN``) or the client given, checked; nothing is made."""
     if token_or_client is None:
         token_or_client = os.environ.get('SLACK_BOT_TOKEN')
         if not token_or_client:
@@ -45,16 +46,22 @@ def _make_client(token_or_client, request_timeout):
     if isinstance(token_or_client, str):
         if not token_or_client:
             raise ValueError("token_or_client must be a non-empty token, got ''")
-        try:
-            from slack_sdk import WebClient
-        except ImportError as error:
-            raise ImportError('SlackReport needs slack_sdk: pip install researchutils[slack]'
-                              ) from error
-        return WebClient(token=token_or_client, timeout=request_timeout)
-    if not callable(getattr(token_or_client, 'chat_postMessage', None)):
+    elif not callable(getattr(token_or_client, 'chat_postMessage', None)):
         raise TypeError('token_or_client must be a Slack bot token, a slack_sdk.WebClient or '
                         'None, got {!r}'.format(token_or_client))
     return token_or_client
+
+
+def _make_client(token_or_client, request_timeout):
+    """A ``slack_sdk.WebClient`` for a checked token, or the client given."""
+    if not isinstance(token_or_client, str):
+        return token_or_client
+    try:
+        from slack_sdk import WebClient
+    except ImportError as error:
+        raise ImportError('SlackReport needs slack_sdk: pip install researchutils[slack]'
+                          ) from error
+    return WebClient(token=token_or_client, timeout=request_timeout)
 
 
 class SlackReport(extension.Extension):
@@ -158,6 +165,8 @@ class SlackReport(extension.Extension):
                  log_report='LogReport', *, comm=None, thread=True, upload=(), queue_size=64,
                  flush_timeout=10.0, max_retries=8, retry_backoff=1.0, max_retry_backoff=30.0,
                  request_timeout=30.0, max_message_chars=3900):
+        # Checked in the signature's order, so the first wrong argument is the one named.
+        token_or_client = _check_token_or_client(token_or_client)
         if entries is not None:
             if isinstance(entries, str) or not all(isinstance(e, str) for e in entries):
                 raise TypeError('entries must be a list of str or None, got {!r}'.format(entries))
@@ -170,6 +179,7 @@ class SlackReport(extension.Extension):
                                      and isinstance(getattr(comm, 'size', None), int)):
             raise TypeError('comm must be a ChainerMN communicator (with int rank and size), '
                             'got {!r}'.format(comm))
+        thread = check_bool(thread, 'thread')
         if isinstance(upload, str) or not all(isinstance(f, str) for f in upload):
             raise TypeError('upload must be a list of file names, got {!r}'.format(upload))
         for filename in upload:
@@ -177,7 +187,6 @@ class SlackReport(extension.Extension):
             if not filename or os.path.isabs(filename) or '..' in parts:
                 raise ValueError('upload holds {!r}: upload names files under the trainer\'s '
                                  'out folder, by a relative path without ".."'.format(filename))
-        thread = check_bool(thread, 'thread')
         queue_size = check_positive_int(queue_size, 'queue_size')
         flush_timeout = check_timeout(flush_timeout, 'flush_timeout')
         max_retries = check_non_negative_int(max_retries, 'max_retries')
@@ -222,10 +231,6 @@ class SlackReport(extension.Extension):
         """
         return self._poster.thread_ts
 
-    @property
-    def _rank_zero(self):
-        return self._comm is None or self._comm.rank == 0
-
     def initialize(self, trainer):
         """Notes the run's start; its message is queued with the first report (rank 0).
 
@@ -256,7 +261,7 @@ class SlackReport(extension.Extension):
                                  'trainer with a LogReport first'.format(self._log_report)
                                  ) from None
         self._start_iteration = trainer.updater.iteration
-        self._start_pending = self._rank_zero
+        self._start_pending = is_rank_zero(self._comm)
 
     def _post_start(self, trainer):
         """Queues the start message, once per run, ahead of everything else of the run."""
@@ -268,7 +273,7 @@ class SlackReport(extension.Extension):
 
     def __call__(self, trainer):
         """Queues the LogReport rows added since the last call (and changed files)."""
-        if not self._rank_zero:
+        if not is_rank_zero(self._comm):
             return
         try:
             self._post_start(trainer)
@@ -366,7 +371,7 @@ class SlackReport(extension.Extension):
             interrupt = None
         try:
             self._post_start(trainer)
-            if self._rank_zero and not self._crashed:
+            if is_rank_zero(self._comm) and not self._crashed:
                 self._post_rows(trainer, bounded=False)
                 self._post_files(trainer)
                 updater = trainer.updater

@@ -128,3 +128,14 @@ def test_a_resumed_experiment_keeps_the_best_model_of_before_its_snapshot(tmp_pa
     assert_same_weights(saved_arrays(best), best_of_first)
     assert_same_weights(weights(model), {'/' + name: array
                                          for name, array in best_of_first.items()})
+
+
+@pytest.mark.parametrize('arguments, error, name', [
+    ((chainer.Variable(np.zeros(1)), 5, 'best', None), TypeError, 'model'),
+    ((make_model(), 5, 'best', None), TypeError, 'monitor'),
+    ((make_model(), 'val/MSE', 'best', None), ValueError, 'mode'),
+    ((make_model(), 'val/MSE', 'lowest', None), TypeError, 'path'),
+])
+def test_the_first_wrong_argument_in_the_signature_order_is_named(arguments, error, name):
+    with pytest.raises(error, match='^' + name):
+        BestModelSaver(*arguments)

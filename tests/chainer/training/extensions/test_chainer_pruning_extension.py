@@ -94,3 +94,17 @@ def test_a_missing_observation_warns_once_and_reports_nothing(tmp_path):
                                   key='val/MSE')
     assert len([w for w in caught if 'is not observed' in str(w.message)]) == 1
     assert trial.state == optuna.trial.TrialState.COMPLETE and trial.intermediate_values == {}
+
+
+@pytest.mark.parametrize('pruner_trigger', [(0, 'epoch'), (-2, 'iteration'),
+                                            triggers.IntervalTrigger(0, 'iteration')])
+def test_a_trigger_that_never_moves_on_is_refused_when_made(pruner_trigger):
+    study = optuna.create_study()
+    with pytest.raises(ValueError, match=r'pruner_trigger must fire every positive, finite '
+                                         r'number of epochs or iterations, got the period'):
+        ChainerPruningExtension(study.ask(), 'main/loss', pruner_trigger)
+
+
+def test_a_fractional_epoch_period_is_accepted():
+    extension = ChainerPruningExtension(optuna.create_study().ask(), 'main/loss', (0.5, 'epoch'))
+    assert extension._pruner_trigger.period == 0.5

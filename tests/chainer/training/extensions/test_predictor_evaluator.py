@@ -65,3 +65,21 @@ def test_the_validation_examples_must_come_in_a_data_manager():
     with pytest.raises(TypeError, match='manager.*list'):
         PredictorEvaluator(Predictor(model, {'x': 'data'}), list(tasks.LinearTask(4)),
                            {'MSE': tasks.mean_squared_error})
+
+
+def _good_arguments():
+    model = tasks.Regressor()
+    return [Predictor(model, {'x': 'data'}), DataManager(tasks.LinearTask(4), 2),
+            {'MSE': tasks.mean_squared_error}, None, None]
+
+
+@pytest.mark.parametrize('first_wrong, wrong, name', [
+    (0, tasks.Regressor(), 'predictor'), (1, [1, 2], 'manager'), (2, {}, 'metrics'),
+    (3, ('pred', 'label'), 'metric_keys'), (4, object(), 'comm')])
+def test_the_first_wrong_argument_in_the_signature_order_is_named(first_wrong, wrong, name):
+    arguments = _good_arguments()
+    arguments[first_wrong] = wrong
+    for later in range(first_wrong + 1, len(arguments)):
+        arguments[later] = object()  # wrong too, but later
+    with pytest.raises(TypeError, match='^' + name):
+        PredictorEvaluator(*arguments)

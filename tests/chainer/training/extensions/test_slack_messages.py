@@ -288,3 +288,59 @@ def test_location_names_the_rank_under_chainermn():
         rank, size = 1, 4
 
     assert location(Communicator()) == 'on {} (rank 1 of 4)'.format(socket.gethostname())
+
+
+# Every part Slack receives is within the limit, counted as Slack counts: escaped ----------
+
+LIMIT = 200
+
+
+def test_short_lines_of_ampersands_are_packed_by_their_escaped_length(server, tmp_path):
+    # 30 lines of 20 '&': 20 characters each as written, 100 as posted ('&amp;').
+    trainer = reporting_trainer(tmp_path, make_report(server, max_message_chars=LIMIT))
+    trainer.extend(crash_at(3, Crash('\n'.join(['&' * 20] * 30))))
+    with pytest.raises(Crash):
+        trainer.run()
+    texts = server.texts()
+    assert max(len(text) for text in texts) <= LIMIT
+    shown = _as_slack_shows('\n'.join(texts))
+    assert shown.count('&' * 20 + '\n') >= 29  # every line there, whole
+
+
+@pytest.mark.parametrize('name, reaches_the_limit', [
+    # Short as written, far longer than a part as posted: trimmed by its escaped length.
+    ('run_' + '&' * 30, False),
+    # Longer than a part either way; the cut falls among plain characters, so the part is
+    # exactly as long as the room its title line, newline and fences leave.
+    ('run_&&&&&' + 'x' * 200, True),
+])
+def test_the_titled_part_counts_its_title_line_and_fences(server, tmp_path, name,
+                                                          reaches_the_limit):
+    # The finished message: a title line, then a code block of the output folder.
+    trainer = reporting_trainer(tmp_path, make_report(server, max_message_chars=LIMIT),
+                                name=name)
+    trainer.run()
+    texts = server.texts()
+    assert max(len(text) for text in texts) <= LIMIT
+    finished = [text for text in texts if text.startswith(':white_check_mark: ')]
+    assert len(finished) == 1 and finished[0].endswith('\u2026\n```')
+    if reaches_the_limit:
+        assert len(finished[0]) == LIMIT
+
+
+def test_the_repeated_header_of_a_table_counts_its_newline(server, tmp_path):
+    # Ten columns of long names: the header is trimmed to a third of a part and heads
+    # every part; a row, far wider than what is left, is trimmed to the room the header
+    # (its newline included) and the fences leave.
+    keys = ['&metric/{}/{}'.format(i, 'x' * 24) for i in range(10)]
+    trainer = make_trainer(tmp_path / 'run', stop_iteration=4)
+    for key in keys:
+        trainer.extend(_observe(key))
+    trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    trainer.extend(make_report(server, entries=['iteration'] + keys,
+                               max_message_chars=LIMIT), trigger=(2, 'iteration'))
+    trainer.run()
+    texts = server.texts()
+    assert max(len(text) for text in texts) <= LIMIT
+    tables = [text for text in texts if text.startswith('```\niteration')]
+    assert tables and all(len(text) == LIMIT for text in tables)

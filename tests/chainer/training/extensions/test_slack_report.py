@@ -53,6 +53,49 @@ def test_no_token_and_no_environment_is_a_clear_error(monkeypatch):
         SlackReport()
 
 
+# Every argument in the signature's order: a good value, a wrong one, the error it raises.
+ARGUMENTS = [
+    ('token_or_client', 'xoxb-given', -100, TypeError),
+    ('entries', ['main/loss'], 'main/loss', TypeError),
+    ('channel', 'test-channel', 'test channel', ValueError),
+    ('log_report', 'LogReport', 5, TypeError),
+    ('comm', None, object(), TypeError),
+    ('thread', True, 'yes', TypeError),
+    ('upload', (), 'loss.png', TypeError),
+    ('queue_size', 64, 0, ValueError),
+    ('flush_timeout', 10.0, -1.0, ValueError),
+    ('max_retries', 8, -1, ValueError),
+    ('retry_backoff', 1.0, 0.0, ValueError),
+    ('max_retry_backoff', 30.0, 0.0, ValueError),
+    ('request_timeout', 30.0, -1.0, ValueError),
+    ('max_message_chars', 3900, 10, ValueError),
+]
+
+
+def test_the_original_researchutils_wrong_client_is_a_type_error_before_the_channel():
+    # The original researchutils' own test: a client of the wrong type, with a channel that
+    # is wrong too, names the client.
+    with pytest.raises(TypeError, match='token_or_client'):
+        SlackReport(token_or_client=-100, entries=['main/loss'], channel='test channel')
+
+
+@pytest.mark.parametrize('first_wrong', range(len(ARGUMENTS)),
+                         ids=[name for name, *_ in ARGUMENTS])
+def test_the_first_wrong_argument_in_the_signature_order_is_named(first_wrong):
+    arguments = {name: (good if k < first_wrong else wrong)
+                 for k, (name, good, wrong, _) in enumerate(ARGUMENTS)}
+    name, _, wrong, error = ARGUMENTS[first_wrong]
+    with pytest.raises(error, match=name) as info:
+        SlackReport(**arguments)
+    assert repr(wrong) in str(info.value) or name == 'comm'
+
+
+def test_the_arguments_table_follows_the_signature():
+    import inspect
+    names = [name for name in inspect.signature(SlackReport).parameters]
+    assert names == [name for name, *_ in ARGUMENTS]
+
+
 def test_client_without_slack_interface_is_rejected():
     with pytest.raises(TypeError, match='token_or_client'):
         SlackReport(object())

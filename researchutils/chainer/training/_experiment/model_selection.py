@@ -1,4 +1,10 @@
-"""ChainerExperiment.kfold and .grid_search: many experiments, one per fold or combination."""
+"""ChainerExperiment.kfold and .grid_search: many experiments, one per fold or combination.
+
+Every fold's split is made before the first fold trains (a ``val_split`` that leaves a fold
+nothing to train on is refused at once), and depends only on ``random_seed``. Each fold or
+combination is an experiment of its own in a subfolder, so a stopped selection goes on with
+the one that was stopped. Tests: ``tests/chainer/training/_experiment/test_model_selection.py``.
+"""
 import math
 import os
 import warnings
@@ -7,12 +13,14 @@ import numpy
 
 from researchutils._checks import check_bool, check_int, check_probability, check_seed
 from researchutils.chainer.data_loading import DataManager
-from researchutils.chainer.training import _experiment_settings, json_values, train_utils
-from researchutils.chainer.training._scores import improves
+from researchutils.chainer.training import json_values, train_utils
+from researchutils.chainer.training._experiment import settings
+from researchutils.chainer.training._experiment.model import predictor
+from researchutils.chainer.training._ranks import is_rank_zero
+from researchutils.chainer.training._scores import improves, score_for_json
 from researchutils.chainer.training._trees import merge
 from researchutils.chainer.training.extensions.stop_on_non_number import TrainingDiverged
 from researchutils.chainer.training.parameters import Parameters
-from researchutils.chainer.training.predictor import Predictor
 
 _MANAGER_SETTINGS = ('batch_size', 'n_process_augmentation', 'transforms', 'sampler_cls',
                      'sampler_kwargs', 'drop_last', 'seed')
@@ -118,8 +126,9 @@ def _merged_params(base, more):
                       merge(base.variable_params, more.variable_params))
 
 
-def kfold(experiment, data, metrics, num_epochs, num_splits, shuffle, random_seed, split_type,
-          val_split, label_key, train_kwargs, metric_keys, test_kwargs, params, verbose):
+def kfold(experiment, data, metrics, *, num_epochs, num_splits, shuffle, random_seed,
+          split_type, val_split, label_key, train_kwargs, metric_keys, test_kwargs, params,
+          verbose):
     """:meth:`ChainerExperiment.kfold`, whose docstring says what each argument does."""
     if not isinstance(data, DataManager):
         raise TypeError('kfold takes the examples as a DataManager (data), got {}'.format(
@@ -150,7 +159,7 @@ def kfold(experiment, data, metrics, num_epochs, num_splits, shuffle, random_see
             val = data.get_subset(val_indices).replace(**test_changes)
         train = data.get_subset(train_indices).replace(**train_changes)
         test = data.get_subset(test_indices).replace(**test_changes)
-        fold = _experiment_settings.replace(
+        fold = settings.replace(
             experiment, params=params,
             name=os.path.join(experiment.name, 'fold_{}'.format(i)),
             n_epochs=experiment.n_epochs if num_epochs is None else num_epochs,
@@ -165,23 +174,18 @@ def kfold(experiment, data, metrics, num_epochs, num_splits, shuffle, random_see
 def score_model(run, model, val, training):
     """The ``val_score_key`` metric of ``model`` over ``val``, keeping no prediction."""
     key = run.val_score_key
-    predictor = Predictor(model, _experiment_settings.resolved_key_mapping(run.model_cls,
-                                                                           run.key_mapping))
-    return predictor.evaluate(val, {key: training['val_metrics'][key]},
-                              training.get('val_metric_keys'))[key]
+    return predictor(model, run.model_cls, run.key_mapping).evaluate(
+        val, {key: training['val_metrics'][key]}, training.get('val_metric_keys'))[key]
 
 
 def _write_summary(path, val_score_key, results, best_params, best_score):
-    def number(score):
-        return None if math.isnan(score) else score
-
-    train_utils.atomic_write_text(path, json_values.dumps_json({
+    train_utils.atomic_write_text(path, json_values.dumps_json(json_values._strict_json_value({
         'val_score_key': val_score_key,
         'results': [{'choice': json_values.to_json_value(choice, 'choice'),
-                     'score': number(score)} for choice, score in results],
+                     'score': score_for_json(score)} for choice, score in results],
         'best_choice': None if best_params is None else json_values.to_json_value(
             best_params.choice, 'choice'),
-        'best_score': number(best_score)}))
+        'best_score': score_for_json(best_score)})))
 
 
 def grid_search(experiment, train, val):
@@ -192,7 +196,7 @@ def grid_search(experiment, train, val):
     results = []
     best = None
     for k, combination in enumerate(experiment.params.grid()):
-        run = _experiment_settings.replace(
+        run = settings.replace(
             experiment, params=combination, name=os.path.join(experiment.name,
                                                               'grid_{}'.format(k)))
         try:
@@ -208,7 +212,7 @@ def grid_search(experiment, train, val):
                 best is None or improves(experiment.val_score_mode, score, best[1])):
             best = (combination, score)
     best_params, best_score = best if best is not None else (None, float('nan'))
-    if _experiment_settings.is_writer(experiment.comm):
+    if is_rank_zero(experiment.comm):
         _write_summary(os.path.join(experiment.output_dir, 'grid_search.json'),
                        experiment.val_score_key, results, best_params, best_score)
     return {'best_params': best_params, 'best_score': best_score, 'results': results}

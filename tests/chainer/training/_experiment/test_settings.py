@@ -1,4 +1,4 @@
-"""The experiment's settings table: constructor checks, defaults, save and load."""
+"""The experiment's settings table: the constructor's signature, replace, save and load."""
 import inspect
 import json
 import os
@@ -7,14 +7,13 @@ import sys
 import uuid
 
 import chainer
-import numpy as np
 import pytest
 
 from researchutils.chainer.training import (
     ChainerExperiment,
-    _experiment_settings,
     create_optims_default_chainer,
 )
+from researchutils.chainer.training._experiment import settings as settings_table
 from tests.chainer.training import tasks
 from tests.chainer.training.tasks import assert_same_weights, experiment, weights
 
@@ -88,107 +87,6 @@ def test_save_and_load_keep_n_epochs(tmp_path):
     assert (loaded.n_epochs, loaded.name, loaded.save_path) == (2, 'saved', str(tmp_path))
 
 
-@pytest.mark.parametrize('training, error, message', [
-    ({'num_epochs': None}, KeyError, 'need .*num_epochs'),
-    ({'optimizer_cls': dict}, TypeError, 'Chainer optimizer class'),
-    ({'num_epoch': 3}, ValueError, r"unknown training parameters \['num_epoch'\]"),
-    ({'losses': {}}, ValueError, 'at least one loss'),
-    ({'val_metrics': {'MSE': 3}}, TypeError, 'val_metrics'),
-])
-def test_bad_training_parameters_are_refused_at_construction(tmp_path, training, error,
-                                                             message):
-    params = tasks.make_params(**training)
-    if training.get('num_epochs', 1) is None:
-        del params.fixed_params['training']['num_epochs']
-    with pytest.raises(error, match=message):
-        experiment(tmp_path, params)
-
-
-def test_val_score_key_must_be_a_val_metric(tmp_path):
-    with pytest.raises(ValueError, match="val_score_key 'ACC' is not one of the val_metrics"):
-        experiment(tmp_path, val_score_key='ACC')
-
-
-def test_early_stopping_needs_a_val_score_key(tmp_path):
-    with pytest.raises(ValueError, match='early_stopping_patience needs val_score_key'):
-        experiment(tmp_path, tasks.make_params(early_stopping_patience=2))
-
-
-def test_a_model_class_without_closure_is_refused(tmp_path):
-    with pytest.raises(TypeError, match='AbstractChainerNetwork'):
-        ChainerExperiment(tasks.make_params(), chainer.links.Linear, save_path=str(tmp_path))
-
-
-@pytest.mark.parametrize('seed, error', [(-1, ValueError), (2 ** 32, ValueError),
-                                         ('abc', TypeError), (1.5, TypeError),
-                                         (True, TypeError)])
-def test_a_bad_seed_is_refused_at_construction_naming_it(tmp_path, seed, error):
-    with pytest.raises(error, match='seed') as info:
-        experiment(tmp_path, seed=seed)
-    assert repr(seed) in str(info.value)
-
-
-def test_a_numpy_integer_seed_is_taken(tmp_path):
-    assert experiment(tmp_path, seed=np.int64(7)).seed == 7
-
-
-@pytest.mark.parametrize('gpu_ids', [True, 1.0, [True], [0.5], [-1]])
-def test_gpu_ids_that_name_no_device_are_refused_naming_gpu_ids(tmp_path, gpu_ids):
-    with pytest.raises((TypeError, ValueError), match='gpu_ids'):
-        experiment(tmp_path, gpu_ids=gpu_ids)
-
-
-def test_gpu_ids_of_one_int_is_that_one_device_never_the_cpu(tmp_path):
-    try:
-        exp = experiment(tmp_path, gpu_ids=0)
-    except ValueError as error:  # no CUDA here: the device is named, not replaced by the CPU
-        assert 'gpu_ids' in str(error) and '0' in str(error)
-    else:
-        assert exp.gpu_ids == [0]
-        assert exp.build_model().device.xp is not np
-
-
-@pytest.mark.parametrize('patience', [True, 0, 1.5, '2'])
-def test_a_bad_early_stopping_patience_is_refused(tmp_path, patience):
-    with pytest.raises((TypeError, ValueError), match='early_stopping_patience'):
-        experiment(tmp_path, tasks.make_params(early_stopping_patience=patience),
-                   val_score_key='MSE')
-
-
-@pytest.mark.parametrize('num_epochs', [True, 0, 2.0])
-def test_a_bad_num_epochs_is_refused(tmp_path, num_epochs):
-    with pytest.raises((TypeError, ValueError), match='num_epochs'):
-        experiment(tmp_path, tasks.make_params(num_epochs=num_epochs))
-
-
-@pytest.mark.parametrize('checkpoint_freq', [True, 0, 1.0])
-def test_a_bad_checkpoint_freq_is_refused(tmp_path, checkpoint_freq):
-    with pytest.raises((TypeError, ValueError), match='checkpoint_freq'):
-        experiment(tmp_path, checkpoint_freq=checkpoint_freq)
-
-
-def test_stop_on_non_number_must_be_a_flag(tmp_path):
-    with pytest.raises(TypeError, match='stop_on_non_number'):
-        experiment(tmp_path, stop_on_non_number='no')
-
-
-def test_preemption_snapshot_must_be_a_flag(tmp_path):
-    with pytest.raises(TypeError, match="preemption_snapshot.*'no'"):
-        experiment(tmp_path, preemption_snapshot='no')
-
-
-def test_name_and_save_path_default_to_unnamed_experiment_in_the_working_directory(
-        tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    experiment = ChainerExperiment(tasks.make_params(), tasks.Regressor)
-    assert experiment.output_dir == os.path.join(str(tmp_path), 'UnnamedExperiment')
-
-
-def test_a_name_where_delira_puts_n_epochs_is_refused_with_the_order(tmp_path):
-    with pytest.raises(TypeError, match="n_epochs.*'exp'.*keyword"):
-        ChainerExperiment(tasks.make_params(), tasks.Regressor, 'exp', str(tmp_path))
-
-
 def test_the_signature_takes_delira_positional_order_then_keyword_only_settings():
     parameters = inspect.signature(ChainerExperiment).parameters.values()
     positional = [p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
@@ -197,6 +95,27 @@ def test_the_signature_takes_delira_positional_order_then_keyword_only_settings(
                           'val_score_key', 'optim_builder', 'checkpoint_freq']
     assert keyword_only == ['gpu_ids', 'val_score_mode', 'comm', 'extensions', 'seed',
                             'stop_on_non_number', 'preemption_snapshot']
+
+
+def test_the_constructor_spells_out_the_settings_table():
+    # Its code, not a __signature__ attribute: what IDEs and type checkers read.
+    code = ChainerExperiment.__init__.__code__
+    names = code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount]
+    assert list(names) == [setting.name for setting in settings_table.SETTINGS]
+    assert '__signature__' not in vars(ChainerExperiment.__init__)
+    parameters = list(inspect.signature(ChainerExperiment).parameters.values())
+    assert [(p.name, p.kind is p.KEYWORD_ONLY, p.default) for p in parameters] == [
+        (setting.name, setting.keyword_only, setting.default)
+        for setting in settings_table.SETTINGS]
+
+
+def test_the_first_wrong_argument_in_the_signature_order_is_named(tmp_path):
+    with pytest.raises(TypeError, match='n_epochs'):
+        ChainerExperiment(tasks.make_params(), tasks.Regressor, 'three', save_path=123,
+                          checkpoint_freq=0)
+    with pytest.raises(TypeError, match='save_path'):
+        ChainerExperiment(tasks.make_params(), tasks.Regressor, save_path=123,
+                          checkpoint_freq=0)
 
 
 def test_too_many_positional_arguments_are_refused():
@@ -238,7 +157,7 @@ def test_replace_keeps_every_setting_but_the_changed_ones(tmp_path):
     extension = chainer.training.extensions.LogReport()
     exp = ChainerExperiment(tasks.make_params(), tasks.Regressor, extensions=[extension],
                             **settings)
-    changed = _experiment_settings.replace(exp, name='other', seed=None)
+    changed = settings_table.replace(exp, name='other', seed=None)
     assert type(changed) is ChainerExperiment
     assert {name: getattr(changed, name) for name in settings} == dict(settings, name='other',
                                                                        seed=None)
@@ -297,6 +216,16 @@ def test_a_key_given_twice_in_experiment_json_is_refused_naming_it(tmp_path):
         '"alpha": 0.02', '"alpha": 0.02, "alpha": 1000.0'))
     with pytest.raises(ValueError, match=re.escape(path) + r": the key 'alpha' appears twice "
                                          r"in one object \(0.02, then 1000.0\)"):
+        ChainerExperiment.load(exp.output_dir)
+
+
+def test_a_key_given_twice_with_the_same_value_is_refused_too(tmp_path):
+    # Equal values today, but an edit of one of them would silently be lost or win.
+    exp = experiment(tmp_path)
+    path = _edit_saved_text(exp, lambda text: text.replace(
+        '"checkpoint_freq": 1', '"checkpoint_freq": 1, "checkpoint_freq": 1'))
+    with pytest.raises(ValueError, match=re.escape(path) + r": the key 'checkpoint_freq' "
+                                         r"appears twice in one object \(1, then 1\)"):
         ChainerExperiment.load(exp.output_dir)
 
 

@@ -1,4 +1,10 @@
-"""The Trainer of one ChainerExperiment run: updater, stop trigger and extensions."""
+"""The Trainer of one ChainerExperiment run: optimizers, updater, stop trigger, extensions.
+
+Under ChainerMN each rank trains on its shard with a multi-node optimizer, and only rank 0
+writes files and runs the user's extensions (but those with a true ``every_rank``). The Trainer
+resumes from the folder's snapshot when there is one. Tests:
+``tests/chainer/training/_experiment/test_trainer.py``.
+"""
 import os
 import sys
 import warnings
@@ -7,7 +13,10 @@ import chainer
 import numpy
 from chainer.training import extensions as chainer_extensions
 
-from researchutils.chainer.training import _experiment_settings, _model_files
+from researchutils.chainer import serializers
+from researchutils.chainer.models.multi_node import setup_multi_node_optimizer
+from researchutils.chainer.training._experiment import checks, files
+from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training.extensions.best_model_saver import BestModelSaver
 from researchutils.chainer.training.extensions.predictor_evaluator import PredictorEvaluator
 from researchutils.chainer.training.extensions.preemption_snapshot import PreemptionSnapshot
@@ -30,18 +39,37 @@ def shard(manager, comm, pad):
     return manager.get_subset(numpy.array_split(order, size)[rank])
 
 
-def build_trainer(experiment, model, optimizers, predictor, training, train, val, device):
-    """A Trainer of ``model`` on ``train`` with every extension ``experiment`` asks for."""
+def build_trainer(experiment, model, predictor, training, train, val, device):
+    """A Trainer of ``model`` on ``train`` with every extension ``experiment`` asks for,
+    resumed from the newest snapshot of the experiment's folder when there is one."""
+    optimizers = experiment.optim_builder(model, training['optimizer_cls'],
+                                          **training.get('optimizer_params', {}))
+    if not isinstance(optimizers, dict) or 'default' not in optimizers:
+        raise TypeError('optim_builder must return a dict with a "default" optimizer, got '
+                        '{!r}'.format(optimizers))
+    comm = experiment.comm
+    if comm is not None:
+        # Starts every rank from rank 0's weights, so the first update already trains.
+        optimizers['default'] = setup_multi_node_optimizer(optimizers['default'], model, comm)
+        train = shard(train, comm, pad=True)
+        val = None if val is None else shard(val, comm, pad=False)
     updater = ClosureUpdater(train.get_iterator(repeat=True), model, optimizers,
                              training['losses'], training.get('train_metrics', {}), device)
     trainer = chainer.training.Trainer(updater, _stop_trigger(experiment, training),
                                        out=experiment.output_dir)
     _extend(trainer, experiment, model, predictor, training, val)
+    snapshot = files.resume_snapshot(experiment.output_dir, comm)
+    if snapshot is not None:
+        serializers.load_snapshot(snapshot, trainer)
+        if comm is not None:
+            # Every rank loaded the same weights: record them as known, so the multi-node
+            # optimizer does not spend its first update on a broadcast.
+            optimizers['default'].is_changed(optimizers['default'].target)
     return trainer
 
 
 def _stop_trigger(experiment, training):
-    epochs = (_experiment_settings.with_epochs(training, experiment.n_epochs)['num_epochs'],
+    epochs = (checks.with_epochs(training, experiment.n_epochs)['num_epochs'],
               'epoch')
     patience = training.get('early_stopping_patience')
     if patience is None:
@@ -63,10 +91,10 @@ def _extend(trainer, experiment, model, predictor, training, val):
         # On every rank: under ChainerMN the ranks agree on stopping, and each writes its
         # own snapshot. The names are those of the epoch-end snapshots, with the epochs
         # finished so far: a signal mid-epoch replaces the last epoch's snapshot by a
-        # newer state, and the experiment's resume (_model_files.resume_snapshot) finds it.
+        # newer state, and the experiment's resume (files.resume_snapshot) finds it.
         trainer.extend(PreemptionSnapshot(
-            filename=(_model_files.SNAPSHOT_NAME if experiment.comm is None
-                      else _model_files.RANK_SNAPSHOT_NAME), comm=experiment.comm))
+            filename=(files.SNAPSHOT_NAME if experiment.comm is None
+                      else files.RANK_SNAPSHOT_NAME), comm=experiment.comm))
     scheduler = training.get('lr_sched_cls')
     if scheduler is not None:
         extension = scheduler(**training.get('lr_sched_params', {}))
@@ -80,13 +108,13 @@ def _extend(trainer, experiment, model, predictor, training, val):
         extension[0] if isinstance(extension, tuple) else extension, 'every_rank', False)]
     for extension in every_rank:
         _extend_one(trainer, extension)
-    if not _experiment_settings.is_writer(experiment.comm):
+    if not is_rank_zero(experiment.comm):
         return
     if experiment.val_score_key is not None and val is not None:
         trainer.extend(BestModelSaver(
             model, 'val/' + experiment.val_score_key, experiment.val_score_mode,
-            os.path.join(experiment.output_dir, _model_files.BEST_MODEL)))
-    trainer.extend(chainer_extensions.snapshot(filename=_model_files.SNAPSHOT_NAME, n_retains=2),
+            os.path.join(experiment.output_dir, files.BEST_MODEL)))
+    trainer.extend(chainer_extensions.snapshot(filename=files.SNAPSHOT_NAME, n_retains=2),
                    trigger=(experiment.checkpoint_freq, 'epoch'))
     trainer.extend(chainer_extensions.LogReport(trigger=(1, 'epoch')))
     _extend_plots(trainer, training, val)

@@ -1,4 +1,5 @@
-"""ChainerExperiment.kfold and .grid_search (researchutils.chainer.training._model_selection)."""
+"""ChainerExperiment.kfold and .grid_search (training/_experiment/model_selection.py)."""
+import inspect
 import json
 import math
 import os
@@ -8,8 +9,8 @@ import numpy as np
 import pytest
 
 from researchutils.chainer.data_loading import BaseDataManager, DataManager, RandomSampler
-from researchutils.chainer.training import ChainerExperiment, Parameters
-from tests.chainer.training import tasks
+from researchutils.chainer.training import ChainerExperiment, Parameters, from_json_value
+from tests.chainer.training import search_tasks, tasks
 from tests.chainer.training.tasks import experiment, forward, read_log, val_mse
 
 
@@ -230,10 +231,16 @@ def test_grid_search_reports_the_best_combination(tmp_path):
         assert json.load(stream)['best_score'] == summary['best_score']
 
 
+def diverging():
+    """What training with a learning rate of 1e30 computes: inf and NaN, on purpose."""
+    return np.errstate(over='ignore', invalid='ignore')
+
+
 def test_a_nan_score_never_wins_the_grid_search(tmp_path):
     exp = experiment(tmp_path, grid_with_a_diverging_first_combination(), val_score_key='MSE',
                      stop_on_non_number=False)
-    summary = exp.grid_search(*tasks.make_managers())
+    with diverging():
+        summary = exp.grid_search(*tasks.make_managers())
     assert summary['best_params'].choice == {'training/optimizer_params/alpha': 0.02}
     assert math.isfinite(summary['best_score'])
     assert math.isnan(summary['results'][0][1])
@@ -241,7 +248,7 @@ def test_a_nan_score_never_wins_the_grid_search(tmp_path):
 
 def test_grid_search_scores_a_stopped_combination_nan_and_goes_on(tmp_path):
     exp = experiment(tmp_path, grid_with_a_diverging_first_combination(), val_score_key='MSE')
-    with pytest.warns(RuntimeWarning, match='grid_0.*diverged'):
+    with pytest.warns(RuntimeWarning, match='grid_0.*diverged'), diverging():
         summary = exp.grid_search(*tasks.make_managers())
     assert math.isnan(summary['results'][0][1])
     assert summary['best_params'].choice == {'training/optimizer_params/alpha': 0.02}
@@ -250,10 +257,25 @@ def test_grid_search_scores_a_stopped_combination_nan_and_goes_on(tmp_path):
 def test_grid_search_json_is_strict_with_null_for_a_nan_score(tmp_path):
     exp = experiment(tmp_path, grid_with_a_diverging_first_combination(), val_score_key='MSE',
                      stop_on_non_number=False)
-    summary = exp.grid_search(*tasks.make_managers())
+    with diverging():
+        summary = exp.grid_search(*tasks.make_managers())
     saved = read_strict_json(os.path.join(exp.output_dir, 'grid_search.json'))
     assert [result['score'] for result in saved['results']] == [None, summary['best_score']]
     assert saved['best_score'] == summary['best_score']
+
+
+def test_grid_search_json_is_strict_for_infinite_scores_and_candidates(tmp_path):
+    params = tasks.make_params(num_epochs=1, val_metrics={'MSE': search_tasks.mse_or_inf},
+                               variable={'model': {'marker': [math.nan, math.inf]}})
+    exp = ChainerExperiment(params, search_tasks.MarkedRegressor, name='exp',
+                            save_path=str(tmp_path), val_score_key='MSE', seed=0)
+    summary = exp.grid_search(*tasks.make_managers(n_train=64, n_val=32))
+    assert summary['results'][0][1] == math.inf  # the NaN marker's model is 100 off
+    saved = read_strict_json(os.path.join(exp.output_dir, 'grid_search.json'))
+    assert [result['score'] for result in saved['results']] == [None, summary['best_score']]
+    assert saved['results'][0]['choice'] == {'model/marker': {'__float__': 'nan'}}
+    assert saved['best_choice'] == {'model/marker': {'__float__': 'inf'}}
+    assert from_json_value(saved['best_choice']) == {'model/marker': math.inf}
 
 
 def test_a_grid_where_every_score_is_nan_has_no_best(tmp_path):
@@ -262,7 +284,8 @@ def test_a_grid_where_every_score_is_nan_has_no_best(tmp_path):
                                                                            1e30]}}})
     del params.fixed_params['training']['optimizer_params']
     exp = experiment(tmp_path, params, val_score_key='MSE', stop_on_non_number=False)
-    summary = exp.grid_search(*tasks.make_managers())
+    with diverging():
+        summary = exp.grid_search(*tasks.make_managers())
     assert summary['best_params'] is None and math.isnan(summary['best_score'])
     saved = read_strict_json(os.path.join(exp.output_dir, 'grid_search.json'))
     assert saved['best_choice'] is None and saved['best_score'] is None
@@ -343,3 +366,20 @@ def test_kfold_val_split_that_leaves_no_training_example_is_refused_before_train
                   num_splits=2, val_split=0.9)
     assert not os.path.exists(exp.output_dir)
 
+
+def test_kfold_takes_delira_positional_arguments_up_to_label_key_then_keywords_only():
+    # A Delira script passes data, metrics, num_epochs, ..., label_key by position
+    # (test_experiment.py's Delira script); the managers' settings come by keyword.
+    parameters = inspect.signature(ChainerExperiment.kfold).parameters.values()
+    assert [p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD] == [
+        'self', 'data', 'metrics', 'num_epochs', 'num_splits', 'shuffle', 'random_seed',
+        'split_type', 'val_split', 'label_key']
+    assert [p.name for p in parameters if p.kind is p.KEYWORD_ONLY] == [
+        'train_kwargs', 'metric_keys', 'test_kwargs', 'params', 'verbose']
+
+
+def test_kfold_refuses_a_manager_setting_by_position(tmp_path):
+    with pytest.raises(TypeError, match='positional'):
+        experiment(tmp_path).kfold(DataManager(tasks.LinearTask(16), 4),
+                                   {'MSE': tasks.mean_squared_error}, 1, 2, False, 0,
+                                   'random', 0.2, 'label', {'batch_size': 2})

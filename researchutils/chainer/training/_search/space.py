@@ -1,0 +1,101 @@
+"""The search space: the experiment's variable parameters as Optuna suggestions, and back.
+
+Lists are categorical choices; FloatRange and IntRange are Optuna's float and int
+distributions. A study is data that other processes write, so what is read back from it
+is trusted as ``experiment.json`` is: a list's value only by its label, a range's only as a
+number in it. A trial with parameters other than this space's (a study of the same name
+from another search) is refused, naming the study and the trial, before it could count
+towards ``n_trials``. Tests: ``tests/chainer/training/test_search.py``.
+"""
+import json
+import math
+
+import optuna
+
+from researchutils.chainer.training import json_values
+from researchutils.chainer.training._trees import leaves
+from researchutils.chainer.training.search_space import FloatRange, IntRange
+
+_PLAIN = (type(None), bool, int, float, str)
+# The trials that count towards n_trials: each drew every parameter of its space.
+_FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+
+
+def _labels(candidates):
+    """The Optuna choices standing for a list's candidates: the values themselves when Optuna
+    can store and tell them apart, else the JSON text of each (a class, a tuple; or values
+    Optuna finds equal, as 1, 1.0 and True, which it stores by their position found with
+    ``==``)."""
+    plain = all(isinstance(candidate, _PLAIN) and not (
+        isinstance(candidate, float) and math.isnan(candidate)) for candidate in candidates)
+    if plain and all(first != second for i, first in enumerate(candidates)
+                     for second in candidates[i + 1:]):
+        return list(candidates)
+    return [json.dumps(json_values.to_json_value(candidate), sort_keys=True)
+            for candidate in candidates]
+
+
+def _index(labels, raw):
+    """Where ``raw`` is among ``labels``, by type and value (1, 1.0 and True are three), or
+    None."""
+    return next((i for i, label in enumerate(labels)
+                 if type(label) is type(raw) and label == raw), None)
+
+
+class Space(object):
+    """The experiment's variable parameters as Optuna suggestions, and back."""
+
+    def __init__(self, params):
+        self.params = params
+        self.dimensions = [('/'.join(path), value) for path, value in leaves(
+            params.variable_params)]
+        if not self.dimensions:
+            raise ValueError('search needs variable parameters to search over: give '
+                             'Parameters variable_params (lists, FloatRange, IntRange)')
+        self.names = {name for name, _ in self.dimensions}
+        self.labels = {name: _labels(value) for name, value in self.dimensions
+                       if isinstance(value, list)}
+
+    def suggest(self, trial):
+        """Asks ``trial`` for a value of every parameter: the choice, path to value."""
+        choice = {}
+        for name, value in self.dimensions:
+            if isinstance(value, FloatRange):
+                choice[name] = trial.suggest_float(name, value.low, value.high, step=value.step,
+                                                   log=value.log)
+            elif isinstance(value, IntRange):
+                choice[name] = trial.suggest_int(name, value.low, value.high, step=value.step,
+                                                 log=value.log)
+            else:
+                label = trial.suggest_categorical(name, self.labels[name])
+                choice[name] = value[_index(self.labels[name], label)]
+        return choice
+
+    def read(self, trial, study_name):
+        """The choice of a trial of the study ``study_name`` read back (run by anyone), by the
+        rules of experiment.json; None for a trial stopped before it drew every value."""
+        where = 'trial {} of the study {!r}'.format(trial.number, study_name)
+        drawn = set(trial.params)
+        if not drawn <= self.names or (trial.state in _FINISHED and drawn != self.names):
+            raise ValueError(
+                '{} has the parameters {}, but this search has {}: the study is another '
+                "search's (a study of the same name over another space); give the experiment "
+                'another name or the search another storage'.format(
+                    where, sorted(drawn), sorted(self.names)))
+        if drawn != self.names:
+            return None  # stopped before all its values were drawn
+        choice = {}
+        for name, value in self.dimensions:
+            raw = trial.params[name]
+            if isinstance(value, list):
+                index = _index(self.labels[name], raw)
+                if index is None:
+                    raise ValueError('{} has {}={!r}, which is none of its candidates {}'
+                                     .format(where, name, raw, self.labels[name]))
+                raw = value[index]
+            choice[name] = raw
+        try:
+            self.params.choose(choice)
+        except ValueError as error:
+            raise ValueError('{}: {}'.format(where, error)) from None
+        return choice

@@ -1,0 +1,79 @@
+"""run_state.json: written atomically when a run finishes, checked before it is believed."""
+import errno
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.chainer.training import tasks
+from tests.chainer.training.tasks import experiment
+
+
+def _write_state(exp, text):
+    with open(os.path.join(exp.output_dir, 'run_state.json'), 'w') as stream:
+        stream.write(text)
+
+
+def test_a_state_saying_not_finished_beside_a_snapshot_resumes_and_trains(tmp_path):
+    train, val = tasks.make_managers(n_train=64, batch_size=32)  # 2 iterations per epoch
+    first = experiment(tmp_path, tasks.make_params(num_epochs=1),
+                       extensions=[tasks.CountUpdates()])  # as the resumed run (its state)
+    first.run(train, val)
+    _write_state(first, '{"finished": false, "epoch": 1}')
+    counter = tasks.CountUpdates()
+    second = experiment(tmp_path, tasks.make_params(num_epochs=3), extensions=[counter])
+    second.run(train, val)
+    assert (counter.first_epoch, counter.updates) == (1, 2 * 2)
+    assert [entry['epoch'] for entry in tasks.read_log(second)] == [1, 2, 3]
+    with open(os.path.join(second.output_dir, 'run_state.json')) as stream:
+        assert json.load(stream) == {'finished': True, 'epoch': 3}
+
+
+@pytest.mark.parametrize('text', [
+    '{"finished": "yes", "epoch": 1}', '{"finished": true}', '{"finished": true, "epoch": -1}',
+    '{"finished": true, "epoch": 1.5}', '{"finished": true, "epoch": true}', '[]',
+    '{"finished": true, "epoch": 1, "comment": "done"}'])
+def test_a_state_that_does_not_say_what_happened_is_refused_naming_it(tmp_path, text):
+    train, val = tasks.make_managers(n_train=64, batch_size=32)
+    first = experiment(tmp_path, tasks.make_params(num_epochs=1))
+    first.run(train, val)
+    _write_state(first, text)
+    with pytest.raises(ValueError, match=r'run_state.json must hold .*not trusted'):
+        experiment(tmp_path, tasks.make_params(num_epochs=1)).run(train, val)
+
+
+def test_a_finished_state_older_than_the_newest_snapshot_is_refused(tmp_path):
+    train, val = tasks.make_managers(n_train=64, batch_size=32)
+    first = experiment(tmp_path, tasks.make_params(num_epochs=2))
+    first.run(train, val)
+    _write_state(first, '{"finished": true, "epoch": 1}')
+    with pytest.raises(ValueError, match=r"says the run finished at epoch 1, but "
+                                         r".*snapshot_epoch_2 is newer"):
+        experiment(tmp_path, tasks.make_params(num_epochs=2)).run(train, val)
+
+
+@pytest.mark.parametrize('old_epoch', [1, None])
+def test_a_write_that_fails_midway_leaves_the_old_state_or_none(tmp_path, old_epoch):
+    # A real kernel refusal in a child process: past RLIMIT_FSIZE bytes every write fails
+    # (EFBIG), here after the first 8 bytes of the new state were written.
+    from researchutils.chainer.training._experiment import run_state
+    if old_epoch is not None:
+        run_state.write_run_state(str(tmp_path), old_epoch)
+    before = sorted(os.listdir(str(tmp_path)))
+    old_text = (tmp_path / 'run_state.json').read_text() if before else None
+    code = ('import resource, sys\n'
+            'from researchutils.chainer.training._experiment import run_state\n'
+            'resource.setrlimit(resource.RLIMIT_FSIZE, (8, 8))\n'
+            'try:\n'
+            '    run_state.write_run_state(sys.argv[1], 123456)\n'
+            'except OSError as error:\n'
+            '    print("OSError", error.errno)\n')
+    out = subprocess.run([sys.executable, '-c', code, str(tmp_path)], check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    assert out.split() == ['OSError', str(errno.EFBIG)]
+    assert sorted(os.listdir(str(tmp_path))) == before  # no partial or temporary file
+    if old_text is not None:
+        assert (tmp_path / 'run_state.json').read_text() == old_text
+        assert run_state.read_run_state(str(tmp_path)) == {'finished': True, 'epoch': 1}
