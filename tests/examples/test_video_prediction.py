@@ -159,28 +159,69 @@ def _log_rows(run_dir):
                 for row in json.load(f)]
 
 
+# The demo, run as `python train.py ARGS` would run it, with one reader extension more that
+# pauses after iteration PAUSE_AT: it says so on stdout and waits for a line on stdin. The test
+# signals the run while it waits, so the signal arrives mid-epoch 2 whatever the machine's
+# load (waiting for epoch 1's files instead let a busy machine deliver it before
+# iteration 21 began). It draws no random number and keeps no state: the snapshot is the
+# one the plain script writes.
+PAUSE_AT = 21
+PAUSING_DEMO = '''
+import os, runpy, sys
+import chainer
+
+class PauseAt(chainer.training.Extension):
+    trigger = 1, 'iteration'
+    priority = chainer.training.PRIORITY_READER
+
+    def __call__(self, trainer):
+        if trainer.updater.iteration == {pause_at}:
+            print('paused after iteration', trainer.updater.iteration, flush=True)
+            sys.stdin.readline()
+
+_run = chainer.training.Trainer.run
+
+def run(trainer, *args, **kwargs):
+    trainer.extend(PauseAt(), name='test_pause_at')
+    return _run(trainer, *args, **kwargs)
+
+chainer.training.Trainer.run = run
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(script))
+runpy.run_path(script, run_name='__main__')
+'''.format(pause_at=PAUSE_AT)
+
+
 def test_a_run_stopped_by_sigterm_mid_epoch_resumes_to_the_same_errors(two_epoch_run,
                                                                        tmp_path):
     reference_out, reference = two_epoch_run
     out = tmp_path / 'stopped'
     run_dir = out / 'video_prediction'
-    process = subprocess.Popen(
-        [sys.executable, SCRIPT, '--out', str(out), '--epochs', '2'] + TINY,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # stderr in a file: a pipe that nobody reads while the test waits on stdout could fill.
+    with (tmp_path / 'stderr').open('w') as stderr_file:
+        process = subprocess.Popen(
+            [sys.executable, '-c', PAUSING_DEMO, SCRIPT, '--out', str(out), '--epochs', '2']
+            + TINY, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr_file,
+            text=True)
     try:
-        # Epoch 1's log row and snapshot are written (the snapshot last): the run is in
-        # epoch 2, whose 20 iterations take seconds.
-        deadline = time.time() + RUN_TIMEOUT
-        while not ((run_dir / 'log').exists() and (run_dir / 'snapshot_epoch_1').exists()):
-            assert process.poll() is None, process.communicate()[1][-3000:]
-            assert time.time() < deadline, 'epoch 1 did not end within {} s'.format(RUN_TIMEOUT)
-            time.sleep(0.01)
+        # Iteration 21 (the first of epoch 2: 640 clips, batches of 32) is done and the run
+        # waits: the signal is noted before iteration 22 can end. The read has the test's
+        # deadline (pytest-timeout) and ends at once if the run exits.
+        paused = ''
+        for line in process.stdout:
+            if line.startswith('paused after iteration'):
+                paused = line
+                break
+        assert paused == 'paused after iteration {}\n'.format(PAUSE_AT), \
+            (tmp_path / 'stderr').read_text()[-3000:]
         process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=RUN_TIMEOUT)
+        process.communicate('go\n', timeout=RUN_TIMEOUT)
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
+    stderr = (tmp_path / 'stderr').read_text()
     assert process.returncode == 75, stderr[-3000:]
     stopped = re.search(r'SIGTERM received; the state after iteration ([0-9]+)', stderr)
     assert stopped, stderr[-3000:]
