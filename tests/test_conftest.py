@@ -93,6 +93,8 @@ def test_does_not(n):
 '''
 
 
+@pytest.mark.slow(reason='a pytest session of its own with two xdist workers, each '
+                  'importing the suite\'s conftest and tests.support')
 def test_tests_sharing_a_module_fixture_run_on_one_xdist_worker(tmp_path):
     pytest.importorskip('xdist', reason='pytest-xdist comes with the test extra')
     shutil.copy(os.path.join(HERE, 'conftest.py'), tmp_path)
