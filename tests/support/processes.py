@@ -69,12 +69,24 @@ def command_line(pid):
 
 
 def is_running(pid):
-    """Whether ``pid`` names a process that has not exited (a zombie has)."""
+    """Whether any thread of process ``pid`` has not exited yet.
+
+    The main thread turns zombie ('Z') as soon as it exits, while the others may still be
+    tearing down and holding the process's files (its pipes); only when every thread is
+    gone has the process let go of everything it held.
+    """
     try:
-        with open('/proc/{}/stat'.format(pid)) as f:
-            return f.read().rsplit(')', 1)[-1].split()[0] != 'Z'
+        threads = os.listdir('/proc/{}/task'.format(pid))
     except OSError:
         return False
+    for thread in threads:
+        try:
+            with open('/proc/{}/task/{}/stat'.format(pid, thread)) as f:
+                if f.read().rsplit(')', 1)[-1].split()[0] not in ('Z', 'X'):
+                    return True
+        except OSError:
+            pass  # that thread is gone
+    return False
 
 
 def _pending(pid):

@@ -24,29 +24,17 @@ from researchutils.chainer.training._ranks import is_rank_zero
 class ChainerExperiment(object):
     """Trains a model described by :class:`Parameters` with a Chainer Trainer.
 
-    :meth:`run` builds the model (``model_cls(**params.model)``) and its
-    optimizers, trains them with a ``chainer.training.Trainer`` (Chainer
-    extensions write the snapshots, the best model by ``val_score_key``, the
-    log and its plots in ``<save_path>/<name>``), stops on a diverged weight
-    or a cluster's SIGTERM or SIGUSR1, and resumes there when run again.
-    Delira 0.4.1 wrote each run into a new timestamped folder; the fixed
-    folder is what makes resuming work. The tutorial
-    :doc:`../tutorials/experiment` says what ``run`` writes, and when it
-    resumes, refuses or stops.
-
-    The positional order of the arguments is Delira 0.4.1's
-    ``BaseExperiment(params, model_cls, n_epochs, name, save_path,
-    key_mapping, val_score_key, optim_builder, checkpoint_freq)``; the others
-    are keyword-only.
-
-    The "training" parameters: ``num_epochs`` (unless ``n_epochs`` is given),
-    ``optimizer_cls``, ``losses`` (required); ``optimizer_params``,
-    ``train_metrics``, ``val_metrics``, ``val_metric_keys``, ``lr_sched_cls``,
-    ``lr_sched_params``, ``lr_sched_trigger``, ``early_stopping_patience``,
-    ``batch_size``.
+    :meth:`run` trains ``model_cls(**params.model)`` on a
+    ``chainer.training.Trainer`` in ``<save_path>/<name>``, and resumes there
+    when run again. The tutorial :doc:`../tutorials/experiment` says what a
+    run writes, and when it resumes, refuses or stops; :doc:`../porting`
+    says how the arguments differ from Delira 0.4.1's ``BaseExperiment``,
+    whose positional order the first nine keep.
 
     Args:
-        params (Parameters): The hyper-parameters.
+        params (Parameters): The hyper-parameters: "model" (the keyword
+            arguments of ``model_cls``) and "training" (its keys are listed
+            in the tutorial's "More training parameters").
         model_cls (type): An
             :class:`~researchutils.chainer.models.AbstractChainerNetwork`
             subclass (anything with ``closure`` and ``prepare_batch``).
@@ -80,6 +68,13 @@ class ChainerExperiment(object):
         preemption_snapshot (bool): Snapshot and stop on SIGTERM and SIGUSR1
             (default), so that running again resumes exactly; False adds no
             PreemptionSnapshot.
+
+    Raises:
+        TypeError, ValueError: An argument or a "training" parameter is of
+            the wrong kind or value (the message names it and what to
+            fix); checked here, for every combination of a grid, before any
+            training.
+        KeyError: A required "training" parameter is missing.
 
     Attributes:
         trainer (chainer.training.Trainer): The Trainer of the last

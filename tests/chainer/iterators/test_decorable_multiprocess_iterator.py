@@ -34,6 +34,7 @@ from tests.support.iterators import (
     square,
     unpicklable_example,
 )
+from tests.support.processes import is_running
 from tests.support.start_methods import (
     PICKLING_START_METHODS,
     START_METHODS,
@@ -74,15 +75,6 @@ def take(it, n):
 def pid_in(path):
     text = path.read_text() if path.exists() else ''
     return int(text) if text else None
-
-
-def is_running(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open('/proc/{}/stat'.format(pid)) as f:
-        return f.read().split(')')[-1].split()[0] != 'Z'
 
 
 def wait_until(condition, what):
