@@ -107,7 +107,10 @@ def pytest_terminal_summary(terminalreporter, config):
     slow = {}
     for reports in terminalreporter.stats.values():
         for report in reports:
-            if getattr(report, 'when', None) is None or 'slow' in report.keywords:
+            # Test reports only: a collection report (a file that failed to import) has a
+            # `when` but no keywords.
+            if getattr(report, 'when', None) not in ('setup', 'call', 'teardown') \
+                    or 'slow' in report.keywords:
                 continue
             slow[report.nodeid] = slow.get(report.nodeid, 0.) + report.duration
     over = sorted(((seconds, nodeid) for nodeid, seconds in slow.items()

@@ -1,5 +1,6 @@
 """The suite's own conftest: which tests the gpu and mpi markers skip."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -105,3 +106,18 @@ def test_tests_sharing_a_module_fixture_run_on_one_xdist_worker(tmp_path):
         cwd=tmp_path, env=checkout_env(), capture_output=True, text=True, timeout=300)
     assert '12 passed' in result.stdout, result.stdout + result.stderr
     assert len((tmp_path / 'setups.txt').read_text().split()) == 1
+
+
+def test_the_summary_of_slow_tests_survives_a_file_that_fails_to_import(tmp_path):
+    # The end-of-run list of tests over SLOW_SECONDS reads test reports only; a collection
+    # error's report (which has no keywords) once ended the run in an INTERNALERROR.
+    shutil.copy(os.path.join(HERE, 'conftest.py'), tmp_path)
+    (tmp_path / 'test_fine.py').write_text('def test_fine():\n    pass\n')
+    (tmp_path / 'test_broken.py').write_text('import a_module_that_does_not_exist\n')
+    result = subprocess.run(
+        [sys.executable, '-m', 'pytest', '-p', 'no:cacheprovider', '-q', 'test_fine.py',
+         'test_broken.py', '--continue-on-collection-errors'],
+        cwd=tmp_path, env=checkout_env(), capture_output=True, text=True, timeout=120)
+    out = result.stdout + result.stderr
+    assert 'INTERNALERROR' not in out, out
+    assert re.search(r'1 passed(, [0-9]+ warnings?)?, 1 error', out), out
