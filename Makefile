@@ -1,7 +1,10 @@
 # Two commands do all the set-up on a fresh machine with pip and Python 3.11, 3.12 or 3.13:
 #   make demo   runs the main example
-#   make test   lint (ruff, then mypy), docs (warnings are errors), then pytest and, when
-#               mpiexec exists, the MPI tests on every stack below whose Python is found
+#   make test   the venvs (installed side by side), lint (ruff, then mypy), docs (warnings
+#               are errors), then pytest and, when mpiexec exists, the MPI tests on every
+#               stack below whose Python is found; at the end, a table of each step's time
+# One stack, one file: `make test-unit STACKS=3.12 PYTEST_ARGS=tests/test_files.py`
+# (docs/testing.rst).
 SHELL := /bin/bash
 comma := ,
 
@@ -39,7 +42,7 @@ version_of = $(shell $(1) -c 'import sys; print("%d.%d" % sys.version_info[:2])'
 
 # PYTHON_3.11 / PYTHON_3.12 / PYTHON_3.13 name the interpreters (`make test PYTHON_3.12=`
 # leaves that stack out); PYTHON, the one for .venv (lint, docs, demo, bench), defaults to
-# the first found.
+# the first found. STACKS chooses the stacks test-unit and test-mpi run (default: all).
 $(foreach v,$(SUPPORTED),$(if $(filter undefined,$(origin PYTHON_$(v))),\
     $(eval PYTHON_$(v) := $(call find_python,$(v)))))
 ifeq ($(origin PYTHON),undefined)
@@ -51,6 +54,9 @@ PY := $(VENV)/bin/python
 # Every other stack whose Python is found gets a venv of its own for the test suite.
 TEST_VERSIONS := $(foreach v,$(filter-out $(PY_VERSION),$(SUPPORTED)),$(if $(PYTHON_$(v)),$(v)))
 VENVS := $(VENV) $(foreach v,$(TEST_VERSIONS),.venv-$(v))
+STACKS ?= $(SUPPORTED)
+venv_of = $(if $(filter $(PY_VERSION),$(1)),$(VENV),$(if $(filter $(TEST_VERSIONS),$(1)),.venv-$(1)))
+TEST_VENVS := $(strip $(foreach v,$(STACKS),$(call venv_of,$(v))))
 
 # Chainer ships only as an sdist whose setup.py imports pkg_resources: it builds only with
 # setuptools < 70 inside pip's build isolation (build constraints, pip >= 25.3). Nothing
@@ -59,13 +65,27 @@ VENVS := $(VENV) $(foreach v,$(TEST_VERSIONS),.venv-$(v))
 export PIP_BUILD_CONSTRAINT := $(CURDIR)/build-constraints.txt
 export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
 HAVE_MPI := $(shell command -v mpiexec >/dev/null 2>&1 && echo yes)
-EXTRAS := test,docs,slack,plot,search,search-db$(if $(HAVE_MPI),$(comma)mpi)
+# .venv also builds the docs; the other venvs only run the suite, which needs no Sphinx.
+TEST_EXTRAS := test,slack,plot,search,search-db$(if $(HAVE_MPI),$(comma)mpi)
+EXTRAS := $(TEST_EXTRAS),docs
 MPIEXEC := mpiexec --allow-run-as-root --oversubscribe -n 2
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
 STAMPS :=
 
-.PHONY: all install test test-unit test-mpi lint typecheck docs bench demo clean
+# pytest runs each stack's suite on TEST_WORKERS processes (pytest-xdist; `auto`: one a
+# core; 0 runs it in pytest's own process). loadgroup keeps the tests that share a
+# module-scoped fixture or a resource (xdist_group markers, tests/conftest.py) on one worker.
+TEST_WORKERS ?= auto
+XDIST := -n $(TEST_WORKERS) --dist loadgroup
+# The MPI tests' files: the test_*.py files that mark a test `mpi` (pytest.mark.mpi). Each
+# rank then imports these files only, not the whole suite; tests/test_conftest.py checks
+# that every mpi test is in one of them.
+MPI_TESTS ?= $(shell grep -rl --include='test_*.py' 'mark\.mpi' tests | sort)
+# `make test` prints the time of each step at the end (tools/step_times.sh).
+TIMED := tools/step_times.sh run
+
+.PHONY: all install venvs test test-unit test-mpi lint typecheck docs bench demo clean
 
 all: test
 
@@ -74,23 +94,27 @@ all: test
 # a second run reinstalls only when those, setup.py, the Makefile or the constraints
 # changed, and a venv of another version is made anew.
 define venv_rules
-STAMPS += $(1)/.installed-$(3)-$(EXTRAS)
-$(1)/.installed-$(3)-$(EXTRAS): setup.py Makefile constraints.txt build-constraints.txt researchutils/_version.py
+STAMPS += $(1)/.installed-$(3)-$(4)
+$(1)/.installed-$(3)-$(4): setup.py Makefile constraints.txt build-constraints.txt researchutils/_version.py
 	@test -n '$(3)' || { echo 'No Python 3.11, 3.12 or 3.13 found that runs ($(2)): set PYTHON=' >&2; exit 1; }
 	@if [ -e $(1) ] && ! $(1)/bin/python -c 'import sys; \
 	        sys.exit(sys.version_info[:2] != ($(subst .,$(comma),$(3))))' 2>/dev/null; then \
 	    echo '$(1) is not a Python $(3) environment: making it anew'; rm -rf $(1); fi
 	test -x $(1)/bin/python || $(2) -m venv $(1)
 	$(1)/bin/python -m pip install -q --upgrade 'pip>=25.3'
-	$(1)/bin/python -m pip install -q --upgrade -e '.[$(EXTRAS)]' '$(NUMPY_$(3))' \
+	$(1)/bin/python -m pip install -q --upgrade -e '.[$(4)]' '$(NUMPY_$(3))' \
 	    '$(SETUPTOOLS_$(3))' $(foreach p,$(EXTRA_PACKAGES_$(3)),'$(p)')
 	rm -f $(1)/.installed-*
 	touch $$@
 endef
-$(eval $(call venv_rules,$(VENV),$(PYTHON),$(PY_VERSION)))
-$(foreach v,$(TEST_VERSIONS),$(eval $(call venv_rules,.venv-$(v),$(PYTHON_$(v)),$(v))))
+$(eval $(call venv_rules,$(VENV),$(PYTHON),$(PY_VERSION),$(EXTRAS)))
+$(foreach v,$(TEST_VERSIONS),$(eval $(call venv_rules,.venv-$(v),$(PYTHON_$(v)),$(v),$(TEST_EXTRAS))))
+stamp_of = $(filter $(1)/%,$(STAMPS))
 
 install: $(firstword $(STAMPS))
+
+# Every venv; `make -j3 venvs` installs them side by side (as `make test` does).
+venvs: $(STAMPS)
 
 # mypy reads its settings, the files it checks and the list of strictly typed modules from
 # pyproject.toml ([tool.mypy]).
@@ -107,26 +131,40 @@ docs: install
 	rm -rf docs/_build
 	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
-# The suite under each venv in turn; the first failure stops make.
-test-unit: $(STAMPS)
-	@set -e; for venv in $(VENVS); do \
-	    echo "== pytest, $$($$venv/bin/python -c 'import sys, numpy, chainer; \
+# The suite under each chosen stack's venv in turn, on TEST_WORKERS processes; the first
+# failure stops make. The stacks run one after another: each already keeps every core busy.
+test-unit: $(foreach venv,$(TEST_VENVS),$(call stamp_of,$(venv)))
+	@test -n '$(TEST_VENVS)' || { echo 'no venv for STACKS=$(STACKS)' >&2; exit 1; }
+	@set -e; for venv in $(TEST_VENVS); do \
+	    stack="$$($$venv/bin/python -c 'import sys, numpy, chainer; \
 	        print("Python %d.%d.%d" % sys.version_info[:3], "NumPy", numpy.__version__, \
-	        "Chainer", chainer.__version__)') ($$venv)"; \
-	    $$venv/bin/python -m pytest -m 'not mpi' $(PYTEST_ARGS); done
+	        "Chainer", chainer.__version__)')"; \
+	    echo "== pytest, $$stack ($$venv)"; \
+	    $(TIMED) "pytest, $${stack% Chainer*}" \
+	        $$venv/bin/python -m pytest -m 'not mpi' $(XDIST) $(PYTEST_ARGS); done
 
-test-mpi: $(STAMPS)
-	@set -e; for venv in $(VENVS); do \
+test-mpi: $(foreach venv,$(TEST_VENVS),$(call stamp_of,$(venv)))
+	@test -n '$(TEST_VENVS)' || { echo 'no venv for STACKS=$(STACKS)' >&2; exit 1; }
+	@set -e; for venv in $(TEST_VENVS); do \
 	    echo "== MPI tests, $$($$venv/bin/python --version) ($$venv)"; \
-	    $(MPIEXEC) $$venv/bin/python -m pytest -m mpi -p no:cacheprovider -q tests $(PYTEST_ARGS); \
+	    $(TIMED) "MPI tests, $$($$venv/bin/python --version)" \
+	        $(MPIEXEC) $$venv/bin/python -m pytest -m mpi -p no:cacheprovider -q \
+	        $(MPI_TESTS) $(PYTEST_ARGS); \
 	done
 
-test: lint docs test-unit
-ifeq ($(HAVE_MPI),yes)
-	$(MAKE) test-mpi
-else
-	@echo "mpiexec not found: MPI tests not run (install openmpi-bin libopenmpi-dev)"
-endif
+# Each step in turn, timed; the venvs first, installed side by side (their downloads and
+# builds overlap). The table of times comes at the end, after a failure too.
+test:
+	@export STEP_TIMES="$$(mktemp)"; status=0; \
+	$(TIMED) 'install the venvs (side by side)' $(MAKE) --no-print-directory -j3 venvs \
+	&& $(TIMED) 'lint (ruff, mypy)' $(MAKE) --no-print-directory lint \
+	&& $(TIMED) 'docs (sphinx -W)' $(MAKE) --no-print-directory docs \
+	&& $(MAKE) --no-print-directory test-unit STACKS='$(STACKS)' \
+	&& if [ '$(HAVE_MPI)' = yes ]; then \
+	    $(MAKE) --no-print-directory test-mpi STACKS='$(STACKS)'; \
+	else echo 'mpiexec not found: MPI tests not run (install openmpi-bin libopenmpi-dev)'; fi \
+	|| status=$$?; \
+	tools/step_times.sh table "$$STEP_TIMES"; exit $$status
 
 bench: install
 	$(PY) benchmarks/run_all.py

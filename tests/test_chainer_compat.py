@@ -7,7 +7,6 @@ path. The patches are tested in tests/test_chainer_compat_patches.py.
 """
 import importlib.metadata
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -16,6 +15,7 @@ import zipfile
 
 import pytest
 
+from tests.support import wheel
 from tests.support.processes import checkout_env
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -329,58 +329,46 @@ def test_pth_files_are_installed_with_the_package():
     assert PTH_NAME in files and OLD_PTH_NAME in files      # so that uninstalling removes them
 
 
-def _copy_source(tmp_path):
-    source = tmp_path / 'source'
-    source.mkdir()
-    for name in ('setup.py', 'README.md'):
-        shutil.copy(os.path.join(REPO, name), source / name)
-    for package in ('researchutils', '_researchutils_chainer_compat'):
-        shutil.copytree(os.path.join(REPO, package), source / package,
-                        ignore=shutil.ignore_patterns('__pycache__'))
-    return source
-
-
-def _build(hook, source, out):
-    code = 'import sys, setuptools.build_meta as b; print(b.{}(sys.argv[1]))'.format(hook)
-    return _run([sys.executable, '-c', code, str(out)], cwd=source).stdout.split()[-1]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize('hook', ['build_wheel', 'build_editable'])
-def test_wheel_has_the_pth_files_at_its_root(hook, tmp_path):
-    pytest.importorskip('setuptools.build_meta', reason='builds need setuptools')
-    name = _build(hook, _copy_source(tmp_path), tmp_path)
-    with zipfile.ZipFile(tmp_path / name) as wheel:
-        assert wheel.read(PTH_NAME).decode('utf-8') == PTH_LINE
-        assert wheel.read(OLD_PTH_NAME).decode('utf-8').startswith('#')
-        packed = set(wheel.namelist())
-        record = wheel.read(next(n for n in wheel.namelist() if n.endswith('.dist-info/RECORD')))
+def _assert_pth_files_at_the_root(wheel_path, regular):
+    with zipfile.ZipFile(wheel_path) as archive:
+        assert archive.read(PTH_NAME).decode('utf-8') == PTH_LINE
+        assert archive.read(OLD_PTH_NAME).decode('utf-8').startswith('#')
+        packed = set(archive.namelist())
+        record = archive.read(next(n for n in packed if n.endswith('.dist-info/RECORD')))
     assert PTH_NAME + ',' in record.decode('utf-8')
-    if hook == 'build_wheel':           # an editable wheel points at the source instead
+    if regular:                         # an editable wheel points at the source instead
         compat = os.path.join(REPO, '_researchutils_chainer_compat')
         assert {'_researchutils_chainer_compat/' + name for name in os.listdir(compat)
                 if name.endswith('.py')} <= packed
 
 
-@pytest.mark.slow
-def test_pip_install_replaces_a_leftover_old_pth_and_uninstall_removes_both(tmp_path):
+@pytest.mark.slow(reason='builds a wheel (once a session, shared with the install tests)')
+def test_wheel_has_the_pth_files_at_its_root(researchutils_wheel):
+    _assert_pth_files_at_the_root(researchutils_wheel, regular=True)
+
+
+@pytest.mark.slow(reason='builds an editable wheel with setuptools')
+def test_editable_wheel_has_the_pth_files_at_its_root(tmp_path):
     pytest.importorskip('setuptools.build_meta', reason='builds need setuptools')
-    name = _build('build_wheel', _copy_source(tmp_path), tmp_path)
-    venv = tmp_path / 'venv'
-    _run([sys.executable, '-m', 'venv', '--without-pip', str(venv)])
-    python = str(venv / 'bin' / 'python')
+    name = wheel.build('build_editable', wheel.copy_source(tmp_path), tmp_path)
+    _assert_pth_files_at_the_root(tmp_path / name, regular=False)
+
+
+@pytest.mark.slow(reason='makes a venv and installs and uninstalls the wheel with pip')
+def test_pip_install_replaces_a_leftover_old_pth_and_uninstall_removes_both(
+        researchutils_wheel, tmp_path):
+    python = wheel.make_venv(tmp_path / 'venv')
     purelib = _run([python, '-c', 'import sysconfig; print(sysconfig.get_path("purelib"))'])
     purelib = purelib.stdout.strip()
     with open(os.path.join(purelib, OLD_PTH_NAME), 'w') as f:     # left by a deleted checkout
         f.write(OLD_PTH_LINE)
-    pip = [sys.executable, '-m', 'pip', '--python', python, '-q', '--disable-pip-version-check']
-    _run(pip + ['install', '--no-deps', '--no-index', str(tmp_path / name)])
+    wheel.pip_into(python, 'install', '--no-deps', '--no-index', str(researchutils_wheel))
     assert os.path.isfile(os.path.join(purelib, PTH_NAME))
     with open(os.path.join(purelib, OLD_PTH_NAME)) as f:
         assert f.read().startswith('#')
     assert _run([python, '-c', 'pass']).stderr == ''       # the .pth line ran, silently
     finders = _finders('import sys')
     assert _run([python, '-c', finders]).stdout.split() == ['1']
-    _run(pip + ['uninstall', '-y', 'researchutils'])
+    wheel.pip_into(python, 'uninstall', '-y', 'researchutils')
     assert not os.path.exists(os.path.join(purelib, PTH_NAME))
     assert not os.path.exists(os.path.join(purelib, OLD_PTH_NAME))

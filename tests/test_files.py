@@ -306,22 +306,29 @@ def test_command_is_recorded_quoted_so_it_can_be_rerun(tmp_path):
     assert shlex.split(command) == argv
 
 
-_RUN = ('import sys, time\n'
+# Each process says it is ready once it has imported researchutils, then waits for the go
+# on its stdin: all of them then create their folders at the same moment, however long a
+# busy machine takes to start them.
+_RUN = ('import sys\n'
         'from researchutils.files import prepare_output_dir\n'
-        'start = float(sys.argv[3])\n'
-        'time.sleep(max(0.0, start - time.time()))\n'
+        'print("ready", flush=True)\n'
+        'sys.stdin.readline()\n'
         'print(prepare_output_dir(sys.argv[1], {"worker": int(sys.argv[2])}, {!r}))\n')
 
 
 @pytest.mark.parametrize('time_format', ['%Y-%m-%d-%H%M%S', 'same-%Y'])
 def test_concurrent_processes_never_share_a_folder(tmp_path, time_format):
-    import time
-    start = time.time() + 2.0   # every process waits for this moment, then creates its folder
     code = _RUN.replace('{!r}', repr(time_format))
-    workers = [subprocess.Popen([sys.executable, '-c', code, str(tmp_path), str(i), str(start)],
-                                stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    workers = [subprocess.Popen([sys.executable, '-c', code, str(tmp_path), str(i)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                cwd=ROOT)
                for i in range(6)]
-    outs = [worker.communicate(timeout=60)[0].strip() for worker in workers]
+    # A worker that fails before it is ready closes its stdout: readline returns ''.
+    assert [worker.stdout.readline() for worker in workers] == ['ready\n'] * 6
+    for worker in workers:
+        worker.stdin.write('go\n')
+        worker.stdin.flush()
+    outs = [worker.communicate(timeout=120)[0].strip() for worker in workers]
     assert [worker.returncode for worker in workers] == [0] * 6
     assert len(set(outs)) == 6
     recorded = sorted(json.loads((pathlib.Path(out) / 'args.txt').read_text())['worker']

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from tests.support.import_probe import modules_loaded_after
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTIONAL = ('slack_sdk', 'mpi4py', 'matplotlib', 'cupy', 'chainermn', 'optuna')
 
@@ -35,27 +37,22 @@ LIGHT_MODULES = [
 ]
 
 
-def _loaded_optional_modules(module):
-    """Optional dependencies that importing ``module`` loads beyond what Chainer itself does.
+@pytest.fixture(scope='module')
+def optional_modules_loaded():
+    """Per light module: the optional dependencies that importing it loads beyond what
+    Chainer itself does.
 
     ``import chainer`` imports CuPy wherever CuPy is installed (the 3.13 stack has it, with
-    no GPU), so what Chainer loads on its own is the baseline.
+    no GPU), so what Chainer loads on its own is the baseline. One interpreter imports
+    Chainer once and imports each module in a fork of itself (tests/support/import_probe.py):
+    each answer is a fresh interpreter's.
     """
-    code = (
-        'import sys, importlib\n'
-        'import chainer\n'
-        'baseline = set(sys.modules)\n'
-        'importlib.import_module({!r})\n'
-        'print(",".join(sorted(m for m in {!r} if m in sys.modules and m not in baseline)))\n'
-    ).format(module, OPTIONAL)
-    out = subprocess.run([sys.executable, '-c', code], check=True,
-                         capture_output=True, text=True).stdout
-    return [name for name in out.strip().split(',') if name]
+    return modules_loaded_after('import chainer', LIGHT_MODULES, OPTIONAL)
 
 
 @pytest.mark.parametrize('module', LIGHT_MODULES)
-def test_import_loads_no_optional_dependency(module):
-    assert _loaded_optional_modules(module) == []
+def test_import_loads_no_optional_dependency(optional_modules_loaded, module):
+    assert optional_modules_loaded[module] == []
 
 
 def test_version_is_exposed():

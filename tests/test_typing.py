@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from tests.test_chainer_compat import _build, _copy_source, _run
+from tests.support import wheel
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -35,27 +35,21 @@ def _mypy_config():
 
 
 @pytest.fixture(scope='module')
-def installed_wheel(tmp_path_factory):
+def installed_wheel(researchutils_wheel, tmp_path_factory):
     """researchutils' wheel, and a venv with it installed (no dependencies)."""
-    pytest.importorskip('setuptools.build_meta', reason='builds need setuptools')
-    root = tmp_path_factory.mktemp('typed')
-    wheel = root / _build('build_wheel', _copy_source(root), root)
-    venv = root / 'venv'
-    _run([sys.executable, '-m', 'venv', '--without-pip', str(venv)])
-    python = str(venv / 'bin' / 'python')
-    _run([sys.executable, '-m', 'pip', '--python', python, '-q', '--disable-pip-version-check',
-          'install', '--no-deps', '--no-index', str(wheel)])
-    return wheel, python
+    python = wheel.make_venv(tmp_path_factory.mktemp('typed') / 'venv')
+    wheel.pip_into(python, 'install', '--no-deps', '--no-index', str(researchutils_wheel))
+    return researchutils_wheel, python
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason='builds the wheel (once a session) and installs it into a venv')
 def test_wheel_ships_the_py_typed_marker(installed_wheel):
     wheel, _ = installed_wheel
     with zipfile.ZipFile(wheel) as archive:
         assert archive.read('researchutils/py.typed') == b''
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="runs mypy on a user's script against the installed wheel")
 def test_mypy_checks_a_user_script_against_the_installed_annotations(installed_wheel,
                                                                      tmp_path):
     pytest.importorskip('mypy', reason='mypy comes with the test extra')

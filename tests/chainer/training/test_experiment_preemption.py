@@ -101,6 +101,8 @@ def _assert_same_outcome(actual, expected):
 
 
 # 40 examples in batches of 16, 16 and 8: epochs end after iterations 3, 6 and 9.
+@pytest.mark.slow(reason='trains in two subprocesses (stopped, rerun), and once more for the '
+                  'uninterrupted reference on each pytest worker')
 @pytest.mark.parametrize('pause, signal_number, epochs_before', [
     (['--pause-at', 'exp', '4'], signal.SIGTERM, ['exp 1']),  # mid-epoch
     (['--pause-at', 'exp', '6'], signal.SIGUSR1, ['exp 1', 'exp 2']),  # at an epoch end
@@ -113,6 +115,8 @@ def test_a_signalled_run_resumes_bit_identical_when_run_again(
     _assert_same_outcome(outcome, _reference('run', tmp_path_factory))
 
 
+@pytest.mark.slow(reason='three folds of three epochs, trained in three subprocesses '
+                  '(stopped, rerun, uninterrupted reference)')
 def test_kfold_resumes_in_the_interrupted_fold_and_redoes_no_finished_fold(
         tmp_path, tmp_path_factory):
     before, outcome = _stop_and_rerun(tmp_path, 'kfold', signal.SIGTERM,
@@ -124,6 +128,8 @@ def test_kfold_resumes_in_the_interrupted_fold_and_redoes_no_finished_fold(
     _assert_same_outcome(outcome, _reference('kfold', tmp_path_factory))
 
 
+@pytest.mark.slow(reason='three combinations of three epochs, trained in three subprocesses '
+                  '(stopped, rerun, uninterrupted reference)')
 def test_grid_search_resumes_in_the_interrupted_combination(tmp_path, tmp_path_factory):
     before, outcome = _stop_and_rerun(tmp_path, 'grid_search', signal.SIGUSR1,
                                       '--pause-at', 'grid_1', '7')

@@ -53,10 +53,15 @@ def test_the_handler_of_before_the_run_is_back_after_it(tmp_path, before):
 
 
 def test_pythons_own_sigint_handler_is_back_after_the_run(tmp_path):
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    trainer = run.build_trainer(tmp_path, stop_iteration=2, signals=[signal.SIGINT])
-    trainer.run()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # Set here: Python installs it only when it starts with SIGINT not ignored, and a
+    # suite started in the background (`make test &`, nohup) starts with it ignored.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        trainer = run.build_trainer(tmp_path, stop_iteration=2, signals=[signal.SIGINT])
+        trainer.run()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.parametrize('reuse', [True, False], ids=['same_extension', 'new_extension'])
