@@ -38,8 +38,7 @@ def dry_run(tmp_path_factory):
     env = dict(os.environ, GPU_CHECK_PYTHON=sys.executable, WHEELHOUSE=str(wheelhouse),
                GPU_CHECK_VENV=str(root / 'venv'), OUT=str(results))
     # The check's own pytest runs must not inherit this run's pytest state.
-    env.pop('PYTEST_ADDOPTS', None)
-    env.pop('PYTEST_CURRENT_TEST', None)
+    env = _without_pytest_state(env)
     done = subprocess.run(['bash', os.path.join(REPO, 'tools', 'gpu_check.sh'), '--dry-run'],
                           cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
     return wheelhouse, results, done
@@ -100,10 +99,15 @@ def test_a_successful_build_replaces_the_previous_wheelhouse_whole(dry_run):
         ['wheelhouse']
 
 
+def _without_pytest_state(env):
+    """``env`` less what this pytest run tells its own processes (PYTEST_ADDOPTS,
+    PYTEST_CURRENT_TEST, and an xdist worker's PYTEST_XDIST_*, which makes a plugin such as
+    pytest-benchmark in a child pytest believe it runs under xdist)."""
+    return {name: value for name, value in env.items() if not name.startswith('PYTEST_')}
+
+
 def _script(name, args, env, timeout=120):
-    env = dict(os.environ, **env)
-    env.pop('PYTEST_ADDOPTS', None)
-    env.pop('PYTEST_CURRENT_TEST', None)
+    env = _without_pytest_state(dict(os.environ, **env))
     return subprocess.run(['bash', os.path.join(REPO, 'tools', name)] + args, cwd=REPO,
                           capture_output=True, text=True, env=env, timeout=timeout)
 
