@@ -78,6 +78,9 @@ STAMPS :=
 # module-scoped fixture or a resource (xdist_group markers, tests/conftest.py) on one worker.
 TEST_WORKERS ?= auto
 XDIST := -n $(TEST_WORKERS) --dist loadgroup
+# Each stack's run ends with its 30 slowest tests, so a test that grows slow is seen in the
+# log of every run (`make test-unit DURATIONS=0` lists them all).
+DURATIONS ?= 30
 # The MPI tests' files: the test_*.py files that mark a test `mpi` (pytest.mark.mpi). Each
 # rank then imports these files only, not the whole suite; tests/test_conftest.py checks
 # that every mpi test is in one of them.
@@ -141,7 +144,7 @@ test-unit: $(foreach venv,$(TEST_VENVS),$(call stamp_of,$(venv)))
 	        "Chainer", chainer.__version__)')"; \
 	    echo "== pytest, $$stack ($$venv)"; \
 	    $(TIMED) "pytest, $${stack% Chainer*}" \
-	        $$venv/bin/python -m pytest -m 'not mpi' $(XDIST) $(PYTEST_ARGS); done
+	        $$venv/bin/python -m pytest -m 'not mpi' $(XDIST) --durations=$(DURATIONS) $(PYTEST_ARGS); done
 
 test-mpi: $(foreach venv,$(TEST_VENVS),$(call stamp_of,$(venv)))
 	@test -n '$(TEST_VENVS)' || { echo 'no venv for STACKS=$(STACKS)' >&2; exit 1; }

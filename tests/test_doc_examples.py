@@ -29,7 +29,18 @@ def test_docstring_examples_run(name):
     assert result.failed == 0
 
 
-@pytest.mark.parametrize('path', TUTORIALS, ids=os.path.basename)
+# Tutorials whose examples train and search for real: 10-25 s each on a busy machine.
+TRAINING_TUTORIALS = {'experiment.rst': 'trains, k-folds and grid-searches small experiments',
+                      'search.rst': 'runs small searches of several trials'}
+
+
+def _tutorial(path):
+    reason = TRAINING_TUTORIALS.get(os.path.basename(path))
+    marks = [pytest.mark.slow(reason=reason)] if reason else []
+    return pytest.param(path, id=os.path.basename(path), marks=marks)
+
+
+@pytest.mark.parametrize('path', [_tutorial(path) for path in TUTORIALS])
 def test_tutorial_examples_run(path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = doctest.testfile(path, module_relative=False, optionflags=OPTIONS)

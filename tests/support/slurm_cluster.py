@@ -168,6 +168,20 @@ def single_node_slurm(folder):
         _stop(os.path.join(munge, 'munged.pid'))
 
 
+def for_a_test_module(tmp_path_factory):
+    """The body of a module-scoped ``slurm`` fixture: yields the environment (the checkout
+    on its import path) of a single-node SLURM kept for the module; skips where SLURM is
+    missing."""
+    import pytest
+
+    from tests.support.processes import checkout_env
+    reason = missing()
+    if reason is not None:
+        pytest.skip(reason)
+    with single_node_slurm(tmp_path_factory.mktemp('slurm')) as env:
+        yield checkout_env(env)
+
+
 def job_fields(job_id, env):
     """``scontrol show job``'s fields of ``job_id`` as a dict (``JobState``, ``Restarts``...)."""
     done = _run(['scontrol', 'show', 'job', '-o', str(job_id)], env)

@@ -29,7 +29,7 @@ from tests.chainer.training.extensions.test_preemption_snapshot_slurm import (
     documented_script,
 )
 from tests.support import search_nodes, search_studies, search_worker, slurm_cluster
-from tests.support.processes import REPO, checkout_env
+from tests.support.processes import REPO
 
 optuna = pytest.importorskip('optuna')
 pytest.importorskip('psycopg', reason='needs the search-db extra (psycopg)')
@@ -45,11 +45,7 @@ pytestmark = [pytest.mark.slow(reason='a SLURM array job of two search workers, 
 
 @pytest.fixture(scope='module')
 def slurm(tmp_path_factory):
-    reason = slurm_cluster.missing()
-    if reason is not None:
-        pytest.skip(reason)
-    with slurm_cluster.single_node_slurm(tmp_path_factory.mktemp('slurm')) as env:
-        yield checkout_env(env)
+    yield from slurm_cluster.for_a_test_module(tmp_path_factory)
 
 
 def submit(slurm, tmp_path, url, shared):

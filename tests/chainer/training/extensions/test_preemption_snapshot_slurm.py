@@ -30,7 +30,6 @@ from tests.chainer.training.extensions.test_preemption_snapshot import (
 )
 from tests.support import slurm_cluster
 from tests.support.preemptible_training import touch, wait_for
-from tests.support.processes import checkout_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 JOB_TIMEOUT = 300.
@@ -41,11 +40,7 @@ TUTORIAL = os.path.join(REPO, 'docs', 'tutorials', 'cluster.rst')
 
 @pytest.fixture(scope='module')
 def slurm(tmp_path_factory):
-    reason = slurm_cluster.missing()
-    if reason is not None:
-        pytest.skip(reason)
-    with slurm_cluster.single_node_slurm(tmp_path_factory.mktemp('slurm')) as env:
-        yield checkout_env(env)
+    yield from slurm_cluster.for_a_test_module(tmp_path_factory)
 
 
 _references = {}
