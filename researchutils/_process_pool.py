@@ -48,6 +48,7 @@ test_decorable_multiprocess_iterator.py and tests/chainer/data_loading/test_data
 """
 import atexit
 import collections
+import gc
 import multiprocessing.connection
 import os
 import pickle
@@ -69,6 +70,20 @@ _EXIT_WAIT_S = 30.0
 _KILL_WAIT_S = 30.0
 # The pools not closed yet, for the exit hook.
 _open_pools: 'weakref.WeakSet[ProcessPool]' = weakref.WeakSet()
+
+
+def _collect_dead_semaphores():
+    """Frees now the semaphores of pools that are garbage in reference cycles.
+
+    Under spawn and forkserver each semaphore is registered with multiprocessing's resource
+    tracker, and a freed one unregisters itself. Were it freed by a garbage collection that
+    starts while this thread is inside the tracker (registering the new queue's
+    semaphores), Python 3.12+ refuses the reentrant call: 'ResourceTracker called
+    reentrantly ... might leak', an exception nobody can catch. Collected here, before the
+    new queue is made, they unregister outside the tracker. A pool is made once per
+    iterator, so the collection's cost (milliseconds) is paid rarely.
+    """
+    gc.collect()
 
 
 class WorkerDiedError(RuntimeError):
@@ -134,6 +149,8 @@ class ProcessPool(object):
         self._maxtasksperchild = maxtasksperchild
         # Under spawn and forkserver the queue may start multiprocessing's resource
         # tracker, a process of the job too: it starts with the stop signals blocked.
+        if context.get_start_method() != 'fork':
+            _collect_dead_semaphores()
         with blocked_stop_signals():
             self._tasks = context.Queue()
         # Tasks still unsent at exit are worthless: never wait to flush them.
