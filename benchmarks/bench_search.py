@@ -121,12 +121,14 @@ def bench_epochs(seeds):
           .format(median / grid_to_target, median / grid_total))
 
 
-def workers(folder, count, n_trials):
+def workers(folder, count, n_trials, storage='default'):
+    """Seconds until ``count`` workers started together have finished the study's trials
+    (``storage``: a URL, or 'default' for the SQLite file in ``folder``)."""
     started = time.perf_counter()
     errors = [tempfile.TemporaryFile() for _ in range(count)]
     processes = [subprocess.Popen(
         [sys.executable, '-m', 'tests.chainer.training.search_tasks', folder, str(n_trials),
-         'default', '0', str(WORKER_EPOCHS)],
+         storage, '0', str(WORKER_EPOCHS)],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=error) for error in errors]
     for process, error in zip(processes, errors):
         if process.wait() != 0:

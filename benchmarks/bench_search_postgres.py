@@ -19,37 +19,18 @@ PostgreSQL's programs or its Python driver it says so and does nothing.
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.support import postgres_server  # noqa: E402
+from bench_search import workers  # noqa: E402 (this folder: the same workers, storage aside)
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WORKER_EPOCHS = 10  # per trial, as bench_search.py: a trial outweighs an interpreter's start
+from tests.support import postgres_server  # noqa: E402
 
 
 def load():
     return '{:.1f}'.format(os.getloadavg()[0])
-
-
-def workers(folder, count, n_trials, storage):
-    """Seconds until ``count`` workers started together have finished the study's trials."""
-    started = time.perf_counter()
-    errors = [tempfile.TemporaryFile() for _ in range(count)]
-    processes = [subprocess.Popen(
-        [sys.executable, '-m', 'tests.chainer.training.search_tasks', folder, str(n_trials),
-         storage, '0', str(WORKER_EPOCHS)],
-        cwd=REPO, stdout=subprocess.DEVNULL, stderr=error) for error in errors]
-    for process, error in zip(processes, errors):
-        if process.wait() != 0:
-            error.seek(0)
-            raise RuntimeError('a search worker failed (rc {}): {}'.format(
-                process.returncode, error.read().decode(errors='replace')[-3000:]))
-    return time.perf_counter() - started
 
 
 def one_run(server, count, n_trials, storage_kind):
