@@ -3,7 +3,8 @@
 The job script is the one of docs/tutorials/search.rst (``search.sbatch``), as written
 there but for its ``python search.py``, which becomes a search worker
 (tests/support/search_worker.py) in a working folder of each task's own, and its array
-(two tasks: the test's single node has two cores). The single-node SLURM is the one
+(two tasks: the test's single node has two cores; task 1 starts searching once task 0
+has paused in its first trial). The single-node SLURM is the one
 tests/support/slurm_cluster.py starts; the study lives on the session's PostgreSQL server.
 Task 0 pauses mid-trial at a moment it reports; ``scancel`` of that task then sends
 SIGTERM to its every process, as a cluster's preemption does: the worker writes its
@@ -53,8 +54,11 @@ def submit(slurm, tmp_path, url, shared):
     returns the array's job id."""
     text = documented_script('search.sbatch', TUTORIAL)
     assert text.count('python search.py') == 1 and '#SBATCH --array=' in text, text
+    # Task 1 begins its search only once task 0 has paused in its first trial: else, on
+    # a busy machine where task 0's interpreter starts late, task 1 takes every trial.
+    gate = '$([ "$SLURM_ARRAY_TASK_ID" = 1 ] && echo --go {}/task_0/paused)'.format(tmp_path)
     worker = 'cd {}/task_"$SLURM_ARRAY_TASK_ID" && {} -m tests.support.search_worker {} {} {} ' \
-        '--no-plots'.format(tmp_path, sys.executable, shared, url, N_TRIALS)
+        '--no-plots {}'.format(tmp_path, sys.executable, shared, url, N_TRIALS, gate)
     path = tmp_path / 'search.sbatch'
     path.write_text(text.replace('python search.py', worker))
     submitted = slurm_cluster.command(
