@@ -15,7 +15,8 @@ from typing import Any, TypeAlias
 import numpy
 import numpy.typing
 
-__all__ = ['Array', 'FloatArray', 'Initializer', 'SavePath', 'Variable', 'VariableOrArray']
+__all__ = ['Array', 'DeviceSpec', 'FloatArray', 'Initializer', 'SavePath', 'Variable',
+           'VariableOrArray']
 
 #: A NumPy or CuPy array (``numpy.ndarray`` or ``cupy.ndarray``): ``Any`` to a checker,
 #: because CuPy is optional and untyped.
@@ -27,6 +28,10 @@ Variable: TypeAlias = Any
 #: What a Chainer function or link takes as an input: a ``chainer.Variable`` or an
 #: :data:`Array` of either backend (``Any`` to a checker).
 VariableOrArray: TypeAlias = Any
+
+#: A device as ``chainer.get_device`` takes it: a ``chainer.backend.Device`` or its
+#: specifier (``'@numpy'``, ``'@cupy:0'``, a GPU number): ``Any`` to a checker.
+DeviceSpec: TypeAlias = Any
 
 #: What Chainer's links take as ``initialW`` / ``initial_bias``: a
 #: ``chainer.Initializer``, an array, a scalar, or ``None`` for the default (``Any`` to a
