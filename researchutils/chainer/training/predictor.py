@@ -92,11 +92,11 @@ class Predictor(object):
         (4, 2)
     """
 
-    def __init__(self, model: chainer.Link, key_mapping: dict[str, str],
-                 convert_batch_to_npy_fn: Callable[[dict[str, Any]], dict[str, Any]] = (
-                     convert_to_numpy),
-                 prepare_batch_fn: Callable[[dict[str, Array]], Mapping[str, VariableOrArray]]
-                 | None = None) -> None:
+    def __init__(
+            self, model: chainer.Link, key_mapping: dict[str, str],
+            convert_batch_to_npy_fn: Callable[[dict[str, Any]], dict[str, Any]] = convert_to_numpy,
+            prepare_batch_fn: Callable[[dict[str, Array]], Mapping[str, VariableOrArray]] | None
+            = None) -> None:
         if not isinstance(model, chainer.Link):
             raise TypeError('model must be a chainer.Link, got {!r}'.format(type(model).__name__))
         if (not isinstance(key_mapping, dict) or not key_mapping
