@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy
-import numpy.typing
+from numpy.typing import NDArray
 
 _local = threading.local()
 _install_lock = threading.Lock()
@@ -92,7 +92,7 @@ def _install() -> None:
         _installed = True
 
 
-def seeded_permutation(seed: int, epoch: int, size: int) -> numpy.typing.NDArray[numpy.int_]:
+def seeded_permutation(seed: int, epoch: int, size: int) -> NDArray[numpy.int_]:
     """The order of ``epoch`` under ``seed``: ``RandomState([seed, epoch]).permutation(size)``.
 
     Args:
@@ -130,7 +130,7 @@ def seeded_numpy_random(key: Sequence[int]) -> Iterator[None]:
         _local.spare = state
 
 
-def get_global_random_states() -> dict[str, numpy.typing.NDArray[Any]]:
+def get_global_random_states() -> dict[str, NDArray[Any]]:
     """NumPy's and Python's global random states, as arrays under stable keys.
 
     Each generator's whole state: NumPy's ``RandomState`` keeps the second of
@@ -160,7 +160,7 @@ def get_global_random_states() -> dict[str, numpy.typing.NDArray[Any]]:
     }
 
 
-def empty_global_random_states() -> dict[str, numpy.typing.NDArray[Any]]:
+def empty_global_random_states() -> dict[str, NDArray[Any]]:
     """Arrays of the shapes and dtypes :func:`get_global_random_states` gives, all zero
     (for a deserializer to fill)."""
     return {
@@ -175,7 +175,7 @@ def empty_global_random_states() -> dict[str, numpy.typing.NDArray[Any]]:
     }
 
 
-def set_global_random_states(states: Mapping[str, numpy.typing.NDArray[Any]]) -> None:
+def set_global_random_states(states: Mapping[str, NDArray[Any]]) -> None:
     """Sets NumPy's and Python's global random states to ``states`` (see
     :func:`get_global_random_states`)."""
     numpy.random.set_state((
