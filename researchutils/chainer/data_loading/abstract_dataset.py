@@ -73,8 +73,7 @@ class AbstractDataset(abc.ABC):
         """
         return self[index]
 
-    # self is any Dataset: DataManager.get_subset gives plain sequences the same view.
-    def get_subset(self: Dataset, indices: Indices) -> AbstractDataset:
+    def get_subset(self, indices: Indices) -> AbstractDataset:
         """Returns a lazy view of the examples at ``indices``, in that order.
 
         Nothing is copied or loaded; the view is itself an

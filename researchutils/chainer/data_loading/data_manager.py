@@ -314,8 +314,11 @@ class DataManager(object):
         """
         if hasattr(self.dataset, 'get_subset'):
             return self.replace(dataset=self.dataset.get_subset(indices))
-        # A plain sequence gets the same lazy view as an AbstractDataset.
-        return self.replace(dataset=AbstractDataset.get_subset(self.dataset, indices))
+        # A plain sequence gets the same lazy view as an AbstractDataset: get_subset needs
+        # only len() and indexing, which every Dataset has (self is not annotated as a
+        # Dataset there, because the API docs would then list self as a parameter).
+        return self.replace(dataset=AbstractDataset.get_subset(
+            self.dataset, indices))  # type: ignore[arg-type]
 
 
 #: Delira 0.4.1's name of :class:`DataManager` (the same class).
