@@ -15,8 +15,9 @@ from chainer import backend
 from researchutils._typing import Array, VariableOrArray
 
 
-def send_arrays(batch: Mapping[str, VariableOrArray], devices: Mapping[str, backend.Device],
-                default_device: backend.Device) -> dict[str, Array]:
+def send_arrays(batch: Mapping[str, VariableOrArray],
+                devices: Mapping[str, chainer.backend.Device],
+                default_device: chainer.backend.Device) -> dict[str, Array]:
     """Returns ``batch`` with each entry as an array on its device.
 
     Variables give their array; floating arrays become float32, integer and
@@ -27,7 +28,7 @@ def send_arrays(batch: Mapping[str, VariableOrArray], devices: Mapping[str, back
     Raises:
         TypeError: An entry is not numeric; the message names its key.
     """
-    prepared: dict[str, Array] = {}
+    prepared = {}
     for key, value in batch.items():
         if isinstance(value, chainer.Variable):
             value = value.array
@@ -41,7 +42,7 @@ def send_arrays(batch: Mapping[str, VariableOrArray], devices: Mapping[str, back
     return prepared
 
 
-def to_float(value: VariableOrArray | float, kind: str, name: str) -> float:
+def to_float(value: object, kind: str, name: str) -> float:
     """A loss or metric result (Variable, 0-d or size-1 array, scalar) as a Python float."""
     if isinstance(value, chainer.Variable):
         value = value.array
