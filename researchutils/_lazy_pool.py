@@ -18,17 +18,24 @@ them, and the main process, signalled too, decides what happens next (at most
 
 Tests: tests/test_lazy_pool.py, and the iterators' tests.
 """
+from __future__ import annotations
+
 import signal
 import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from researchutils._process_pool import ProcessPool, WorkerDiedError, closed_error
+
+if TYPE_CHECKING:
+    from researchutils._process_worker import Context, Source
 
 # How many times in a row LazyPool.collect() makes a batch again after its workers died
 # of a signal that the main process handles (each time the signal reached them too).
 _SIGNAL_RETRIES = 3
 
 
-def _handled_here(signal_number):
+def _handled_here(signal_number: int | None) -> bool:
     """Whether this process handles ``signal_number`` in Python (rather than dying of it)."""
     return signal_number is not None and callable(signal.getsignal(signal_number))
 
@@ -38,11 +45,17 @@ class _Handle(object):
 
     __slots__ = ('items', 'keys', 'n_chunks', 'pool', 'batch_id')
 
-    def __init__(self, items, keys, n_chunks):
-        self.items, self.keys, self.n_chunks = items, keys, n_chunks
-        self.pool = self.batch_id = None
+    items: Sequence[Any]
+    keys: Sequence[Any] | None
+    n_chunks: int
+    # Set by submit_to(), which LazyPool.submit() calls before it returns the handle.
+    pool: ProcessPool
+    batch_id: int
 
-    def submit_to(self, pool):
+    def __init__(self, items: Sequence[Any], keys: Sequence[Any] | None, n_chunks: int) -> None:
+        self.items, self.keys, self.n_chunks = items, keys, n_chunks
+
+    def submit_to(self, pool: ProcessPool) -> None:
         self.pool = pool
         self.batch_id = pool.submit(self.items, self.keys, self.n_chunks)
 
@@ -56,16 +69,18 @@ class LazyPool(object):
     Not picklable: an owner that is copied or pickled drops it and makes another.
     """
 
-    def __init__(self, source, context, n_processes, maxtasksperchild, owner):
+    def __init__(self, source: Source, context: Context, n_processes: int,
+                 maxtasksperchild: int | None, owner: str) -> None:
         # What each ProcessPool is made of.
         self._settings = (source, context, n_processes, maxtasksperchild, owner)
-        self._pool = None
+        self._pool: ProcessPool | None = None
         # Orders close() (from any thread) against starting and replacing the pool.
         self._lock = threading.Lock()
         # The handles submitted and neither collected nor cancelled, in submission order.
-        self._outstanding = {}
+        self._outstanding: dict[_Handle, None] = {}
 
-    def submit(self, items, keys, n_chunks):
+    def submit(self, items: Sequence[Any], keys: Sequence[Any] | None,
+               n_chunks: int) -> _Handle:
         """Queues ``source.make(items, keys)``; returns the handle :meth:`collect` takes."""
         handle = _Handle(items, keys, n_chunks)
         with self._lock:
@@ -75,7 +90,8 @@ class LazyPool(object):
             self._outstanding[handle] = None
         return handle
 
-    def collect(self, handle, dataset_timeout, on_timeout):
+    def collect(self, handle: _Handle, dataset_timeout: float | None,
+                on_timeout: Callable[[], object]) -> list[Any]:
         """Returns the made items; see :meth:`ProcessPool.collect`."""
         retries = 0
         try:
@@ -97,7 +113,7 @@ class LazyPool(object):
             with self._lock:
                 self._outstanding.pop(handle, None)
 
-    def _replace(self, dead):
+    def _replace(self, dead: ProcessPool) -> bool:
         """Starts new workers in place of ``dead`` and submits the outstanding batches
         to them; False if :meth:`close` came meanwhile."""
         with self._lock:
@@ -110,18 +126,18 @@ class LazyPool(object):
                 handle.submit_to(self._pool)
         return True
 
-    def cancel(self, handle):
+    def cancel(self, handle: _Handle) -> None:
         with self._lock:
             self._outstanding.pop(handle, None)
         # Its chunks may still be made; their results are dropped on arrival.
         handle.pool.cancel(handle.batch_id)
 
-    def close(self):
+    def close(self) -> None:
         """Stops the workers, if any; leaves no child process."""
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
 
-    def __getstate__(self):
+    def __getstate__(self) -> NoReturn:
         raise TypeError('{}: worker processes cannot be pickled'.format(self._settings[-1]))

@@ -12,18 +12,26 @@ main process's end, :class:`Inbox`, reads without blocking, a frame at a time: a
 partly arrived message never blocks it, and a worker that dies half-way through
 a message ends its pipe, the half-sent message being dropped.
 """
+from __future__ import annotations
+
 import array
 import os
 import pickle
 import queue
 import struct
 import threading
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 try:
     import fcntl
     import termios
 except ImportError:  # not a POSIX system: every message goes through the sender thread
-    fcntl = None
+    _HAS_FCNTL = False
+else:
+    _HAS_FCNTL = True
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 # Seconds an idle worker waits for a task before it checks that the main process lives;
 # also the longest the main process sleeps between looks at its workers.
@@ -36,10 +44,22 @@ _FRAME_HEADER = struct.Struct('!QQ')
 _PIPE_BYTES = 1 << 20
 _PAGE_BYTES = 4096
 
+#: A message as written: the sizes and the head, then the payload.
+Frame: TypeAlias = tuple[bytes, bytes]
+#: A message as read: ``(kind, batch_id, start, payload)``; ``batch_id`` and ``start`` are
+#: None for the messages that are not a chunk's result (``'retire'``, ``'fatal'``).
+Message: TypeAlias = tuple[str, int | None, int | None, memoryview]
 
-def _widen(fd):
+
+class _Watched(Protocol):
+    """A process as its pipe's writer watches it (``MainProcess`` of the worker)."""
+
+    def is_alive(self) -> bool: ...
+
+
+def _widen(fd: int) -> int | None:
     """Asks the pipe of ``fd`` to hold ``_PIPE_BYTES``; returns what it holds (None: unknown)."""
-    if fcntl is None or not hasattr(fcntl, 'F_GETPIPE_SZ'):
+    if not _HAS_FCNTL or not hasattr(fcntl, 'F_GETPIPE_SZ'):
         return None
     try:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
@@ -48,13 +68,13 @@ def _widen(fd):
     return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
 
 
-def _unread_bytes(fd):
+def _unread_bytes(fd: int) -> int:
     count = array.array('i', [0])
     fcntl.ioctl(fd, termios.FIONREAD, count)
     return count[0]
 
 
-def _write_all(fd, data):
+def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
@@ -73,16 +93,17 @@ class Outbox(object):
     :meth:`put`.
     """
 
-    def __init__(self, fd):
+    def __init__(self, fd: int) -> None:
         self._fd = fd
         self._capacity = _widen(fd)
-        self._messages = queue.SimpleQueue()
+        self._messages: queue.SimpleQueue[Frame | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._waiting = 0  # messages given to the thread and not yet written
         self._thread = threading.Thread(target=self._send_all, daemon=True)
         self._thread.start()
 
-    def put(self, kind, batch_id=None, start=None, payload=b''):
+    def put(self, kind: str, batch_id: int | None = None, start: int | None = None,
+            payload: bytes = b'') -> None:
         frame = _frame(kind, batch_id, start, payload)
         with self._lock:
             # A page to spare: what the pipe holds is counted in whole pages.
@@ -95,13 +116,13 @@ class Outbox(object):
         if direct:  # nothing is being written, and the write cannot block
             self._write(frame)
 
-    def flush(self, main_process):
+    def flush(self, main_process: _Watched) -> None:
         """Waits until every message is sent, or ``main_process`` (its ``is_alive()``) is gone."""
         self._messages.put(None)
         while self._thread.is_alive() and main_process.is_alive():
             self._thread.join(IDLE_CHECK_S)
 
-    def _send_all(self):
+    def _send_all(self) -> None:
         while True:
             frame = self._messages.get()
             if frame is None:
@@ -110,7 +131,7 @@ class Outbox(object):
             with self._lock:
                 self._waiting -= 1
 
-    def _write(self, frame):
+    def _write(self, frame: Frame) -> None:
         try:
             for part in frame:
                 _write_all(self._fd, part)
@@ -119,36 +140,36 @@ class Outbox(object):
             os._exit(0)
 
 
-def _frame(kind, batch_id, start, payload):
+def _frame(kind: str, batch_id: int | None, start: int | None, payload: bytes) -> Frame:
     """A message as the two parts written: the sizes and the head, then the payload."""
     head = pickle.dumps((kind, batch_id, start), protocol=pickle.HIGHEST_PROTOCOL)
     return _FRAME_HEADER.pack(len(head), len(payload)) + head, payload
 
 
-def _frame_size(frame):
+def _frame_size(frame: Frame) -> int:
     return sum(memoryview(part).nbytes for part in frame)
 
 
 class Inbox(object):
     """The main process's end of one worker's result pipe, read without blocking."""
 
-    def __init__(self, connection):
+    def __init__(self, connection: Connection[Any, Any]) -> None:
         self.connection = connection
         self._fd = connection.fileno()
         os.set_blocking(self._fd, False)
         self._header = b''
         self._head_size = 0
-        self._body = None
+        self._body: bytearray | None = None
         self._filled = 0
 
-    def read(self):
+    def read(self) -> tuple[list[Message], bool]:
         """Returns the messages completed by what the pipe holds now, and whether it ended.
 
         A message is ``(kind, batch_id, start, payload)``, the payload a
         memoryview of the bytes sent. Once the worker's end is closed, a message
         it had begun is lost.
         """
-        messages = []
+        messages: list[Message] = []
         while True:
             try:
                 if self._body is None:

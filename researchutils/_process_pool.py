@@ -46,8 +46,9 @@ what it was sent, and by then the task queue's semaphore may be gone.
 Tests: through its two owners, tests/chainer/iterators/
 test_decorable_multiprocess_iterator.py and tests/chainer/data_loading/test_data_manager.py.
 """
+from __future__ import annotations
+
 import atexit
-import collections
 import gc
 import multiprocessing.connection
 import os
@@ -56,10 +57,25 @@ import signal
 import threading
 import time
 import weakref
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from researchutils._chunks import chunk_bounds
-from researchutils._process_pipe import IDLE_CHECK_S, Inbox
-from researchutils._process_worker import blocked_stop_signals, pickle_source, worker_main
+from researchutils._process_pipe import IDLE_CHECK_S, Inbox, Message
+from researchutils._process_worker import (
+    Source,
+    Task,
+    blocked_stop_signals,
+    pickle_source,
+    worker_main,
+)
+
+if TYPE_CHECKING:
+    import multiprocessing.queues
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
+    from researchutils._process_worker import Context
 
 # Seconds the main process gives a worker whose pipe ended to be reaped, so that its
 # exit code can be reported. The pipe ends as the process exits: a few microseconds
@@ -72,7 +88,7 @@ _KILL_WAIT_S = 30.0
 _open_pools: 'weakref.WeakSet[ProcessPool]' = weakref.WeakSet()
 
 
-def _collect_dead_semaphores():
+def _collect_dead_semaphores() -> None:
     """Frees now the semaphores of pools that are garbage in reference cycles.
 
     Under spawn and forkserver each semaphore is registered with multiprocessing's resource
@@ -93,7 +109,7 @@ class WorkerDiedError(RuntimeError):
         signal_number (int or None): The signal that killed the worker, if one did.
     """
 
-    def __init__(self, message, signal_number=None):
+    def __init__(self, message: str, signal_number: int | None = None) -> None:
         super(WorkerDiedError, self).__init__(message)
         self.signal_number = signal_number
 
@@ -105,26 +121,34 @@ class PoolClosedError(RuntimeError):
 class _RemoteTraceback(Exception):
     """Carries the traceback of an exception raised in a worker process."""
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.args[0]
 
 
-_Worker = collections.namedtuple('_Worker', ('process', 'inbox'))
+class _Worker(NamedTuple):
+    process: BaseProcess
+    inbox: Inbox
+
+
+#: An exception raised in a worker, as it sends it: ``(pickled exception, traceback text,
+#: pid)``.
+_RemoteError = tuple[bytes, str, int]
 
 
 class _PendingBatch(object):
 
-    def __init__(self, n_chunks):
+    def __init__(self, n_chunks: int) -> None:
         self.n_chunks = n_chunks
-        self.chunks = {}
-        self.errors = {}
+        # By the start of each chunk: its pickled items, or the error that it raised.
+        self.chunks: dict[int, memoryview] = {}
+        self.errors: dict[int, _RemoteError] = {}
 
     @property
-    def done(self):
+    def done(self) -> bool:
         return len(self.chunks) + len(self.errors) == self.n_chunks
 
 
-def _describe_exit(exitcode):
+def _describe_exit(exitcode: int | None) -> str:
     if exitcode is None:
         return 'closed its result pipe'
     if exitcode < 0:
@@ -142,7 +166,8 @@ class ProcessPool(object):
     ``owner`` names what the pool works for, in process names and messages.
     """
 
-    def __init__(self, source, context, n_processes, maxtasksperchild, owner):
+    def __init__(self, source: Source, context: Context, n_processes: int,
+                 maxtasksperchild: int | None, owner: str) -> None:
         self._source = source
         self._owner = owner
         self._context = context
@@ -152,11 +177,11 @@ class ProcessPool(object):
         if context.get_start_method() != 'fork':
             _collect_dead_semaphores()
         with blocked_stop_signals():
-            self._tasks = context.Queue()
+            self._tasks: multiprocessing.queues.Queue[Task | None] = context.Queue()
         # Tasks still unsent at exit are worthless: never wait to flush them.
         self._tasks.cancel_join_thread()
-        self._workers = {}
-        self._batches = {}
+        self._workers: dict[int, _Worker] = {}
+        self._batches: dict[int, _PendingBatch] = {}
         self._batch_ids = iter(range(1 << 62))
         # close() may come from another thread while collect() waits: the lock
         # orders it against the start of workers, and the pipes are closed by
@@ -164,20 +189,20 @@ class ProcessPool(object):
         self._lock = threading.Lock()
         self._closed = False
         self._collecting = 0
-        self._closing = []
+        self._closing: list[_Worker] = []
         # Workers that said they retire, until they have exited (close() ends them too).
-        self._retired = []
+        self._retired: list[BaseProcess] = []
         _open_pools.add(self)
         for slot in range(n_processes):
             self._start_worker(slot)
 
-    def _start_worker(self, slot):
+    def _start_worker(self, slot: int) -> None:
         with self._lock:
             if self._closed:
                 raise closed_error()
             self._start_worker_locked(slot)
 
-    def _start_worker_locked(self, slot):
+    def _start_worker_locked(self, slot: int) -> None:
         start_method = self._context.get_start_method()
         # Other start methods send the source pickled, made per start rather than
         # kept, so an in-memory dataset is not held twice.
@@ -198,7 +223,7 @@ class ProcessPool(object):
             writer.close()
         self._workers[slot] = _Worker(process, Inbox(reader))
 
-    def submit(self, items, keys, n_chunks):
+    def submit(self, items: Sequence[Any], keys: Sequence[Any] | None, n_chunks: int) -> int:
         """Queues ``source.make(items, keys)`` in up to ``n_chunks`` chunks; returns its id.
 
         ``keys`` is None or a sequence as long as ``items``, chunked alike.
@@ -211,11 +236,12 @@ class ProcessPool(object):
                              None if keys is None else keys[start:stop]))
         return batch_id
 
-    def cancel(self, batch_id):
+    def cancel(self, batch_id: int) -> None:
         # Its chunks may still be made; their results are dropped on arrival.
         self._batches.pop(batch_id, None)
 
-    def collect(self, batch_id, dataset_timeout, on_timeout):
+    def collect(self, batch_id: int, dataset_timeout: float | None,
+                on_timeout: Callable[[], object]) -> list[Any]:
         """Waits for the batch; calls ``on_timeout`` every ``dataset_timeout`` seconds.
 
         Raises:
@@ -241,7 +267,8 @@ class ProcessPool(object):
         return [example for start in sorted(pending.chunks)
                 for example in pickle.loads(pending.chunks[start])]
 
-    def _wait_for(self, pending, dataset_timeout, on_timeout):
+    def _wait_for(self, pending: _PendingBatch, dataset_timeout: float | None,
+                  on_timeout: Callable[[], object]) -> None:
         # A worker that died idle lost nothing yet, but it is reported all the same.
         self._receive(0)
         next_warning = None if dataset_timeout is None else time.monotonic() + dataset_timeout
@@ -250,12 +277,12 @@ class ProcessPool(object):
             if next_warning is not None:
                 timeout = min(timeout, max(0.0, next_warning - time.monotonic()))
             self._receive(timeout)
-            if (next_warning is not None and time.monotonic() >= next_warning
-                    and not pending.done):
+            if (next_warning is not None and dataset_timeout is not None
+                    and time.monotonic() >= next_warning and not pending.done):
                 on_timeout()
                 next_warning = time.monotonic() + dataset_timeout
 
-    def _receive(self, timeout):
+    def _receive(self, timeout: float) -> None:
         """Reads what the workers sent, waiting up to ``timeout`` s for something."""
         try:
             self._receive_once(timeout)
@@ -267,15 +294,17 @@ class ProcessPool(object):
         if self._closed:
             raise closed_error()
 
-    def _receive_once(self, timeout):
+    def _receive_once(self, timeout: float) -> None:
         workers = self._workers  # close() replaces the dict; this call keeps the old one
-        handles = {}
+        # Each worker's pipe and sentinel, and to whose slot each belongs.
+        handles: list[Connection[Any, Any] | int] = []
+        slots: dict[object, int] = {}
         for slot, worker in workers.items():
-            handles[worker.inbox.connection] = slot
-            handles[worker.process.sentinel] = slot
+            for handle in (worker.inbox.connection, worker.process.sentinel):
+                handles.append(handle)
+                slots[handle] = slot
         # close() terminates the workers, which ends their pipes: the wait ends at once.
-        ready = {handles[handle]
-                 for handle in multiprocessing.connection.wait(list(handles), timeout)}
+        ready = {slots[handle] for handle in multiprocessing.connection.wait(handles, timeout)}
         if self._closed:
             return
         for slot in sorted(ready):
@@ -300,7 +329,7 @@ class ProcessPool(object):
                     worker.process.pid, self._owner, _describe_exit(exitcode)),
                 -exitcode if exitcode is not None and exitcode < 0 else None)
 
-    def _handle(self, slot, message):
+    def _handle(self, slot: int, message: Message) -> None:
         kind, batch_id, start, payload = message
         if kind == 'retire':
             with self._lock:
@@ -319,6 +348,8 @@ class ProcessPool(object):
             raise WorkerDiedError(
                 'worker process {} could not start: unpickling the dataset and decor_fun it '
                 'was sent failed:\n{}'.format(pid, text.strip()))
+        # The other kinds are a chunk's result: they name the batch and the chunk.
+        assert batch_id is not None and start is not None, kind
         pending = self._batches.get(batch_id)
         if pending is None:  # cancelled
             return
@@ -327,7 +358,7 @@ class ProcessPool(object):
         else:
             pending.errors[start] = pickle.loads(payload)
 
-    def close(self):
+    def close(self) -> None:
         """Stops every worker without waiting for its work; leaves no child process.
 
         Safe to call from another thread while :meth:`collect` waits, which then
@@ -357,7 +388,7 @@ class ProcessPool(object):
         if release:
             self._release_pipes()
 
-    def _release_pipes(self):
+    def _release_pipes(self) -> None:
         with self._lock:
             workers, self._closing = self._closing, []
         for worker in workers:
@@ -366,17 +397,17 @@ class ProcessPool(object):
 
 
 @atexit.register  # after multiprocessing's (imported above): the hooks run last-in first
-def _close_open_pools():
+def _close_open_pools() -> None:
     for pool in list(_open_pools):
         pool.close()
 
 
-def closed_error():
+def closed_error() -> PoolClosedError:
     return PoolClosedError('finalize() was called, from another thread, while next() '
                            'waited for this batch; the workers are stopped')
 
 
-def _raise_remote(data, text, pid):
+def _raise_remote(data: bytes, text: str, pid: int) -> NoReturn:
     cause = _RemoteTraceback('\n\nTraceback in worker process {}:\n{}'.format(pid, text))
     try:
         exc = pickle.loads(data)

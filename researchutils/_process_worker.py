@@ -26,6 +26,8 @@ worker, even one busy in a long task.
 
 Tests: tests/test_process_worker.py, and the iterators' tests.
 """
+from __future__ import annotations
+
 import contextlib
 import multiprocessing
 import os
@@ -35,11 +37,21 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
 import numpy
 
 from researchutils._errors import add_note as _add_note
 from researchutils._process_pipe import IDLE_CHECK_S, Outbox
+
+if TYPE_CHECKING:
+    import multiprocessing.queues
+    from multiprocessing.connection import Connection
+    from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
+
+    #: The context of a start method, as :func:`current_context` gives it.
+    Context: TypeAlias = ForkContext | SpawnContext | ForkServerContext
 
 #: The signals by which a cluster, a terminal or a user stops a job; see the module text.
 STOP_SIGNALS = frozenset({signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGUSR1,
@@ -48,26 +60,56 @@ STOP_SIGNALS = frozenset({signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.S
 # worker ignores the stop signals instead, and only SIGKILL ends it.
 _CAN_TAKE_SIGNALS = hasattr(signal, 'sigtimedwait') and hasattr(signal, 'pthread_sigmask')
 
+#: A chunk of a batch, as the pool's task queue carries it: ``(batch_id, start, items,
+#: keys)``, ``keys`` None or as long as ``items``.
+Task: TypeAlias = tuple[int, int, Sequence[Any], Sequence[Any] | None]
 
-def current_context():
+
+class Source(Protocol):
+    """What the workers make items with (see :mod:`researchutils._process_pool`).
+
+    An item and its key are whatever the source takes: a dataset index and its epoch for
+    the iterators' examples, a batch's indices and its ``(epoch, batch)`` for the data
+    managers' batches.
+    """
+
+    @property
+    def seed(self) -> int | None:
+        """None: each worker reseeds the global random states (they would repeat)."""
+
+    def make(self, items: Sequence[Any], keys: Sequence[Any] | None) -> list[Any]:
+        """The made items, in order."""
+
+    def parts(self) -> list[tuple[str, object]]:
+        """``(name, value)`` of what the workers are sent, the user's function first."""
+
+    def describe(self, item: Any) -> str:
+        """The item in words, for an error message."""
+
+
+def current_context() -> Context:
     """The context of the start method in force now.
 
     Unlike :func:`multiprocessing.get_context` without arguments, this does not fix
     the process-wide default (``set_start_method`` stays possible).
     """
-    return multiprocessing.get_context(multiprocessing.get_start_method(allow_none=True)
-                                       or multiprocessing.get_all_start_methods()[0])
+    context = multiprocessing.get_context(multiprocessing.get_start_method(allow_none=True)
+                                          or multiprocessing.get_all_start_methods()[0])
+    # Typeshed types get_context(str) as BaseContext, which lacks Process; the context of
+    # each start method has it.
+    return cast('Context', context)
 
 
 class _Discard(object):
     """A file that forgets what is written to it: measures picklability, keeps nothing."""
 
-    def write(self, data):
+    def write(self, data: bytes | pickle.PickleBuffer) -> int:
         # Large buffers (NumPy arrays under protocol 5) arrive as PickleBuffer objects.
         return memoryview(data).nbytes
 
 
-def pickle_source(source, start_method, owner, sink=None):
+def pickle_source(source: Source, start_method: str, owner: str,
+                  sink: _Discard | None = None) -> bytes | None:
     """Pickles ``source`` (into ``sink`` if given), or raises a TypeError naming the part of
     it (``source.parts()``, the user's function first) that cannot be pickled."""
     try:
@@ -96,7 +138,7 @@ def pickle_source(source, start_method, owner, sink=None):
                          function)) from error
 
 
-def check_sendable(source, context, owner):
+def check_sendable(source: Source, context: Context, owner: str) -> None:
     """Raises a TypeError now if the workers of ``context`` could not be sent ``source``.
 
     The pickled bytes are not kept (an in-memory dataset would be held twice).
@@ -106,7 +148,7 @@ def check_sendable(source, context, owner):
         pickle_source(source, start_method, owner, _Discard())
 
 
-def _exception_payload(exc):
+def _exception_payload(exc: BaseException) -> bytes:
     text = traceback.format_exc()
     try:
         data = pickle.dumps(exc)
@@ -120,7 +162,7 @@ def _exception_payload(exc):
     return pickle.dumps((data, text, os.getpid()))
 
 
-def _pickle_made(source, made, items):
+def _pickle_made(source: Source, made: list[Any], items: Sequence[Any]) -> bytes:
     try:
         return pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
@@ -144,11 +186,11 @@ class MainProcess(object):
     names no process of this user.
     """
 
-    def __init__(self, pid):
+    def __init__(self, pid: int) -> None:
         self.pid = pid
         self._child = os.getppid() == pid
 
-    def is_alive(self):
+    def is_alive(self) -> bool:
         if self._child:
             return os.getppid() == self.pid
         try:
@@ -161,7 +203,7 @@ class MainProcess(object):
 
 
 @contextlib.contextmanager
-def blocked_stop_signals():
+def blocked_stop_signals() -> Iterator[None]:
     """Within the block, this thread holds :data:`STOP_SIGNALS` back (pending, not lost).
 
     A process started in the block starts with them blocked (see the module text).
@@ -176,7 +218,7 @@ def blocked_stop_signals():
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def watch_stop_signals(main_process):
+def watch_stop_signals(main_process: MainProcess) -> None:
     """Leaves the stop signals to the main process, and ends this worker when it is gone.
 
     Called first in the worker's main thread, with :data:`STOP_SIGNALS` blocked.
@@ -201,7 +243,7 @@ def watch_stop_signals(main_process):
                      name='take-stop-signals').start()
 
 
-def _take_stop_signals(main_process):
+def _take_stop_signals(main_process: MainProcess) -> None:
     while True:
         taken = signal.sigtimedwait(STOP_SIGNALS, IDLE_CHECK_S)
         if taken is None:
@@ -215,13 +257,15 @@ def _take_stop_signals(main_process):
             os._exit(1)  # the task's code installed a handler meanwhile: end all the same
 
 
-def _watch_main_process(main_process):
+def _watch_main_process(main_process: MainProcess) -> None:
     while main_process.is_alive():
         time.sleep(IDLE_CHECK_S)
     os._exit(0)
 
 
-def worker_main(source, pickled, tasks, results, maxtasksperchild, main_pid):
+def worker_main(source: Source | bytes, pickled: bool,
+                tasks: multiprocessing.queues.Queue[Task | None], results: Connection[Any, Any],
+                maxtasksperchild: int | None, main_pid: int) -> None:
     main_process = MainProcess(main_pid)
     watch_stop_signals(main_process)
     outbox = Outbox(results.fileno())
@@ -229,10 +273,12 @@ def worker_main(source, pickled, tasks, results, maxtasksperchild, main_pid):
     outbox.flush(main_process)
 
 
-def _serve(source, pickled, tasks, outbox, maxtasksperchild):
+def _serve(sent: Source | bytes, pickled: bool,
+           tasks: multiprocessing.queues.Queue[Task | None], outbox: Outbox,
+           maxtasksperchild: int | None) -> None:
     try:
-        if pickled:
-            source = pickle.loads(source)
+        # The pool sends the source pickled exactly when it says so (pickled).
+        source: Source = pickle.loads(cast(bytes, sent)) if pickled else cast(Source, sent)
     except BaseException as exc:
         outbox.put('fatal', payload=_exception_payload(exc))
         return

@@ -9,9 +9,13 @@ subclasses only say how a planned batch is made: ``_submit`` starts making it,
 ``_collect`` returns it, ``_cancel`` abandons it and ``_close`` releases the
 workers.
 """
+from __future__ import annotations
+
 import collections
 import itertools
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast
 
 import numpy
 from chainer import serializer as serializer_module
@@ -24,27 +28,52 @@ from researchutils._numpy_random import seeded_permutation
 from researchutils.chainer.iterators._example_source import ExampleSource
 from researchutils.chainer.iterators.unmodifiable_decorable_list import UnmodifiableDecorableList
 
-_Planned = collections.namedtuple('_Planned', ('state', 'indices', 'handle'))
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    import numpy.typing
+
+    from researchutils.chainer.iterators.unmodifiable_decorable_list import Dataset, DecorFun
+
+    #: An epoch's order: dataset indices.
+    Order: TypeAlias = numpy.typing.NDArray[numpy.integer[Any]]
+    #: Chainer's ``order_sampler(current_order, current_position)``: the next epoch's order.
+    OrderSampler: TypeAlias = Callable[[Order, int], numpy.typing.ArrayLike]
+    #: Chainer's ``IteratorState(current_position, epoch, is_new_epoch, order)`` (Any).
+    IteratorState: TypeAlias = _statemachine.IteratorState
+
+#: How a prefetching iterator finds a batch it submitted to its workers.
+_H = TypeVar('_H')
+
+
+class _Planned(NamedTuple, Generic[_H]):
+    state: IteratorState
+    indices: list[int] | None
+    handle: _H | None
 
 
 class _SeededShuffle(object):
     """The order of epoch ``e`` is ``RandomState([seed, e]).permutation(n)``."""
 
-    def __init__(self, seed):
+    def __init__(self, seed: int) -> None:
         self.seed = seed
 
-    def order(self, epoch, size):
+    def order(self, epoch: int, size: int) -> Order:
         return seeded_permutation(self.seed, epoch, size)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return '{}(seed={})'.format(type(self).__name__, self.seed)
 
 
 class DecorableIterator(iterator.Iterator):
     """Base of the decorable iterators; see DecorableSerialIterator for the arguments."""
 
-    def __init__(self, dataset, batch_size, repeat, shuffle, decor_fun, end_index,
-                 order_sampler, seed):
+    # The order of the epoch after the current one when a snapshot holds it (_move_to).
+    _drawn_order: Order | None
+
+    def __init__(self, dataset: Dataset, batch_size: int, repeat: bool, shuffle: bool | None,
+                 decor_fun: DecorFun | None, end_index: int | None,
+                 order_sampler: OrderSampler | None, seed: int | None) -> None:
         self.batch_size = check_positive_int(batch_size, 'batch_size')
         self._repeat = check_bool(repeat, 'repeat')
         self._shuffle = check_bool(shuffle, 'shuffle', allow_none=True)
@@ -54,7 +83,7 @@ class DecorableIterator(iterator.Iterator):
         if shuffle is not None and order_sampler is not None:
             raise ValueError('shuffle={!r} and an order_sampler were both given; set '
                              'shuffle=None to use the order_sampler'.format(shuffle))
-        self.seed = check_seed(seed)
+        self.seed: int | None = check_seed(seed)
         view = UnmodifiableDecorableList(dataset, decor_fun, end_index)
         if len(view) == 0:
             raise ValueError('dataset is empty: an iterator needs at least one example')
@@ -63,15 +92,15 @@ class DecorableIterator(iterator.Iterator):
         self.dataset = view
         self.decor_fun = decor_fun
         self.end_index = end_index
+        self.order_sampler: OrderSampler | _SeededShuffle | None = order_sampler
         if order_sampler is None and self._shuffle is not False:
-            order_sampler = ShuffleOrderSampler() if seed is None else _SeededShuffle(seed)
-        self.order_sampler = order_sampler
+            self.order_sampler = ShuffleOrderSampler() if seed is None else _SeededShuffle(seed)
         self._source = ExampleSource(view, self.seed)
         self.reset()
 
     # --- Chainer's iterator interface -------------------------------------------
 
-    def __next__(self):
+    def __next__(self) -> list[Any]:
         state, batch = self._next_batch()
         self._previous_epoch_detail = self.epoch_detail
         self._state = state
@@ -81,7 +110,7 @@ class DecorableIterator(iterator.Iterator):
 
     next = __next__
 
-    def reset(self):
+    def reset(self) -> None:
         """Rewinds to the start of epoch 0, with a new order when shuffling."""
         size = len(self.dataset)
         if self.order_sampler is None:
@@ -92,46 +121,46 @@ class DecorableIterator(iterator.Iterator):
             order = self._checked_order(self.order_sampler(numpy.arange(size), 0))
         self._move_to(_statemachine.IteratorState(0, 0, False, order), -1.)
 
-    def finalize(self):
+    def finalize(self) -> None:
         """Stops the workers, if any; calling it again does nothing."""
         self._discard_prefetched()
         self._close()
 
     @property
-    def current_position(self):
+    def current_position(self) -> int:
         return self._state.current_position
 
     @property
-    def epoch(self):
+    def epoch(self) -> int:
         return self._state.epoch
 
     @property
-    def is_new_epoch(self):
+    def is_new_epoch(self) -> bool:
         return self._state.is_new_epoch
 
     @property
-    def _epoch_size(self):
+    def _epoch_size(self) -> int:
         # As in Chainer, an epoch is one pass over the order, which an order
         # sampler may make longer or shorter than the dataset.
         order = self._state.order
         return len(self.dataset) if order is None else len(order)
 
     @property
-    def epoch_detail(self):
+    def epoch_detail(self) -> float:
         return self.epoch + self.current_position / self._epoch_size
 
     @property
-    def previous_epoch_detail(self):
+    def previous_epoch_detail(self) -> float | None:
         # -1 stands for None internally, as in Chainer, since snapshots cannot hold None.
         if self._previous_epoch_detail < 0:
             return None
         return self._previous_epoch_detail
 
     @property
-    def repeat(self):
+    def repeat(self) -> bool:
         return self._repeat
 
-    def serialize(self, serializer):
+    def serialize(self, serializer: serializer_module.AbstractSerializer) -> None:
         """Saves or loads the position under the keys of Chainer's ``SerialIterator``.
 
         A snapshot taken by any decorable iterator can be loaded into any other
@@ -186,7 +215,7 @@ class DecorableIterator(iterator.Iterator):
 
     # --- planning ------------------------------------------------------------------
 
-    def _move_to(self, state, previous_epoch_detail):
+    def _move_to(self, state: IteratorState, previous_epoch_detail: float) -> None:
         """Jumps to ``state`` (by reset or a snapshot), dropping the batches made ahead."""
         self._discard_prefetched()
         self._state = state
@@ -194,64 +223,69 @@ class DecorableIterator(iterator.Iterator):
         # The order of the epoch after ``state`` when a snapshot holds it (see serialize).
         self._drawn_order = None
 
-    def _order_drawn_ahead(self):
+    def _order_drawn_ahead(self) -> Order | None:
         """The next epoch's order if a batch made ahead drew it from an unseeded sampler."""
         return None
 
-    def _checked_order(self, order, source='order_sampler', size=None):
+    def _checked_order(self, order: numpy.typing.ArrayLike, source: str = 'order_sampler',
+                       size: int | None = None) -> Order:
         """Returns ``order`` as an array of indices into ``self.dataset``, or raises.
 
         ``size``, when given, is the length the order must have: that of the
         epochs before it (Chainer's rule too).
         """
-        order = numpy.asarray(order)
-        if order.ndim != 1 or len(order) == 0:
+        array = numpy.asarray(order)
+        if array.ndim != 1 or len(array) == 0:
             raise ValueError('{} gave an order of shape {}; an order is a non-empty 1-D '
                              'sequence of dataset indices (an epoch with no examples is '
-                             'not allowed)'.format(source, order.shape))
-        if not numpy.issubdtype(order.dtype, numpy.integer):
+                             'not allowed)'.format(source, array.shape))
+        if not numpy.issubdtype(array.dtype, numpy.integer):
             raise TypeError('{} gave an order of dtype {}; dataset indices must be '
-                            'integers'.format(source, order.dtype))
-        if size is not None and len(order) != size:
+                            'integers'.format(source, array.dtype))
+        if size is not None and len(array) != size:
             raise ValueError('{} gave an order of {} examples, but the epochs of this '
                              'iterator have {}: every order must have the length of the '
-                             'first'.format(source, len(order), size))
+                             'first'.format(source, len(array), size))
         limit = len(self.dataset)
-        outside = (order < 0) | (order >= limit)
+        outside = (array < 0) | (array >= limit)
         if outside.any():
             raise ValueError('{} gave an order with index {} at position {}; indices must '
                              'lie in 0..{} (end_index={!r}, dataset length {})'.format(
-                                 source, int(order[outside][0]), int(outside.argmax()),
+                                 source, int(array[outside][0]), int(outside.argmax()),
                                  limit - 1, self.end_index, len(self.dataset.items)))
-        return order
+        return array
 
-    def _plan(self, state):
+    def _plan(self, state: IteratorState
+              ) -> tuple[IteratorState, list[int] | None, list[int] | None]:
         """Returns the state after the batch that follows ``state``, its indices and epochs.
 
         The epochs, needed only to seed ``decor_fun``, are None without a seed.
         """
-        order_sampler = self.order_sampler
-        if isinstance(order_sampler, _SeededShuffle):
-            epochs = itertools.count(state.epoch + 1)
-            seeded = order_sampler
+        given = self.order_sampler
+        order_sampler: Callable[[Order, int], Order] | None = None
+        if isinstance(given, _SeededShuffle):
+            next_epochs = itertools.count(state.epoch + 1)
+            seeded = given
 
-            def order_sampler(current_order, current_position):
-                return seeded.order(next(epochs), len(current_order))
-        elif order_sampler is not None:
-            sampler = order_sampler
+            def seeded_order(current_order: Order, current_position: int) -> Order:
+                return seeded.order(next(next_epochs), len(current_order))
+            order_sampler = seeded_order
+        elif given is not None:
+            sampler = given
 
-            def order_sampler(current_order, current_position):
+            def checked(current_order: Order, current_position: int) -> Order:
                 return self._checked_order(sampler(current_order, current_position),
                                            size=len(current_order))
+            order_sampler = checked
             if self._drawn_order is not None:
-                checked = order_sampler
 
-                def order_sampler(current_order, current_position):
+                def drawn_first(current_order: Order, current_position: int) -> Order:
                     # The order a snapshot holds, drawn before it was taken: used once.
                     drawn, self._drawn_order = self._drawn_order, None
                     if drawn is not None:
                         return drawn
                     return checked(current_order, current_position)
+                order_sampler = drawn_first
         new_state, indices = _statemachine.iterator_statemachine(
             state, self.batch_size, self._repeat, order_sampler, len(self.dataset))
         if indices is None:
@@ -264,18 +298,18 @@ class DecorableIterator(iterator.Iterator):
         epochs = state.epoch + positions // self._epoch_size
         return new_state, indices.tolist(), epochs.tolist()
 
-    def _next_batch(self):
+    def _next_batch(self) -> tuple[IteratorState, list[Any] | None]:
         """Returns the state after the next batch and the batch, or None at the end."""
         raise NotImplementedError
 
-    def _discard_prefetched(self):
+    def _discard_prefetched(self) -> None:
         pass
 
-    def _close(self):
+    def _close(self) -> None:
         pass
 
 
-class PrefetchingIterator(DecorableIterator):
+class PrefetchingIterator(DecorableIterator, Generic[_H]):
     """A decorable iterator whose workers make the next batches ahead of ``next()``.
 
     ``finalize()`` may come from another thread while ``next()`` waits for a
@@ -290,29 +324,33 @@ class PrefetchingIterator(DecorableIterator):
     _reusable_after_finalize = True
     # Attributes that belong to this iterator's workers: a copy or an unpickled
     # iterator starts without them (the class attributes), and starts its own.
-    _worker_attributes = ()
-    _lock = None
+    _worker_attributes: tuple[str, ...] = ()
+    # Set by __init__ and __setstate__ (finalize() tells when construction failed first).
+    _lock: threading.RLock
     _finalized = False
 
-    def __init__(self, *args):
+    def __init__(self, dataset: Dataset, batch_size: int, repeat: bool, shuffle: bool | None,
+                 decor_fun: DecorFun | None, end_index: int | None,
+                 order_sampler: OrderSampler | None, seed: int | None) -> None:
         self._lock = threading.RLock()
-        self._planned = collections.deque()
-        super(PrefetchingIterator, self).__init__(*args)
+        self._planned: collections.deque[_Planned[_H]] = collections.deque()
+        super(PrefetchingIterator, self).__init__(
+            dataset, batch_size, repeat, shuffle, decor_fun, end_index, order_sampler, seed)
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         for name in ('_lock', '_planned', '_finalized') + self._worker_attributes:
             state.pop(name, None)
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.RLock()
         self._planned = collections.deque()
 
-    def finalize(self):
+    def finalize(self) -> None:
         """Stops the workers, if any; calling it again does nothing."""
-        if self._lock is None:  # construction failed before anything started
+        if getattr(self, '_lock', None) is None:  # construction failed before anything started
             return
         with self._lock:
             if not self._reusable_after_finalize:
@@ -320,7 +358,7 @@ class PrefetchingIterator(DecorableIterator):
             self._discard_prefetched()
             self._close()
 
-    def _move_to(self, state, previous_epoch_detail):
+    def _move_to(self, state: IteratorState, previous_epoch_detail: float) -> None:
         with self._lock:
             if self._finalized:
                 raise NotImplementedError(
@@ -329,7 +367,7 @@ class PrefetchingIterator(DecorableIterator):
                     'continues from the same position)'.format(type(self).__name__))
             super(PrefetchingIterator, self)._move_to(state, previous_epoch_detail)
 
-    def _order_drawn_ahead(self):
+    def _order_drawn_ahead(self) -> Order | None:
         if isinstance(self.order_sampler, _SeededShuffle):
             return None      # the seed gives every epoch's order again
         with self._lock:
@@ -338,12 +376,12 @@ class PrefetchingIterator(DecorableIterator):
                     return planned.state.order
         return None
 
-    def _plan_and_submit(self, state):
+    def _plan_and_submit(self, state: IteratorState) -> None:
         new_state, indices, epochs = self._plan(state)
         handle = None if indices is None else self._submit(indices, epochs)
         self._planned.append(_Planned(new_state, indices, handle))
 
-    def _next_batch(self):
+    def _next_batch(self) -> tuple[IteratorState, list[Any] | None]:
         planned = self._planned
         with self._lock:
             if self._finalized:
@@ -361,7 +399,8 @@ class PrefetchingIterator(DecorableIterator):
                 planned.popleft()
                 return head.state, None
         try:
-            batch = self._collect(head.handle)
+            # A planned batch has a handle when it has indices (_plan_and_submit).
+            batch = self._collect(cast('_H', head.handle))
         except BaseException:
             # The state stays before the failed batch: the next call retries it.
             with self._lock:
@@ -372,18 +411,18 @@ class PrefetchingIterator(DecorableIterator):
                 planned.popleft()
         return head.state, batch
 
-    def _discard_prefetched(self):
+    def _discard_prefetched(self) -> None:
         planned = getattr(self, '_planned', None)
         while planned:
             handle = planned.popleft().handle
             if handle is not None:
                 self._cancel(handle)
 
-    def _submit(self, indices, epochs):
+    def _submit(self, indices: list[int], epochs: list[int] | None) -> _H:
         raise NotImplementedError
 
-    def _collect(self, handle):
+    def _collect(self, handle: _H) -> list[Any]:
         raise NotImplementedError
 
-    def _cancel(self, handle):
+    def _cancel(self, handle: _H) -> None:
         raise NotImplementedError

@@ -1,6 +1,16 @@
 """ExampleSource: how the decorable iterators make the examples of a batch (private)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
+
 from researchutils._errors import add_note as _add_note
 from researchutils._numpy_random import seeded_numpy_random
+
+if TYPE_CHECKING:
+    from researchutils.chainer.iterators.unmodifiable_decorable_list import (
+        UnmodifiableDecorableList,
+    )
 
 
 class ExampleSource(object):
@@ -11,31 +21,32 @@ class ExampleSource(object):
     ``epoch`` come from ``numpy.random.RandomState([seed, epoch, index])``.
     """
 
-    def __init__(self, view, seed):
+    def __init__(self, view: UnmodifiableDecorableList, seed: int | None) -> None:
         self.view = view
         self.seed = seed
         # Looked up once: make() runs for every batch.
         self._items = view.items
         self._decor_fun = view.decor_fun
 
-    def parts(self):
+    def parts(self) -> list[tuple[str, object]]:
         """What the workers are sent, the user's function first."""
         return [('decor_fun', self.view.decor_fun), ('dataset', self.view.items)]
 
     @staticmethod
-    def describe(index):
+    def describe(index: int) -> str:
         return 'the example at dataset index {}'.format(index)
 
-    def make(self, indices, epochs):
+    def make(self, indices: Sequence[int], epochs: Sequence[int] | None) -> list[Any]:
         """Returns the examples at ``indices``; ``epochs`` matter only with a seed."""
         items = self._items
         decor_fun = self._decor_fun
-        batch = []
+        batch: list[Any] = []
         append = batch.append
         try:
             if self.seed is not None:
                 get = self.view._get
-                for index, epoch in zip(indices, epochs):
+                # With a seed, the iterator gives every index its epoch.
+                for index, epoch in zip(indices, cast('Sequence[int]', epochs)):
                     with seeded_numpy_random([self.seed, epoch, index]):
                         append(get(index))
             elif decor_fun is None:
@@ -50,7 +61,7 @@ class ExampleSource(object):
                 what = 'dataset[{}]'.format(index)
             else:
                 what = 'decor_fun(dataset, {})'.format(index)
-            epoch = '' if epochs is None else ', epoch {}'.format(epochs[len(batch)])
-            _add_note(exc, 'raised by {} (dataset index {}{})'.format(what, index, epoch))
+            in_epoch = '' if epochs is None else ', epoch {}'.format(epochs[len(batch)])
+            _add_note(exc, 'raised by {} (dataset index {}{})'.format(what, index, in_epoch))
             raise
         return batch

@@ -1,6 +1,9 @@
 """DecorableMultiprocessIterator: MultiprocessIterator with ``decor_fun`` and ``end_index``."""
+from __future__ import annotations
+
 import os
 import warnings
+from typing import TYPE_CHECKING, Any
 
 from chainer.iterators import MultiprocessIterator
 
@@ -9,14 +12,19 @@ from researchutils._lazy_pool import LazyPool
 from researchutils._process_worker import check_sendable, current_context
 from researchutils.chainer.iterators._decorable_iterator import PrefetchingIterator
 
+if TYPE_CHECKING:
+    from researchutils._lazy_pool import _Handle
+    from researchutils.chainer.iterators._decorable_iterator import OrderSampler
+    from researchutils.chainer.iterators.unmodifiable_decorable_list import Dataset, DecorFun
 
-def _default_n_processes():
+
+def _default_n_processes() -> int:
     if hasattr(os, 'sched_getaffinity'):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
 
 
-class DecorableMultiprocessIterator(PrefetchingIterator):
+class DecorableMultiprocessIterator(PrefetchingIterator['_Handle']):
     """Iterator that builds each example with ``decor_fun`` in worker processes.
 
     A drop-in replacement for :class:`chainer.iterators.MultiprocessIterator`
@@ -119,11 +127,15 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
     TimeoutWarning = MultiprocessIterator.TimeoutWarning
     _reusable_after_finalize = False
     _worker_attributes = ('_pool',)
-    _pool = None
+    _pool: LazyPool | None = None
 
-    def __init__(self, dataset, batch_size, repeat=True, shuffle=None, n_processes=None,
-                 n_prefetch=1, shared_mem=None, decor_fun=None, end_index=None, *,
-                 order_sampler=None, seed=None, dataset_timeout=30.0, maxtasksperchild=None):
+    def __init__(self, dataset: Dataset, batch_size: int, repeat: bool = True,
+                 shuffle: bool | None = None, n_processes: int | None = None,
+                 n_prefetch: int = 1, shared_mem: int | None = None,
+                 decor_fun: DecorFun | None = None, end_index: int | None = None, *,
+                 order_sampler: OrderSampler | None = None, seed: int | None = None,
+                 dataset_timeout: float | None = 30.0,
+                 maxtasksperchild: int | None = None) -> None:
         self.n_processes = (_default_n_processes() if n_processes is None
                             else check_positive_int(n_processes, 'n_processes'))
         self.n_prefetch = check_positive_int(n_prefetch, 'n_prefetch')
@@ -141,25 +153,27 @@ class DecorableMultiprocessIterator(PrefetchingIterator):
         # Fail now if the workers could not be sent what they need.
         check_sendable(self._source, self._context, type(self).__name__)
 
-    def _submit(self, indices, epochs):
+    def _submit(self, indices: list[int], epochs: list[int] | None) -> _Handle:
         if self._pool is None:
             self._pool = LazyPool(self._source, self._context, self.n_processes,
                                   self.maxtasksperchild, type(self).__name__)
         # Twice as many chunks as workers balances the load at little cost.
         return self._pool.submit(indices, epochs, 2 * self.n_processes)
 
-    def _collect(self, handle):
+    def _collect(self, handle: _Handle) -> list[Any]:
+        assert self._pool is not None  # it made the handle (_submit); finalize() keeps it
         return self._pool.collect(handle, self.dataset_timeout, self._warn_timeout)
 
-    def _warn_timeout(self):
+    def _warn_timeout(self) -> None:
         warnings.warn('DecorableMultiprocessIterator: a batch has taken more than {} s '
                       '(dataset_timeout); still waiting for the workers'.format(
                           self.dataset_timeout), self.TimeoutWarning)
 
-    def _cancel(self, handle):
+    def _cancel(self, handle: _Handle) -> None:
+        assert self._pool is not None  # as in _collect
         self._pool.cancel(handle)
 
-    def _close(self):
+    def _close(self) -> None:
         # The LazyPool stays: handles still held by a next() in another thread see
         # their ProcessPool closed and say so.
         if self._pool is not None:

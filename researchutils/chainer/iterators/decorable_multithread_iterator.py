@@ -1,18 +1,32 @@
 """DecorableMultithreadIterator: MultithreadIterator with ``decor_fun`` and ``end_index``."""
+from __future__ import annotations
+
 import concurrent.futures
 import queue
 import threading
 import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from researchutils._checks import check_positive_int
 from researchutils._chunks import chunk_bounds
 from researchutils.chainer.iterators._decorable_iterator import PrefetchingIterator
 
+if TYPE_CHECKING:
+    from researchutils.chainer.iterators._decorable_iterator import OrderSampler
+    from researchutils.chainer.iterators._example_source import ExampleSource
+    from researchutils.chainer.iterators.unmodifiable_decorable_list import Dataset, DecorFun
+
 # How long next() waits for decor_fun before it warns that it is still waiting.
 _WARN_AFTER_S = 30.0
 
+# A batch submitted to the threads: the future of each of its chunks, in order.
+_Futures: TypeAlias = list[concurrent.futures.Future[list[Any]]]
+# A chunk for a thread: its future, dataset indices and epochs (None without a seed).
+_Task: TypeAlias = tuple[concurrent.futures.Future[list[Any]], list[int], list[int] | None]
 
-def _thread_main(tasks, source):
+
+def _thread_main(tasks: queue.SimpleQueue[_Task | None], source: ExampleSource) -> None:
     while True:
         task = tasks.get()
         if task is None:
@@ -26,7 +40,7 @@ def _thread_main(tasks, source):
             future.set_exception(exc)
 
 
-class DecorableMultithreadIterator(PrefetchingIterator):
+class DecorableMultithreadIterator(PrefetchingIterator[_Futures]):
     """Iterator that builds each example with ``decor_fun`` in worker threads.
 
     A drop-in replacement for :class:`chainer.iterators.MultithreadIterator`
@@ -87,18 +101,20 @@ class DecorableMultithreadIterator(PrefetchingIterator):
 
     _ahead = 1
     _worker_attributes = ('_tasks', '_threads')
-    _tasks = None
-    _threads = ()
+    _tasks: queue.SimpleQueue[_Task | None] | None = None
+    _threads: Sequence[threading.Thread] = ()
 
-    def __init__(self, dataset, batch_size, repeat=True, shuffle=None, n_threads=1,
-                 decor_fun=None, end_index=None, *, order_sampler=None, seed=None):
+    def __init__(self, dataset: Dataset, batch_size: int, repeat: bool = True,
+                 shuffle: bool | None = None, n_threads: int = 1,
+                 decor_fun: DecorFun | None = None, end_index: int | None = None, *,
+                 order_sampler: OrderSampler | None = None, seed: int | None = None) -> None:
         self.n_threads = check_positive_int(n_threads, 'n_threads')
         self._tasks = None
         self._threads = []
         super(DecorableMultithreadIterator, self).__init__(
             dataset, batch_size, repeat, shuffle, decor_fun, end_index, order_sampler, seed)
 
-    def _submit(self, indices, epochs):
+    def _submit(self, indices: list[int], epochs: list[int] | None) -> _Futures:
         if self._tasks is None:
             self._tasks = queue.SimpleQueue()
             self._threads = [
@@ -107,17 +123,17 @@ class DecorableMultithreadIterator(PrefetchingIterator):
                 for k in range(self.n_threads)]
             for thread in self._threads:
                 thread.start()
-        futures = []
+        futures: _Futures = []
         # Twice as many chunks as threads, so that a slow chunk does not idle the others.
         for start, stop in chunk_bounds(len(indices), 2 * self.n_threads):
-            future = concurrent.futures.Future()
+            future: concurrent.futures.Future[list[Any]] = concurrent.futures.Future()
             self._tasks.put((future, indices[start:stop],
                              None if epochs is None else epochs[start:stop]))
             futures.append(future)
         return futures
 
-    def _collect(self, futures):
-        batch = []
+    def _collect(self, futures: _Futures) -> list[Any]:
+        batch: list[Any] = []
         for future in futures:
             # Not future.result(timeout): decor_fun's own TimeoutError must not
             # look like an expired wait.
@@ -133,11 +149,11 @@ class DecorableMultithreadIterator(PrefetchingIterator):
                                    'batch') from None
         return batch
 
-    def _cancel(self, futures):
+    def _cancel(self, futures: _Futures) -> None:
         for future in futures:
             future.cancel()
 
-    def _close(self):
+    def _close(self) -> None:
         tasks = getattr(self, '_tasks', None)
         if tasks is None:
             return

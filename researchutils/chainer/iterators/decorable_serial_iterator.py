@@ -1,5 +1,13 @@
 """DecorableSerialIterator: Chainer's SerialIterator with ``decor_fun`` and ``end_index``."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from researchutils.chainer.iterators._decorable_iterator import DecorableIterator
+
+if TYPE_CHECKING:
+    from researchutils.chainer.iterators._decorable_iterator import IteratorState, OrderSampler
+    from researchutils.chainer.iterators.unmodifiable_decorable_list import Dataset, DecorFun
 
 
 class DecorableSerialIterator(DecorableIterator):
@@ -90,12 +98,14 @@ class DecorableSerialIterator(DecorableIterator):
         0.2
     """
 
-    def __init__(self, dataset, batch_size, repeat=True, shuffle=None, decor_fun=None,
-                 end_index=None, *, order_sampler=None, seed=None):
+    def __init__(self, dataset: Dataset, batch_size: int, repeat: bool = True,
+                 shuffle: bool | None = None, decor_fun: DecorFun | None = None,
+                 end_index: int | None = None, *, order_sampler: OrderSampler | None = None,
+                 seed: int | None = None) -> None:
         super(DecorableSerialIterator, self).__init__(
             dataset, batch_size, repeat, shuffle, decor_fun, end_index, order_sampler, seed)
 
-    def _next_batch(self):
+    def _next_batch(self) -> tuple[IteratorState, list[Any] | None]:
         state, indices, epochs = self._plan(self._state)
         if indices is None:
             return state, None

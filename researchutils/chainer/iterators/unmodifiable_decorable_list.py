@@ -1,11 +1,29 @@
 """A read-only, lazily decorated view of the first ``end_index`` items of a dataset."""
+from __future__ import annotations
+
 import collections.abc
 import operator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, overload
 
 from researchutils._checks import check_int
 
+if TYPE_CHECKING:  # for the annotations only: the decorable iterators take these too
+    from typing import Protocol, TypeAlias
 
-def _check_end_index(end_index, size):
+    class Dataset(Protocol):
+        """What a dataset must offer: ``len`` and integer indexing (a list, an array,
+        a ``chainer.dataset.DatasetMixin``)."""
+
+        def __len__(self) -> int: ...
+
+        def __getitem__(self, index: int, /) -> Any: ...
+
+    #: ``decor_fun(dataset, index)``: the example at ``index`` of the dataset given.
+    DecorFun: TypeAlias = Callable[[Any, int], Any]
+
+
+def _check_end_index(end_index: int | None, size: int) -> int:
     """Returns the number of items seen: ``size`` or a valid ``end_index``.
 
     Raises:
@@ -18,8 +36,8 @@ def _check_end_index(end_index, size):
                      maximum=size, type_error=ValueError)
 
 
-def _unmodifiable(name):
-    def method(self, *args, **kwargs):
+def _unmodifiable(name: str) -> Callable[..., NoReturn]:
+    def method(self: UnmodifiableDecorableList, *args: object, **kwargs: object) -> NoReturn:
         raise NotImplementedError(
             'UnmodifiableDecorableList is read-only: {}() is not supported'.format(name))
     method.__name__ = name
@@ -27,7 +45,7 @@ def _unmodifiable(name):
     return method
 
 
-class UnmodifiableDecorableList(collections.abc.Sequence):
+class UnmodifiableDecorableList(collections.abc.Sequence[Any]):
     """Read-only sequence over the first ``end_index`` items, each decorated on access.
 
     Item ``i`` is ``decor_fun(items, i)``, or ``items[i]`` without ``decor_fun``;
@@ -71,7 +89,8 @@ class UnmodifiableDecorableList(collections.abc.Sequence):
         [[0, 0], [1, 2]]
     """
 
-    def __init__(self, items, decor_fun=None, end_index=None):
+    def __init__(self, items: Dataset, decor_fun: DecorFun | None = None,
+                 end_index: int | None = None) -> None:
         try:
             size = len(items)
         except TypeError:
@@ -84,17 +103,23 @@ class UnmodifiableDecorableList(collections.abc.Sequence):
         self._length = _check_end_index(end_index, size)
 
     @property
-    def end_index(self):
+    def end_index(self) -> int:
         """int: How many items the list shows (the dataset's length when none was given).
 
         Read-only: a list over another range is a new list.
         """
         return self._length
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._length
 
-    def __getitem__(self, key):
+    @overload
+    def __getitem__(self, key: SupportsIndex) -> Any: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[Any]: ...
+
+    def __getitem__(self, key: SupportsIndex | slice) -> Any:
         if isinstance(key, slice):
             return [self._get(index) for index in range(self._length)[key]]
         try:
@@ -109,19 +134,19 @@ class UnmodifiableDecorableList(collections.abc.Sequence):
                              'length {}'.format(key, self._length))
         return self._get(index)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         for index in range(self._length):
             yield self._get(index)
 
-    def __reversed__(self):
+    def __reversed__(self) -> Iterator[Any]:
         for index in reversed(range(self._length)):
             yield self._get(index)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return 'UnmodifiableDecorableList(<{} of {} items>, decor_fun={!r}, end_index={!r})'.format(
             type(self.items).__name__, self._length, self.decor_fun, self.end_index)
 
-    def _get(self, index):
+    def _get(self, index: int) -> Any:
         # ``index`` is already in range.
         if self.decor_fun is None:
             return self.items[index]
@@ -136,8 +161,8 @@ class UnmodifiableDecorableList(collections.abc.Sequence):
     reverse = _unmodifiable('reverse')
     clear = _unmodifiable('clear')
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: object, value: object) -> NoReturn:
         raise TypeError('UnmodifiableDecorableList does not support item assignment')
 
-    def __delitem__(self, key):
+    def __delitem__(self, key: object) -> NoReturn:
         raise TypeError('UnmodifiableDecorableList does not support item deletion')
