@@ -381,7 +381,8 @@ class ChainerExperiment(object):
         writes and resumes in the folder it was loaded from.
 
         Args:
-            path (str): The ``experiment.json`` file or the folder holding it.
+            path (str or os.PathLike): The ``experiment.json`` file or the folder
+                holding it.
             comm: A ChainerMN communicator, as for the constructor.
             extensions (sequence): Extra extensions, as for the constructor.
             allowed_modules (list of str): Further modules the file may name
@@ -400,6 +401,8 @@ class ChainerExperiment(object):
         Example:
             >>> experiment = ChainerExperiment.load("./tmp/experiments/example")  # doctest: +SKIP
         """
+        # A str from here on: it also prefixes the locations in error messages.
+        path = os.fspath(path)
         if os.path.isdir(path):
             path = os.path.join(path, files.SETTINGS_FILE)
         data = json_values.load_json(path)
