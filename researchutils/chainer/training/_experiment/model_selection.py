@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
 import chainer
 import numpy
@@ -32,6 +32,15 @@ from researchutils.chainer.training.parameters import Parameters
 _Indices = numpy.typing.NDArray[numpy.intp]
 _Labels = numpy.typing.NDArray[Any]
 
+
+class _Examples(Protocol):
+    """A manager's dataset as :func:`_labels` reads it: a length, and a dict per index."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int, /) -> Mapping[str, Any]: ...
+
+
 _MANAGER_SETTINGS = ('batch_size', 'n_process_augmentation', 'transforms', 'sampler_cls',
                      'sampler_kwargs', 'drop_last', 'seed')
 _DELIRA_MANAGER_SETTINGS = {'sampler': 'sampler_cls', 'sampling_kwargs': 'sampler_kwargs'}
@@ -51,7 +60,7 @@ def _manager_changes(kwargs: dict[str, Any] | None, argument: str) -> dict[str, 
     return changes
 
 
-def _labels(dataset: Sequence[dict[str, Any]], label_key: str) -> _Labels:
+def _labels(dataset: _Examples, label_key: str) -> _Labels:
     """Every example's ``label_key`` value (each loaded once), as one array."""
     labels = []
     for index in range(len(dataset)):
@@ -194,6 +203,7 @@ def score_model(run: settings.Experiment, model: chainer.Link, val: DataManager,
                 training: Tree) -> float:
     """The ``val_score_key`` metric of ``model`` over ``val``, keeping no prediction."""
     key = run.val_score_key
+    assert key is not None  # grid_search and the search score only runs with a val_score_key
     return predictor(model, run.model_cls, run.key_mapping).evaluate(
         val, {key: training['val_metrics'][key]}, training.get('val_metric_keys'))[key]
 
