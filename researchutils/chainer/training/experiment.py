@@ -4,7 +4,13 @@ Its machinery lives in the private package ``_experiment``, one job per module, 
 Trainer's plug-ins in ``updaters``, ``extensions`` and ``triggers``. Tests:
 ``tests/chainer/training/test_experiment.py`` and ``tests/chainer/training/_experiment/``.
 """
+from __future__ import annotations
+
 import os
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Self
+
+import chainer
 
 from researchutils._errors import add_note
 from researchutils.chainer import serializers
@@ -19,6 +25,13 @@ from researchutils.chainer.training._experiment import (
 from researchutils.chainer.training._experiment import model as _model
 from researchutils.chainer.training._experiment import trainer as _trainer
 from researchutils.chainer.training._ranks import is_rank_zero
+
+if TYPE_CHECKING:
+    import optuna
+    from numpy.typing import NDArray
+
+    from researchutils.chainer.data_loading import DataManager
+    from researchutils.chainer.training.parameters import Parameters
 
 
 class ChainerExperiment(object):
@@ -86,11 +99,36 @@ class ChainerExperiment(object):
         >>> model = experiment.run(manager_train, manager_val)  # doctest: +SKIP
     """
 
-    def __init__(self, params, model_cls, n_epochs=None, name=None, save_path=None,
-                 key_mapping=None, val_score_key=None,
-                 optim_builder=train_utils.create_optims_default_chainer, checkpoint_freq=1,
-                 *, gpu_ids=None, val_score_mode='lowest', comm=None, extensions=(), seed=None,
-                 stop_on_non_number=True, preemption_snapshot=True):
+    # The settings as their checks keep them (settings.SETTINGS), set by the constructor.
+    params: Parameters
+    model_cls: type[chainer.Link]
+    n_epochs: int | None
+    name: str
+    save_path: str
+    key_mapping: dict[str, str] | None
+    val_score_key: str | None
+    optim_builder: checks.OptimBuilder
+    checkpoint_freq: int
+    gpu_ids: list[int | str]
+    val_score_mode: str
+    comm: Any  # a ChainerMN communicator or None
+    extensions: list[Any]  # Chainer extensions or (extension, trigger) pairs
+    seed: int | None
+    stop_on_non_number: bool
+    preemption_snapshot: bool
+    trainer: chainer.training.Trainer | None
+    devices: list[chainer.backend.Device]
+
+    def __init__(self, params: Parameters, model_cls: type[chainer.Link],
+                 n_epochs: int | None = None, name: str | None = None,
+                 save_path: str | os.PathLike[str] | None = None,
+                 key_mapping: dict[str, str] | None = None, val_score_key: str | None = None,
+                 optim_builder: checks.OptimBuilder = train_utils.create_optims_default_chainer,
+                 checkpoint_freq: int = 1, *,
+                 gpu_ids: int | str | Sequence[int | str] | None = None,
+                 val_score_mode: str = 'lowest', comm: Any = None,
+                 extensions: Iterable[Any] = (), seed: int | None = None,
+                 stop_on_non_number: bool = True, preemption_snapshot: bool = True) -> None:
         # Each argument is a row of settings.SETTINGS, which checks it (a test holds the
         # names, kinds and defaults here to the table's); locals() are exactly the arguments.
         for setting, value in settings.checked(locals()).items():
@@ -104,11 +142,11 @@ class ChainerExperiment(object):
                                   self.val_score_key)
 
     @property
-    def output_dir(self):
+    def output_dir(self) -> str:
         """str: ``<save_path>/<name>``, where this experiment writes."""
         return os.path.join(self.save_path, self.name)
 
-    def build_model(self):
+    def build_model(self) -> chainer.Link:
         """Builds an untrained model from the "model" parameters, on the experiment's devices.
 
         Returns:
@@ -124,7 +162,7 @@ class ChainerExperiment(object):
         return _model.build_model(self.model_cls, self.params.model, self.seed,
                                   _model.rank_devices(self.devices, self.comm))
 
-    def run(self, train, val=None):
+    def run(self, train: DataManager, val: DataManager | None = None) -> chainer.Link:
         """Trains (or resumes) and returns the best model.
 
         Args:
@@ -157,18 +195,22 @@ class ChainerExperiment(object):
         if state is not None and state['finished']:
             return serializers.load_model(files.model_path(self.output_dir, scored, state), model)
         devices = _model.rank_devices(self.devices, self.comm)
-        self.trainer = _trainer.build_trainer(self, model, predictor, training, train, val,
-                                              devices[0])
-        self.trainer.run()
+        trainer = _trainer.build_trainer(self, model, predictor, training, train, val,
+                                         devices[0])
+        self.trainer = trainer
+        trainer.run()
         if is_rank_zero(self.comm):
             serializers.save_model(os.path.join(self.output_dir, files.FINAL_MODEL), model,
                                    overwrite=True)
-            run_state.write_run_state(self.output_dir, self.trainer.updater.epoch)
+            run_state.write_run_state(self.output_dir, trainer.updater.epoch)
         if self.comm is not None:
             self.comm.mpi_comm.barrier()
         return serializers.load_model(files.model_path(self.output_dir, scored), model)
 
-    def test(self, network, test_data, metrics, metric_keys=None, verbose=False):
+    def test(self, network: chainer.Link, test_data: DataManager,
+             metrics: dict[str, Callable[..., Any]],
+             metric_keys: dict[str, Sequence[str]] | None = None, verbose: bool = False
+             ) -> tuple[dict[str, NDArray[Any]], dict[str, float]]:
         """Predicts over ``test_data`` and returns the predictions and metrics.
 
         Args:
@@ -194,10 +236,15 @@ class ChainerExperiment(object):
         predictor = _model.predictor(network, self.model_cls, self.key_mapping)
         return predictor.predict_all(test_data, metrics, metric_keys, verbose=verbose)
 
-    def kfold(self, data, metrics, num_epochs=None, num_splits=None, shuffle=False,
-              random_seed=None, split_type='random', val_split=0.2, label_key='label', *,
-              train_kwargs=None, metric_keys=None, test_kwargs=None, params=None,
-              verbose=False):
+    def kfold(self, data: DataManager, metrics: dict[str, Callable[..., Any]],
+              num_epochs: int | None = None, num_splits: int | None = None,
+              shuffle: bool = False, random_seed: int | None = None,
+              split_type: str = 'random', val_split: float | None = 0.2,
+              label_key: str = 'label', *, train_kwargs: dict[str, Any] | None = None,
+              metric_keys: dict[str, Sequence[str]] | None = None,
+              test_kwargs: dict[str, Any] | None = None, params: Parameters | None = None,
+              verbose: bool = False
+              ) -> tuple[dict[str, dict[str, NDArray[Any]]], dict[str, dict[str, float]]]:
         """Trains once per fold and tests each fold's model on its held-out part.
 
         Fold ``i`` tests on the i-th of ``num_splits`` parts of ``data`` and
@@ -253,7 +300,7 @@ class ChainerExperiment(object):
             label_key=label_key, train_kwargs=train_kwargs, metric_keys=metric_keys,
             test_kwargs=test_kwargs, params=params, verbose=verbose)
 
-    def grid_search(self, train, val):
+    def grid_search(self, train: DataManager, val: DataManager) -> dict[str, Any]:
         """Trains one experiment per combination of the variable parameters.
 
         Combination ``k`` runs in ``<name>/grid_<k>``, scored by
@@ -277,8 +324,12 @@ class ChainerExperiment(object):
         """
         return model_selection.grid_search(self, train, val)
 
-    def search(self, train, val, *, n_trials=None, timeout=None, sampler=None, pruner=None,
-               storage=None, heartbeat_interval=60, grace_period=None):
+    def search(self, train: DataManager, val: DataManager, *, n_trials: int | None = None,
+               timeout: float | None = None, sampler: optuna.samplers.BaseSampler | None = None,
+               pruner: optuna.pruners.BasePruner | None = None,
+               storage: str | optuna.storages.BaseStorage | None = None,
+               heartbeat_interval: int | None = 60,
+               grace_period: int | None = None) -> dict[str, Any]:
         """Searches the variable parameters with Optuna, one experiment per trial.
 
         Lists in ``variable_params`` are categorical choices,
@@ -349,7 +400,7 @@ class ChainerExperiment(object):
                               sampler=sampler, pruner=pruner, storage=storage,
                               heartbeat_interval=heartbeat_interval, grace_period=grace_period)
 
-    def save(self):
+    def save(self) -> str:
         """Writes ``<name>/experiment.json``: the parameters, settings and model class.
 
         Classes and functions are written as ``"module:qualname"`` references
@@ -372,7 +423,9 @@ class ChainerExperiment(object):
         return path
 
     @classmethod
-    def load(cls, path, comm=None, extensions=(), allowed_modules=()):
+    def load(cls, path: str | os.PathLike[str], comm: Any = None,
+             extensions: Iterable[Any] = (),
+             allowed_modules: Sequence[str] = ()) -> Self:
         """Restores an experiment written by :meth:`save`.
 
         Loading runs no code the file chooses: every reference must be of the
@@ -381,7 +434,8 @@ class ChainerExperiment(object):
         writes and resumes in the folder it was loaded from.
 
         Args:
-            path (str): The ``experiment.json`` file or the folder holding it.
+            path (str or os.PathLike): The ``experiment.json`` file or the folder
+                holding it.
             comm: A ChainerMN communicator, as for the constructor.
             extensions (sequence): Extra extensions, as for the constructor.
             allowed_modules (list of str): Further modules the file may name
@@ -400,6 +454,8 @@ class ChainerExperiment(object):
         Example:
             >>> experiment = ChainerExperiment.load("./tmp/experiments/example")  # doctest: +SKIP
         """
+        # A str from here on: it also prefixes the locations in error messages.
+        path = os.fspath(path)
         if os.path.isdir(path):
             path = os.path.join(path, files.SETTINGS_FILE)
         data = json_values.load_json(path)

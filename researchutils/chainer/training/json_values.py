@@ -10,11 +10,16 @@ Every JSON file the experiment reads (``experiment.json``, ``run_state.json``) g
 :func:`load_json`, which refuses what :mod:`json` lets pass (a repeated key, nesting without
 bound) and names the file in every error.
 """
+from __future__ import annotations
+
 import json
 import math
 import os
+from collections.abc import Sequence
+from typing import Any, TypeAlias
 
 import numpy
+import numpy.typing
 
 from researchutils._errors import add_note
 from researchutils.chainer.training import search_space
@@ -35,8 +40,13 @@ _ARRAY_KINDS = 'biufc'  # bool, signed and unsigned ints, floats, complex
 #: the data (decoding, copying, merging) to stay far from Python's recursion limit.
 MAX_JSON_DEPTH = 100
 
+#: What :func:`json.dumps` writes: None, bools, numbers, strings, and lists and string-keyed
+#: dicts of these.
+JSONData: TypeAlias = (
+    None | bool | int | float | str | list['JSONData'] | dict[str, 'JSONData'])
 
-def to_json_value(value, where='value'):
+
+def to_json_value(value: object, where: str = 'value') -> JSONData:
     """Encodes nested parameters as JSON-ready data; classes and functions by reference.
 
     Args:
@@ -57,7 +67,9 @@ def to_json_value(value, where='value'):
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, search_space.RANGES):
-        return value.to_json()
+        # search_space is typed in its own branch of issue 24; untyped_calls_exclude does
+        # not reach a method called on a union: drop this ignore once it is typed.
+        return value.to_json()  # type: ignore[no-untyped-call]
     if isinstance(value, numpy.ndarray):
         return {'__ndarray__': value.tolist(), 'dtype': str(value.dtype)}
     if isinstance(value, dict):
@@ -78,14 +90,14 @@ def to_json_value(value, where='value'):
         where, value, type(value).__name__))
 
 
-def _decode_float(value, where):
+def _decode_float(value: dict[str, Any], where: str) -> float:
     if value['__float__'] not in _NON_FINITE:
         raise ValueError('{}: __float__ holds {!r}; it takes one of {}'.format(
             where, value['__float__'], list(_NON_FINITE)))
     return float(value['__float__'])
 
 
-def _array_items(items, where):
+def _array_items(items: object, where: str) -> object:
     """An array's nested lists, with _strict_json_value's non-finite floats read back."""
     if isinstance(items, list):
         return [_array_items(item, where) for item in items]
@@ -94,7 +106,7 @@ def _array_items(items, where):
     return items
 
 
-def _decode_array(value, where):
+def _decode_array(value: dict[str, Any], where: str) -> numpy.typing.NDArray[Any]:
     dtype = value['dtype']
     try:
         dtype = numpy.dtype(dtype) if isinstance(dtype, str) else None
@@ -110,7 +122,8 @@ def _decode_array(value, where):
         raise ValueError('{}: the array cannot be read: {}'.format(where, error)) from error
 
 
-def _decode(value, where, allowed_modules, model_package, plain):
+def _decode(value: object, where: str, allowed_modules: tuple[str, ...],
+            model_package: str | None, plain: bool) -> Any:
     if isinstance(value, list):
         return [_decode(item, where, allowed_modules, model_package, plain) for item in value]
     if not isinstance(value, dict):
@@ -138,7 +151,8 @@ def _decode(value, where, allowed_modules, model_package, plain):
             for key, item in value.items()}
 
 
-def from_json_value(value, where='value', allowed_modules=(), model_package=None):
+def from_json_value(value: object, where: str = 'value', allowed_modules: Sequence[str] = (),
+                    model_package: str | None = None) -> Any:
     """Decodes what :func:`to_json_value` wrote, resolving references safely.
 
     A reference resolves only to the kind its key expects, from the
@@ -175,7 +189,7 @@ def from_json_value(value, where='value', allowed_modules=(), model_package=None
                    where.rsplit('/', 1)[-1] in _PLAIN_KEYS)
 
 
-def _strict_json_value(data):
+def _strict_json_value(data: JSONData) -> JSONData:
     """JSON-ready data with every NaN or infinite float written as strict JSON can hold it.
 
     Such a float becomes ``{"__float__": "nan"}`` (``"inf"``, ``"-inf"``), which
@@ -201,7 +215,7 @@ def _strict_json_value(data):
     return data
 
 
-def dumps_json(value):
+def dumps_json(value: JSONData) -> str:
     """Formats JSON-ready data readably (indented, keys in their order).
 
     Args:
@@ -223,8 +237,8 @@ class _RepeatedKey(ValueError):
     """A key given twice in one JSON object (raised inside the parser, reported by load_json)."""
 
 
-def _refuse_repeated_keys(pairs):
-    data = {}
+def _refuse_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
     for key, value in pairs:
         if key in data:
             raise _RepeatedKey(key, data[key], value)
@@ -232,7 +246,7 @@ def _refuse_repeated_keys(pairs):
     return data
 
 
-def _depth(data):
+def _depth(data: object) -> int:
     """How deeply ``data`` nests lists and dicts (0 for a plain value), without recursion."""
     deepest, pending = 0, [(data, 1)]
     while pending:
@@ -248,7 +262,7 @@ def _depth(data):
     return deepest
 
 
-def load_json(path):
+def load_json(path: str | os.PathLike[str]) -> Any:
     """Reads a JSON file strictly; every error names the file.
 
     The one reader of the JSON files an experiment keeps (``experiment.json``,

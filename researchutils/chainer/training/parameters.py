@@ -1,15 +1,27 @@
 """Parameters: nested hyper-parameters with a "model" and a "training" part."""
+from __future__ import annotations
+
 import itertools
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from researchutils.chainer.training import json_values
-from researchutils.chainer.training._trees import copy_tree, leaves, merge, set_path, walk
-from researchutils.chainer.training.search_space import RANGES
+from researchutils.chainer.training._trees import (
+    Path,
+    Tree,
+    copy_tree,
+    leaves,
+    merge,
+    set_path,
+    walk,
+)
+from researchutils.chainer.training.search_space import RANGES, FloatRange, IntRange
 
 _PARTS = ('model', 'training')
 _MISSING = object()
 
 
-def _check_tree(tree, argument):
+def _check_tree(tree: Tree | None, argument: str) -> Tree:
     if tree is None:
         return {}
     if not isinstance(tree, dict):
@@ -25,7 +37,7 @@ def _check_tree(tree, argument):
     return copy_tree(tree)
 
 
-def _nested_range(value, where):
+def _nested_range(value: object, where: str) -> tuple[str, FloatRange | IntRange] | None:
     """``(where, range)`` of the first range inside ``value`` (lists, tuples, dicts), or None."""
     if isinstance(value, RANGES):
         return where, value
@@ -38,7 +50,7 @@ def _nested_range(value, where):
     return next(filter(None, (_nested_range(item, inner) for inner, item in items)), None)
 
 
-def _check_variable_leaf(path, value):
+def _check_variable_leaf(path: Path, value: object) -> None:
     where = 'variable_params/' + '/'.join(path)
     if isinstance(value, RANGES):
         return
@@ -54,7 +66,7 @@ def _check_variable_leaf(path, value):
     json_values.to_json_value(value, where)
 
 
-def _same_value(first, second):
+def _same_value(first: object, second: object) -> bool:
     """Whether two parameter values are the same, by their JSON form (arrays, classes too)."""
     if first is second:
         return True
@@ -102,7 +114,8 @@ class Parameters(object):
         [{'num_hidden': 20, 'num_layers': 1}, {'num_hidden': 20, 'num_layers': 2}]
     """
 
-    def __init__(self, fixed_params=None, variable_params=None):
+    def __init__(self, fixed_params: Tree | None = None,
+                 variable_params: Tree | None = None) -> None:
         self.fixed_params = _check_tree(fixed_params, 'fixed_params')
         self.variable_params = _check_tree(variable_params, 'variable_params')
         for path, value in leaves(self.variable_params):
@@ -112,12 +125,12 @@ class Parameters(object):
             if nested is not None:
                 raise ValueError('{} is {!r}, a search range: put it in variable_params, as '
                                  'the value of its key'.format(*nested))
-        self.choice = {}
+        self.choice: dict[str, Any] = {}
 
-    def _trees(self):
+    def _trees(self) -> tuple[tuple[str, Tree], tuple[str, Tree]]:
         return (('fixed_params', self.fixed_params), ('variable_params', self.variable_params))
 
-    def nested_get(self, key, default=_MISSING):
+    def nested_get(self, key: str, default: Any = _MISSING) -> Any:
         """Finds a key anywhere in the parameters.
 
         ``key`` is a name (``"batch_size"``) or the end of a path with ``/``
@@ -144,7 +157,7 @@ class Parameters(object):
             0.9
         """
         wanted = tuple(key.split('/'))
-        matches = []
+        matches: list[tuple[str, Any]] = []
         for name, tree in self._trees():
             for path, value in walk(tree, (name,)):
                 if path[-len(wanted):] == wanted:
@@ -161,7 +174,7 @@ class Parameters(object):
                             for path, _ in walk(tree, ())})
         raise KeyError('{!r} is not in the parameters; the keys are {}'.format(key, available))
 
-    def _part(self, part):
+    def _part(self, part: str) -> Tree:
         if self.variable_params:
             raise ValueError('the parameters still hold variable_params {}: pick one combination '
                              'with grid() (or ChainerExperiment.grid_search) first'.format(
@@ -169,16 +182,16 @@ class Parameters(object):
         return copy_tree(self.fixed_params.get(part, {}))
 
     @property
-    def model(self):
+    def model(self) -> Tree:
         """dict: The ``"model"`` part, the model's constructor arguments (a copy)."""
         return self._part('model')
 
     @property
-    def training(self):
+    def training(self) -> Tree:
         """dict: The ``"training"`` part (a copy)."""
         return self._part('training')
 
-    def grid(self):
+    def grid(self) -> Iterator[Parameters]:
         """Yields one fixed :class:`Parameters` per combination of the variable values.
 
         Each result has no variable parameters; its :attr:`choice` says which
@@ -207,18 +220,19 @@ class Parameters(object):
                                  'ChainerExperiment.search'.format('/'.join(path), value))
         return self._combinations(variable)
 
-    def _combinations(self, variable):
+    def _combinations(self, variable: Sequence[tuple[Path, Sequence[Any]]]
+                      ) -> Iterator[Parameters]:
         for values in itertools.product(*[candidates for _, candidates in variable]):
             yield self.choose({'/'.join(path): value
                                for (path, _), value in zip(variable, values)})
 
-    def _examples(self):
+    def _examples(self) -> Iterator[Parameters]:
         """Every combination of the lists, each range at its low end: what the experiment
         checks when it is made."""
         return self._combinations([(path, [value.low] if isinstance(value, RANGES) else value)
                                    for path, value in leaves(self.variable_params)])
 
-    def choose(self, choice):
+    def choose(self, choice: dict[str, Any]) -> Parameters:
         """Returns the fixed :class:`Parameters` with the variable parameters set as chosen.
 
         The values may come from elsewhere (a study others share), so each
@@ -245,10 +259,13 @@ class Parameters(object):
         if not isinstance(choice, dict) or set(choice) != set(variable):
             raise ValueError('a choice gives a value to each variable parameter {}, got {!r}'
                              .format(sorted(variable), choice))
-        update = {}
+        update: Tree = {}
         for key, value in choice.items():
             path, allowed = variable[key]
-            fits = (allowed.contains(value) if isinstance(allowed, RANGES)
+            # search_space is typed in its own branch of issue 24; untyped_calls_exclude does
+            # not reach a method called on a union: drop this ignore once it is typed.
+            fits = (allowed.contains(value)  # type: ignore[no-untyped-call]
+                    if isinstance(allowed, RANGES)
                     else any(_same_value(value, candidate) for candidate in allowed))
             if not fits:
                 raise ValueError('variable_params/{}: {!r} is not one of the values it allows '
@@ -258,7 +275,7 @@ class Parameters(object):
         combination.choice = dict(choice)
         return combination
 
-    def to_json(self):
+    def to_json(self) -> dict[str, json_values.JSONData]:
         """Returns the parameters as JSON-ready data (classes and functions by reference).
 
         Returns:
@@ -275,7 +292,8 @@ class Parameters(object):
         return {name: json_values.to_json_value(tree, name) for name, tree in self._trees()}
 
     @classmethod
-    def from_json(cls, data, allowed_modules=(), model_package=None, where=''):
+    def from_json(cls, data: object, allowed_modules: Sequence[str] = (),
+                  model_package: str | None = None, where: str = '') -> Parameters:
         """Rebuilds parameters from :meth:`to_json`'s data.
 
         The data may come from a file someone else wrote, so a reference to a
@@ -321,10 +339,10 @@ class Parameters(object):
                                              model_package=model_package) for name in names]
         return cls(*trees)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return (isinstance(other, Parameters) and self.fixed_params == other.fixed_params
                 and self.variable_params == other.variable_params)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return 'Parameters(fixed_params={!r}, variable_params={!r})'.format(
             self.fixed_params, self.variable_params)

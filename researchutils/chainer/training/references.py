@@ -8,9 +8,13 @@ researchutils' namespaces for that kind, the model class's package, the modules 
 allows), and the module is checked before it is imported. Its tests are in
 ``tests/chainer/training/test_references.py``.
 """
+from __future__ import annotations
+
 import importlib
 import re
 import sys
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
 
 import chainer
 
@@ -38,21 +42,23 @@ _NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$')
 class _Rule(object):
     """What the references under one key may be: a kind, and where it may come from."""
 
-    def __init__(self, kind, library=(), named=(), model_package=True, loaded=False):
+    def __init__(self, kind: type | Literal['callable', 'network'],
+                 library: tuple[str, ...] = (), named: tuple[str, ...] = (),
+                 model_package: bool = True, loaded: bool = False) -> None:
         self.kind = kind  # a base class, 'callable' or 'network'
         self.library = library  # module prefixes in Chainer / researchutils
         self.named = named  # or exactly these objects ("module:qualname")
         self.model_package = model_package  # the model class's package is trusted
         self.loaded = loaded  # any module already imported (model_cls only)
 
-    def describe(self):
+    def describe(self) -> str:
         if self.kind == 'network':
             return 'an AbstractChainerNetwork subclass (a Link with closure and prepare_batch)'
         if self.kind == 'callable':
             return 'a callable'
         return 'a {}.{} subclass'.format(self.kind.__module__, self.kind.__qualname__)
 
-    def right_kind(self, value):
+    def right_kind(self, value: object) -> bool:
         if self.kind == 'callable':
             return callable(value)
         if self.kind == 'network':
@@ -73,7 +79,7 @@ _DEFAULT_RULE = _Rule('callable', library=_FUNCTION_MODULES)
 _PARAMETER_RULES = ('optimizer_cls', 'lr_sched_cls')
 
 
-def object_reference(value, where):
+def object_reference(value: object, where: str) -> str:
     """Returns ``"module:qualname"`` for an importable class or function.
 
     Args:
@@ -108,7 +114,7 @@ def object_reference(value, where):
     return reference
 
 
-def _loaded_object(module, qualname):
+def _loaded_object(module: str, qualname: str) -> object:
     """The object ``module:qualname`` names, looked up in a loaded module (None if not found).
 
     Imports nothing: the module of a value, or of a value just resolved, is loaded already.
@@ -122,7 +128,7 @@ def _loaded_object(module, qualname):
     return found
 
 
-def _check_allowed_modules(allowed_modules):
+def _check_allowed_modules(allowed_modules: Sequence[str]) -> tuple[str, ...]:
     if isinstance(allowed_modules, str) or not all(
             isinstance(name, str) and _NAME.match(name) for name in allowed_modules):
         raise TypeError('allowed_modules must be a list of module names such as ["mypackage"], '
@@ -130,11 +136,11 @@ def _check_allowed_modules(allowed_modules):
     return tuple(allowed_modules)
 
 
-def _in_modules(module_name, modules):
+def _in_modules(module_name: str, modules: Iterable[str]) -> bool:
     return any(module_name == name or module_name.startswith(name + '.') for name in modules)
 
 
-def _library_module_allowed(module_name, rule):
+def _library_module_allowed(module_name: str, rule: _Rule) -> bool:
     parts = module_name.split('.')
     if any(part.startswith('_') or part in _REFUSED_PARTS for part in parts):
         return False
@@ -144,7 +150,7 @@ def _library_module_allowed(module_name, rule):
                    for named in rule.named))
 
 
-def _user_module_allowed(module_name, user_modules):
+def _user_module_allowed(module_name: str, user_modules: Sequence[str]) -> bool:
     if module_name == '__main__':
         # Only the running script, as it is: never imported.
         return '__main__' in user_modules and '__main__' in sys.modules
@@ -152,13 +158,13 @@ def _user_module_allowed(module_name, user_modules):
             and not any(part.startswith('__') for part in module_name.split('.')))
 
 
-def _loaded_module_allowed(module_name):
+def _loaded_module_allowed(module_name: str) -> bool:
     # An imported module is looked up, never imported again; __main__ only as it is.
     return module_name in sys.modules and (module_name == '__main__' or not any(
         part.startswith('__') for part in module_name.split('.')))
 
 
-def model_package(model_cls):
+def model_package(model_cls: type) -> str | None:
     """The top-level package of ``model_cls``'s module, or None for a library or ``__main__``.
 
     Functions of that package may be named by a loaded experiment's losses and metrics.
@@ -171,7 +177,8 @@ def model_package(model_cls):
     return None if not package or package in _LIBRARY_PACKAGES else package
 
 
-def resolve_reference(reference, where, allowed_modules=(), key=None, model_package=None):
+def resolve_reference(reference: str, where: str, allowed_modules: Sequence[str] = (),
+                      key: str | None = None, model_package: str | None = None) -> Any:
     """Finds the class or function a ``"module:qualname"`` reference names, safely.
 
     References come from files (``experiment.json``), so resolving one never
@@ -239,7 +246,7 @@ def resolve_reference(reference, where, allowed_modules=(), key=None, model_pack
     if not (_NAME.match(module_name) and _NAME.match(qualname)):
         raise ValueError('{}: {!r} is not a "module:qualname" reference'.format(where, reference))
 
-    def allowed_module(name):
+    def allowed_module(name: str) -> bool:
         return (_library_module_allowed(name, rule) or _user_module_allowed(name, user_modules)
                 or (rule.loaded and _loaded_module_allowed(name)))
 
@@ -271,7 +278,7 @@ def resolve_reference(reference, where, allowed_modules=(), key=None, model_pack
     return value
 
 
-def _where_from(rule, user_modules):
+def _where_from(rule: _Rule, user_modules: Sequence[str]) -> str:
     sources = list(rule.library) + list(rule.named) + list(user_modules)
     if rule.loaded:
         sources.append('a module already imported')

@@ -6,17 +6,27 @@ check guards which argument). :func:`check_training` checks one combination of t
 parameters against the settings, so a bad grid is refused at construction, before any
 training. Tests: ``tests/chainer/training/_experiment/test_checks.py``.
 """
+from __future__ import annotations
+
 import collections.abc
 import functools
 import numbers
 import os
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import chainer
 
 from researchutils._checks import check_bool, check_devices, check_positive_int
 from researchutils.chainer.data_loading import DataManager
 from researchutils.chainer.training import train_utils
+from researchutils.chainer.training._trees import Tree
 from researchutils.chainer.training.parameters import Parameters
+
+_T = TypeVar('_T')
+#: What ``optim_builder`` is: ``optim_builder(model, optimizer_cls, **optimizer_params)``
+#: gives ``{"default": optimizer, ...}``.
+OptimBuilder = Callable[..., dict[str, Any]]
 
 DEFAULT_NAME = 'UnnamedExperiment'  # Delira 0.4.1's
 TRAINING_KEYS = {
@@ -37,14 +47,14 @@ TRAINING_KEYS = {
 
 # The checks of single settings: each takes the value and returns it as kept.
 
-def check_params(params):
+def check_params(params: Parameters) -> Parameters:
     if not isinstance(params, Parameters):
         raise TypeError('params must be a Parameters object, got {!r}'.format(
             type(params).__name__))
     return params
 
 
-def check_model_cls(model_cls):
+def check_model_cls(model_cls: type[chainer.Link]) -> type[chainer.Link]:
     if not (isinstance(model_cls, type) and issubclass(model_cls, chainer.Link)
             and callable(getattr(model_cls, 'closure', None))):
         raise TypeError('model_cls must be an AbstractChainerNetwork subclass (a Chain with '
@@ -52,7 +62,7 @@ def check_model_cls(model_cls):
     return model_cls
 
 
-def check_n_epochs(n_epochs):
+def check_n_epochs(n_epochs: int | None) -> int | None:
     if n_epochs is None:
         return None
     if not isinstance(n_epochs, numbers.Integral) or isinstance(n_epochs, bool):
@@ -65,14 +75,14 @@ def check_n_epochs(n_epochs):
     return int(n_epochs)
 
 
-def check_name(name):
+def check_name(name: str | None) -> str:
     name = DEFAULT_NAME if name is None else name
     if not isinstance(name, str) or not name:
         raise ValueError('name must be a non-empty string, got {!r}'.format(name))
     return name
 
 
-def check_save_path(save_path):
+def check_save_path(save_path: str | os.PathLike[str] | None) -> str:
     if save_path is None:
         return os.path.abspath('.')
     if not isinstance(save_path, (str, os.PathLike)):
@@ -81,20 +91,20 @@ def check_save_path(save_path):
     return os.fspath(save_path)
 
 
-def check_key_mapping(key_mapping):
+def check_key_mapping(key_mapping: dict[str, str] | None) -> dict[str, str] | None:
     if key_mapping is not None and (not isinstance(key_mapping, dict) or not key_mapping):
         raise ValueError('key_mapping must be None or a non-empty dict, got {!r}'.format(
             key_mapping))
     return None if key_mapping is None else dict(key_mapping)
 
 
-def check_optim_builder(optim_builder):
+def check_optim_builder(optim_builder: OptimBuilder) -> OptimBuilder:
     if not callable(optim_builder):
         raise TypeError('optim_builder must be callable, got {!r}'.format(optim_builder))
     return optim_builder
 
 
-def check_extensions(extensions):
+def check_extensions(extensions: Iterable[Any]) -> list[Any]:
     if isinstance(extensions, (str, bytes)) or not isinstance(extensions,
                                                               collections.abc.Iterable):
         raise TypeError('extensions must be a sequence of Chainer extensions or (extension, '
@@ -114,19 +124,19 @@ check_stop_on_non_number = functools.partial(check_bool, name='stop_on_non_numbe
 check_preemption_snapshot = functools.partial(check_bool, name='preemption_snapshot')
 
 
-def kept(value):
+def kept(value: _T) -> _T:
     """The check of a setting taken as it is (``val_score_key``, ``comm``)."""
     return value
 
 
 # The "training" parameters, checked against the settings ---------------------------------
 
-def with_epochs(training, n_epochs):
+def with_epochs(training: Tree, n_epochs: int | None) -> Tree:
     """The training parameters with ``n_epochs``, when given, as ``num_epochs``."""
     return training if n_epochs is None else dict(training, num_epochs=n_epochs)
 
 
-def _check_functions(training, key):
+def _check_functions(training: Tree, key: str) -> dict[str, Callable[..., Any]]:
     functions = training.get(key, {})
     if not isinstance(functions, dict) or not all(callable(f) for f in functions.values()):
         raise TypeError('training parameter {!r} must be a dict from names to functions, got '
@@ -134,7 +144,8 @@ def _check_functions(training, key):
     return functions
 
 
-def check_training(training, n_epochs, optim_builder, val_score_key):
+def check_training(training: Tree, n_epochs: int | None, optim_builder: OptimBuilder,
+                   val_score_key: str | None) -> None:
     """Checks one combination of "training" parameters; errors say what to fix."""
     checked = with_epochs(training, n_epochs)
     unknown = sorted(set(checked) - set(TRAINING_KEYS))
@@ -173,7 +184,8 @@ def check_training(training, n_epochs, optim_builder, val_score_key):
                          'to watch')
 
 
-def check_managers(train, val, val_score_key):
+def check_managers(train: DataManager, val: DataManager | None,
+                   val_score_key: str | None) -> list[str]:
     """Checks the managers given to ``run``: DataManagers, ``val`` when there is a score to
     keep, and a "data" entry in the training batches (what the closure feeds the model).
 

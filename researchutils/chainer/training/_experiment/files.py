@@ -4,9 +4,13 @@ Only regular files count: a folder, a FIFO or a symbolic link named like a snaps
 model is never resumed from nor returned. Tests:
 ``tests/chainer/training/_experiment/test_files.py``.
 """
+from __future__ import annotations
+
 import os
 import re
 import stat
+from collections.abc import Mapping
+from typing import Any
 
 SNAPSHOT_NAME = 'snapshot_epoch_{.updater.epoch}'
 # Under ChainerMN a preempted run leaves one snapshot per rank (its iterator, its random
@@ -20,7 +24,7 @@ _SNAPSHOT = re.compile(r'^snapshot_epoch_([0-9]+)$')
 _RANK_SNAPSHOT = re.compile(r'^snapshot_epoch_([0-9]+)_rank([0-9]+)$')
 
 
-def _is_regular_file(path):
+def _is_regular_file(path: str) -> bool:
     """Whether ``path`` itself (not what a link names) is a regular file."""
     try:
         return stat.S_ISREG(os.lstat(path).st_mode)
@@ -28,7 +32,7 @@ def _is_regular_file(path):
         return False
 
 
-def _newest(folder, pattern, rank=None):
+def _newest(folder: str, pattern: re.Pattern[str], rank: int | None = None) -> str | None:
     if not os.path.isdir(folder):
         return None
     found = [(int(m.group(1)), name) for name in os.listdir(folder)
@@ -38,12 +42,12 @@ def _newest(folder, pattern, rank=None):
     return os.path.join(folder, max(found)[1]) if found else None
 
 
-def latest_snapshot(folder):
+def latest_snapshot(folder: str) -> str | None:
     """The path of the newest ``snapshot_epoch_<n>`` in ``folder``, or None."""
     return _newest(folder, _SNAPSHOT)
 
 
-def resume_snapshot(folder, comm):
+def resume_snapshot(folder: str, comm: Any) -> str | None:
     """The snapshot this process resumes from: the newest of ``folder``, or None.
 
     Without ChainerMN, :func:`latest_snapshot`. Under ChainerMN the ranks of a
@@ -56,20 +60,28 @@ def resume_snapshot(folder, comm):
     if comm is None:
         return shared
     own = _newest(folder, _RANK_SNAPSHOT, comm.rank)
-    epochs = comm.mpi_comm.allgather(None if own is None else int(
-        _RANK_SNAPSHOT.match(os.path.basename(own)).group(1)))
+    own_epoch = None if own is None else _epoch_in_name(_RANK_SNAPSHOT, own)
+    epochs = comm.mpi_comm.allgather(own_epoch)
     if (epochs[0] is not None and len(set(epochs)) == 1
             and (shared is None or epochs[0] >= snapshot_epoch(shared))):
         return own
     return shared
 
 
-def snapshot_epoch(path):
+def snapshot_epoch(path: str) -> int:
     """The epoch in the name of the snapshot ``path`` (from :func:`latest_snapshot`)."""
-    return int(_SNAPSHOT.match(os.path.basename(path)).group(1))
+    return _epoch_in_name(_SNAPSHOT, path)
 
 
-def model_path(folder, scored, finished_state=None):
+def _epoch_in_name(pattern: re.Pattern[str], path: str) -> int:
+    """The epoch in the name of ``path``, a snapshot that :func:`_newest` found by ``pattern``."""
+    match = pattern.match(os.path.basename(path))
+    assert match is not None, path  # found by this very pattern
+    return int(match.group(1))
+
+
+def model_path(folder: str, scored: bool,
+               finished_state: Mapping[str, object] | None = None) -> str:
     """The model file a run in ``folder`` returns: the best model when ``scored`` (and there is
     one), else the final model.
 

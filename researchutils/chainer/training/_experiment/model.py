@@ -6,8 +6,12 @@ global NumPy random state as it was, and places it on this process's devices (on
 ChainerMN rank, or a DataParallelChainerNetwork over several). Tests:
 ``tests/chainer/training/_experiment/test_model.py``.
 """
+from __future__ import annotations
+
 import inspect
 import numbers
+from collections.abc import Sequence
+from typing import Any
 
 import chainer
 import numpy
@@ -15,7 +19,7 @@ import numpy
 from researchutils.chainer.training.predictor import Predictor
 
 
-def resolve_device(gpu_id):
+def resolve_device(gpu_id: int | str) -> chainer.backend.Device:
     """The Chainer device of one ``gpu_ids`` entry (a GPU number or a device name)."""
     name = '@cupy:{}'.format(gpu_id) if isinstance(gpu_id, numbers.Integral) else gpu_id
     try:
@@ -26,7 +30,8 @@ def resolve_device(gpu_id):
                          "'@numpy'".format(gpu_id, error)) from error
 
 
-def rank_devices(devices, comm):
+def rank_devices(devices: list[chainer.backend.Device],
+                 comm: Any) -> list[chainer.backend.Device]:
     """The devices this process trains on: the CPU without ``gpu_ids``, one per ChainerMN rank."""
     if not devices:
         return [chainer.get_device('@numpy')]
@@ -35,7 +40,8 @@ def rank_devices(devices, comm):
     return devices
 
 
-def build_model(model_cls, kwargs, seed, devices):
+def build_model(model_cls: type[chainer.Link], kwargs: dict[str, Any], seed: int | None,
+                devices: Sequence[chainer.backend.Device]) -> chainer.Link:
     """``model_cls(**kwargs)``, its weights drawn with ``seed``, on ``devices``.
 
     Raises:
@@ -58,7 +64,8 @@ def build_model(model_cls, kwargs, seed, devices):
     return model
 
 
-def predictor(model, model_cls, key_mapping):
+def predictor(model: chainer.Link, model_cls: type[chainer.Link],
+              key_mapping: dict[str, str] | None) -> Predictor:
     """The Predictor of ``model``: ``key_mapping``, or ``model_cls.forward``'s first argument
     mapped to "data"."""
     if key_mapping is None:

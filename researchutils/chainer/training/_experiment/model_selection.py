@@ -5,11 +5,17 @@ nothing to train on is refused at once), and depends only on ``random_seed``. Ea
 combination is an experiment of its own in a subfolder, so a stopped selection goes on with
 the one that was stopped. Tests: ``tests/chainer/training/_experiment/test_model_selection.py``.
 """
+from __future__ import annotations
+
 import math
 import os
 import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
+import chainer
 import numpy
+import numpy.typing
 
 from researchutils._checks import check_bool, check_int, check_probability, check_seed
 from researchutils.chainer.data_loading import DataManager
@@ -18,16 +24,29 @@ from researchutils.chainer.training._experiment import settings
 from researchutils.chainer.training._experiment.model import predictor
 from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training._scores import improves, score_for_json
-from researchutils.chainer.training._trees import merge
+from researchutils.chainer.training._trees import Tree, merge
 from researchutils.chainer.training.extensions.stop_on_non_number import TrainingDiverged
 from researchutils.chainer.training.parameters import Parameters
+
+# Positions of examples in the dataset, and one label per example.
+_Indices = numpy.typing.NDArray[numpy.intp]
+_Labels = numpy.typing.NDArray[Any]
+
+
+class _Examples(Protocol):
+    """A manager's dataset as :func:`_labels` reads it: a length, and a dict per index."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int, /) -> Mapping[str, Any]: ...
+
 
 _MANAGER_SETTINGS = ('batch_size', 'n_process_augmentation', 'transforms', 'sampler_cls',
                      'sampler_kwargs', 'drop_last', 'seed')
 _DELIRA_MANAGER_SETTINGS = {'sampler': 'sampler_cls', 'sampling_kwargs': 'sampler_kwargs'}
 
 
-def _manager_changes(kwargs, argument):
+def _manager_changes(kwargs: dict[str, Any] | None, argument: str) -> dict[str, Any]:
     """kfold's ``train_kwargs`` / ``test_kwargs`` as DataManager.replace arguments."""
     if not isinstance(kwargs, (dict, type(None))):
         raise TypeError('{} must be None or a dict of DataManager settings, got {!r}'.format(
@@ -41,7 +60,7 @@ def _manager_changes(kwargs, argument):
     return changes
 
 
-def _labels(dataset, label_key):
+def _labels(dataset: _Examples, label_key: str) -> _Labels:
     """Every example's ``label_key`` value (each loaded once), as one array."""
     labels = []
     for index in range(len(dataset)):
@@ -59,12 +78,13 @@ def _labels(dataset, label_key):
     return numpy.asarray(labels)
 
 
-def _label_grouped(order, labels):
+def _label_grouped(order: _Indices, labels: _Labels) -> _Indices:
     """``order`` sorted by label, keeping its own order within each label."""
     return order[numpy.argsort(labels[order], kind='stable')]
 
 
-def kfold_splits(size, num_splits, shuffle, seed, labels):
+def kfold_splits(size: int, num_splits: int, shuffle: bool, seed: int | None,
+                 labels: _Labels | None) -> Iterator[tuple[_Indices, _Indices]]:
     """Yields ``(train_indices, test_indices)``, each sorted, for every fold."""
     order = numpy.arange(size)
     if shuffle:
@@ -81,7 +101,8 @@ def kfold_splits(size, num_splits, shuffle, seed, labels):
         yield numpy.sort(rest), numpy.sort(part)
 
 
-def validation_positions(train_indices, val_split, seed, labels):
+def validation_positions(train_indices: _Indices, val_split: float, seed: int | None,
+                         labels: _Labels | None) -> _Indices:
     """Positions in ``train_indices`` of the validation part (``ceil(val_split * n)``)."""
     size = len(train_indices)
     n_val = int(math.ceil(val_split * size))
@@ -100,14 +121,16 @@ def validation_positions(train_indices, val_split, seed, labels):
     return numpy.sort(grouped[picked])
 
 
-def fold_indices(size, num_splits, shuffle, seed, labels, val_split):
+def fold_indices(size: int, num_splits: int, shuffle: bool, seed: int | None,
+                 labels: _Labels | None, val_split: float | None
+                 ) -> list[tuple[_Indices, _Indices | None, _Indices]]:
     """Every fold's ``(train, val, test)`` example indices, each sorted (``val`` None without
     ``val_split``); within a fold the three are disjoint and together all ``size``.
 
     All folds are split before any trains, so a ``val_split`` that leaves a fold nothing
     to train on is refused before the first training.
     """
-    folds = []
+    folds: list[tuple[_Indices, _Indices | None, _Indices]] = []
     for train, test in kfold_splits(size, num_splits, shuffle, seed, labels):
         val = None
         if val_split is not None:
@@ -118,7 +141,7 @@ def fold_indices(size, num_splits, shuffle, seed, labels, val_split):
     return folds
 
 
-def _merged_params(base, more):
+def _merged_params(base: Parameters, more: Parameters) -> Parameters:
     if not isinstance(more, Parameters):
         raise TypeError('params must be None or Parameters, got {!r}'.format(
             type(more).__name__))
@@ -126,9 +149,13 @@ def _merged_params(base, more):
                       merge(base.variable_params, more.variable_params))
 
 
-def kfold(experiment, data, metrics, *, num_epochs, num_splits, shuffle, random_seed,
-          split_type, val_split, label_key, train_kwargs, metric_keys, test_kwargs, params,
-          verbose):
+def kfold(experiment: settings.Experiment, data: DataManager,
+          metrics: dict[str, Callable[..., Any]], *, num_epochs: int | None,
+          num_splits: int | None, shuffle: bool, random_seed: int | None, split_type: str,
+          val_split: float | None, label_key: str, train_kwargs: dict[str, Any] | None,
+          metric_keys: dict[str, Sequence[str]] | None, test_kwargs: dict[str, Any] | None,
+          params: Parameters | None, verbose: bool
+          ) -> tuple[dict[str, dict[str, numpy.typing.NDArray[Any]]], dict[str, dict[str, float]]]:
     """:meth:`ChainerExperiment.kfold`, whose docstring says what each argument does."""
     if not isinstance(data, DataManager):
         raise TypeError('kfold takes the examples as a DataManager (data), got {}'.format(
@@ -151,7 +178,8 @@ def kfold(experiment, data, metrics, *, num_epochs, num_splits, shuffle, random_
     labels = None
     if split_type == 'stratified':
         labels = _labels(data.dataset, label_key)
-    predictions, results = {}, {}
+    predictions: dict[str, dict[str, numpy.typing.NDArray[Any]]] = {}
+    results: dict[str, dict[str, float]] = {}
     for i, (train_indices, val_indices, test_indices) in enumerate(
             fold_indices(size, num_splits, shuffle, random_seed, labels, val_split)):
         val = None
@@ -171,14 +199,17 @@ def kfold(experiment, data, metrics, *, num_epochs, num_splits, shuffle, random_
     return predictions, results
 
 
-def score_model(run, model, val, training):
+def score_model(run: settings.Experiment, model: chainer.Link, val: DataManager,
+                training: Tree) -> float:
     """The ``val_score_key`` metric of ``model`` over ``val``, keeping no prediction."""
     key = run.val_score_key
+    assert key is not None  # grid_search and the search score only runs with a val_score_key
     return predictor(model, run.model_cls, run.key_mapping).evaluate(
         val, {key: training['val_metrics'][key]}, training.get('val_metric_keys'))[key]
 
 
-def _write_summary(path, val_score_key, results, best_params, best_score):
+def _write_summary(path: str, val_score_key: str, results: list[tuple[dict[str, Any], float]],
+                   best_params: Parameters | None, best_score: float) -> None:
     train_utils.atomic_write_text(path, json_values.dumps_json(json_values._strict_json_value({
         'val_score_key': val_score_key,
         'results': [{'choice': json_values.to_json_value(choice, 'choice'),
@@ -188,13 +219,14 @@ def _write_summary(path, val_score_key, results, best_params, best_score):
         'best_score': score_for_json(best_score)})))
 
 
-def grid_search(experiment, train, val):
+def grid_search(experiment: settings.Experiment, train: DataManager,
+                val: DataManager | None) -> dict[str, Any]:
     """:meth:`ChainerExperiment.grid_search`, whose docstring says what it does."""
     if experiment.val_score_key is None or val is None:
         raise ValueError('grid_search compares the val_score_key metric on val: set '
                          'val_score_key and pass a validation manager')
-    results = []
-    best = None
+    results: list[tuple[dict[str, Any], float]] = []
+    best: tuple[Parameters, float] | None = None
     for k, combination in enumerate(experiment.params.grid()):
         run = settings.replace(
             experiment, params=combination, name=os.path.join(experiment.name,

@@ -5,8 +5,11 @@ A rerun of a finished experiment returns its model without training; so the file
 else it is refused with a message naming it and what to do. Tests:
 ``tests/chainer/training/_experiment/test_run_state.py``.
 """
+from __future__ import annotations
+
 import numbers
 import os
+from typing import TypedDict, cast
 
 from researchutils.chainer.training import json_values, train_utils
 from researchutils.chainer.training._experiment.files import (
@@ -16,13 +19,22 @@ from researchutils.chainer.training._experiment.files import (
 )
 
 
-def write_run_state(folder, epoch):
+class RunState(TypedDict):
+    """What ``run_state.json`` holds."""
+
+    #: Whether the run finished (True) or stopped early.
+    finished: bool
+    #: The epoch the run stopped at.
+    epoch: int
+
+
+def write_run_state(folder: str, epoch: int) -> None:
     """Records in ``folder`` that the run finished after ``epoch`` epochs."""
     train_utils.atomic_write_text(os.path.join(folder, STATE_FILE), json_values.dumps_json(
         {'finished': True, 'epoch': epoch}))
 
 
-def read_run_state(folder):
+def read_run_state(folder: str) -> RunState | None:
     """What ``run_state.json`` in ``folder`` says, checked; None when there is none.
 
     The file is trusted only when it says what happened: a dict of exactly
@@ -43,7 +55,9 @@ def read_run_state(folder):
     if not (isinstance(state, dict) and set(state) == {'finished', 'epoch'}
             and isinstance(state['finished'], bool)
             and isinstance(state['epoch'], numbers.Integral)
-            and not isinstance(state['epoch'], bool) and state['epoch'] >= 0):
+            and not isinstance(state['epoch'], bool)
+            # typeshed's numbers.Integral has no comparison with an int (an int compares).
+            and state['epoch'] >= 0):  # type: ignore[operator]
         raise ValueError('{} must hold {{"finished": true or false, "epoch": <the epoch the run '
                          'stopped at>}}, but it holds {!r}: it is not trusted. Delete it to '
                          'resume from the last snapshot'.format(path, state))
@@ -52,4 +66,5 @@ def read_run_state(folder):
         raise ValueError('{} says the run finished at epoch {}, but {} is newer: the file is '
                          'not trusted. Delete it to resume from that snapshot'.format(
                              path, state['epoch'], snapshot))
-    return state
+    # A dict of exactly these keys and kinds, as checked above.
+    return cast(RunState, state)

@@ -6,14 +6,24 @@ whether it is keyword-only and how it is saved. The constructor's checks, ``repl
 arguments out (for readers, IDEs and type checkers), and a test holds its signature to the
 table's names, kinds and defaults. Tests: ``tests/chainer/training/_experiment/test_settings.py``.
 """
-import collections
+from __future__ import annotations
+
 import inspect
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+import chainer
 
 from researchutils._checks import check_seed
 from researchutils.chainer.training import json_values, references, train_utils
 from researchutils.chainer.training._experiment import checks
 from researchutils.chainer.training._scores import check_val_score_mode
 from researchutils.chainer.training.parameters import Parameters
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from researchutils.chainer.data_loading import DataManager
 
 FORMAT = 'researchutils.ChainerExperiment/1'
 _REQUIRED = inspect.Parameter.empty
@@ -22,36 +32,53 @@ _REQUIRED = inspect.Parameter.empty
 # How settings are saved in experiment.json: encode(value) gives JSON-ready data,
 # decode(data, where, allowed_modules, model_package) the value back. Plain data is kept as
 # it is. References resolve by their key's rule (see references.resolve_reference).
+_Encode = Callable[[Any], json_values.JSONData]
+_Decode = Callable[[Any, str, Sequence[str], 'str | None'], Any]
 
-def _reference(name):
-    def encode(value):
+
+def _reference(name: str) -> tuple[_Encode, _Decode]:
+    def encode(value: object) -> str:
         return references.object_reference(value, name)
 
-    def decode(data, where, allowed_modules, model_package):
+    def decode(data: str, where: str, allowed_modules: Sequence[str],
+               model_package: str | None) -> Any:
         return references.resolve_reference(data, '{}: {}'.format(where, name),
                                              allowed_modules=allowed_modules, key=name,
                                              model_package=model_package)
     return encode, decode
 
 
-def _as_is(value):
+def _as_is(value: json_values.JSONData) -> json_values.JSONData:
     return value
 
 
-def _plain_data(data, where, allowed_modules, model_package):
+def _plain_data(data: json_values.JSONData, where: str, allowed_modules: Sequence[str],
+                model_package: str | None) -> json_values.JSONData:
     return data
 
 
-def _decode_params(data, where, allowed_modules, model_package):
+def _decode_params(data: object, where: str, allowed_modules: Sequence[str],
+                   model_package: str | None) -> Parameters:
     return Parameters.from_json(data, allowed_modules, model_package=model_package,
                                 where=where)
 
 
-_PLAIN = (_as_is, _plain_data)
+_PLAIN: tuple[_Encode, _Decode] = (_as_is, _plain_data)
 _NOT_SAVED = (None, None)
-_PARAMETERS = (Parameters.to_json, _decode_params)
+_PARAMETERS: tuple[_Encode, _Decode] = (Parameters.to_json, _decode_params)
 
-Setting = collections.namedtuple('Setting', 'name default check keyword_only encode decode')
+
+class Setting(NamedTuple):
+    """One argument of the constructor (a row of :data:`SETTINGS`)."""
+
+    name: str
+    default: Any  # inspect.Parameter.empty for a required argument
+    check: Callable[[Any], Any]  # returns the value kept
+    keyword_only: bool
+    encode: _Encode | None  # None: not saved
+    decode: _Decode | None
+
+
 _POSITIONAL, _KEYWORD_ONLY = False, True  # Delira 0.4.1's positional order, then ours
 
 SETTINGS = (
@@ -79,28 +106,63 @@ SETTINGS = (
 )
 
 
-def checked(arguments):
+class Experiment(Protocol):
+    """What the experiment's machinery reads of a ChainerExperiment (which is one): the
+    settings of :data:`SETTINGS` as their checks keep them, its folder, ``run`` and ``test``.
+
+    The machinery types its experiments by this, not by the class, whose module imports it.
+    """
+
+    params: Parameters
+    model_cls: type[chainer.Link]
+    n_epochs: int | None
+    name: str
+    save_path: str
+    key_mapping: dict[str, str] | None
+    val_score_key: str | None
+    optim_builder: checks.OptimBuilder
+    checkpoint_freq: int
+    gpu_ids: list[int | str]
+    val_score_mode: str
+    comm: Any  # a ChainerMN communicator or None
+    extensions: list[Any]  # Chainer extensions or (extension, trigger) pairs
+    seed: int | None
+    stop_on_non_number: bool
+    preemption_snapshot: bool
+
+    @property
+    def output_dir(self) -> str: ...
+
+    def run(self, train: DataManager, val: DataManager | None = None) -> chainer.Link: ...
+
+    def test(self, network: chainer.Link, test_data: DataManager,
+             metrics: dict[str, Callable[..., Any]],
+             metric_keys: dict[str, Sequence[str]] | None = None, verbose: bool = False
+             ) -> tuple[dict[str, NDArray[Any]], dict[str, float]]: ...
+
+
+def checked(arguments: dict[str, Any]) -> dict[str, Any]:
     """The constructor's ``arguments`` (its ``locals()``) as ``{name: checked value}``, checked
     in the table's order (the signature's), so the first wrong one is named."""
     return {setting.name: setting.check(arguments[setting.name]) for setting in SETTINGS}
 
 
-def replace(experiment, **changes):
+def replace(experiment: Experiment, **changes: Any) -> Experiment:
     """A new experiment of ``experiment``'s class, with its settings but ``changes``."""
     settings = {setting.name: getattr(experiment, setting.name) for setting in SETTINGS}
     settings.update(changes)
     return type(experiment)(**settings)
 
 
-def to_json(experiment):
+def to_json(experiment: Experiment) -> json_values.JSONData:
     """The saved settings of ``experiment``, JSON-ready, with the file format first."""
-    data = {'format': FORMAT}
+    data: dict[str, json_values.JSONData] = {'format': FORMAT}
     data.update((setting.name, setting.encode(getattr(experiment, setting.name)))
                 for setting in SETTINGS if setting.encode is not None)
     return json_values.to_json_value(data, 'ChainerExperiment')
 
 
-def from_json(data, where, allowed_modules):
+def from_json(data: object, where: str, allowed_modules: Sequence[str]) -> dict[str, Any]:
     """The constructor's keyword arguments saved in ``data`` (see :func:`to_json`).
 
     ``model_cls`` is resolved first (an imported module or ``allowed_modules``); the
@@ -117,9 +179,11 @@ def from_json(data, where, allowed_modules):
     if missing:
         raise ValueError('{} has no {}: a saved ChainerExperiment holds both'.format(
             where, ' and no '.join(repr(name) for name in missing)))
-    model_cls = by_name['model_cls'].decode(data['model_cls'], where, allowed_modules, None)
+    decode_model_cls = by_name['model_cls'].decode
+    assert decode_model_cls is not None  # the table saves model_cls, as a reference
+    model_cls = decode_model_cls(data['model_cls'], where, allowed_modules, None)
     package = references.model_package(model_cls)
-    settings = {'model_cls': model_cls}
+    settings: dict[str, Any] = {'model_cls': model_cls}
     for setting in SETTINGS:
         if (setting.decode is not None and setting.name in data
                 and setting.name not in settings and setting.name not in _LOCATION):

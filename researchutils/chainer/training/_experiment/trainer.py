@@ -5,9 +5,12 @@ writes files and runs the user's extensions (but those with a true ``every_rank`
 resumes from the folder's snapshot when there is one. Tests:
 ``tests/chainer/training/_experiment/test_trainer.py``.
 """
+from __future__ import annotations
+
 import os
 import sys
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import chainer
 import numpy
@@ -17,6 +20,7 @@ from researchutils.chainer import serializers
 from researchutils.chainer.models.multi_node import setup_multi_node_optimizer
 from researchutils.chainer.training._experiment import checks, files
 from researchutils.chainer.training._ranks import is_rank_zero
+from researchutils.chainer.training._trees import Tree
 from researchutils.chainer.training.extensions.best_model_saver import BestModelSaver
 from researchutils.chainer.training.extensions.predictor_evaluator import PredictorEvaluator
 from researchutils.chainer.training.extensions.preemption_snapshot import PreemptionSnapshot
@@ -26,8 +30,13 @@ from researchutils.chainer.training.triggers.resumable_early_stopping_trigger im
 )
 from researchutils.chainer.training.updaters.closure_updater import ClosureUpdater
 
+if TYPE_CHECKING:
+    from researchutils.chainer.data_loading import DataManager
+    from researchutils.chainer.training._experiment.settings import Experiment
+    from researchutils.chainer.training.predictor import Predictor
 
-def shard(manager, comm, pad):
+
+def shard(manager: DataManager, comm: Any, pad: bool) -> DataManager:
     """This ChainerMN rank's part of ``manager``'s examples."""
     # Every rank builds the same permutation, so the shards are disjoint and,
     # with padding, equally long (the same number of iterations per rank).
@@ -39,7 +48,9 @@ def shard(manager, comm, pad):
     return manager.get_subset(numpy.array_split(order, size)[rank])
 
 
-def build_trainer(experiment, model, predictor, training, train, val, device):
+def build_trainer(experiment: Experiment, model: chainer.Link, predictor: Predictor,
+                  training: Tree, train: DataManager, val: DataManager | None,
+                  device: chainer.backend.Device) -> chainer.training.Trainer:
     """A Trainer of ``model`` on ``train`` with every extension ``experiment`` asks for,
     resumed from the newest snapshot of the experiment's folder when there is one."""
     optimizers = experiment.optim_builder(model, training['optimizer_cls'],
@@ -68,19 +79,23 @@ def build_trainer(experiment, model, predictor, training, train, val, device):
     return trainer
 
 
-def _stop_trigger(experiment, training):
+def _stop_trigger(experiment: Experiment, training: Tree
+                  ) -> tuple[int, str] | ResumableEarlyStoppingTrigger:
     epochs = (checks.with_epochs(training, experiment.n_epochs)['num_epochs'],
               'epoch')
     patience = training.get('early_stopping_patience')
     if patience is None:
         return epochs
+    assert experiment.val_score_key is not None  # check_training refuses patience without it
     return ResumableEarlyStoppingTrigger(
         check_trigger=(1, 'epoch'), monitor='val/' + experiment.val_score_key,
         patience=patience, mode='min' if experiment.val_score_mode == 'lowest' else 'max',
         max_trigger=epochs)
 
 
-def _extend(trainer, experiment, model, predictor, training, val):
+def _extend(trainer: chainer.training.Trainer, experiment: Experiment,
+            model: chainer.Link, predictor: Predictor, training: Tree,
+            val: DataManager | None) -> None:
     if experiment.stop_on_non_number:
         trainer.extend(StopOnNonNumber())
     val_metrics = training.get('val_metrics', {})
@@ -125,14 +140,15 @@ def _extend(trainer, experiment, model, predictor, training, val):
             _extend_one(trainer, extension)
 
 
-def _extend_one(trainer, extension):
+def _extend_one(trainer: chainer.training.Trainer, extension: Any) -> None:
     if isinstance(extension, tuple):
         trainer.extend(extension[0], trigger=extension[1])
     else:
         trainer.extend(extension)
 
 
-def _extend_plots(trainer, training, val):
+def _extend_plots(trainer: chainer.training.Trainer, training: Tree,
+                  val: DataManager | None) -> None:
     if not chainer_extensions.PlotReport.available():
         warnings.warn('matplotlib is missing, so no loss.png or metrics.png is drawn: '
                       'pip install researchutils[plot]')

@@ -2,6 +2,7 @@
 import inspect
 import json
 import os
+import pathlib
 import re
 import sys
 import uuid
@@ -85,6 +86,17 @@ def test_save_and_load_keep_n_epochs(tmp_path):
                                    str(tmp_path))
     loaded = ChainerExperiment.load(experiment.save())
     assert (loaded.n_epochs, loaded.name, loaded.save_path) == (2, 'saved', str(tmp_path))
+
+
+def test_load_takes_the_file_or_its_folder_as_a_path_object(tmp_path):
+    # A pathlib.Path to the file itself once failed with a TypeError (the path was used as
+    # the str prefix of error locations); found by mypy.
+    saved = ChainerExperiment(tasks.make_params(), tasks.Regressor, 2, 'saved', tmp_path)
+    file = pathlib.Path(saved.save())
+    for path in (file, file.parent):
+        loaded = ChainerExperiment.load(path)
+        assert (loaded.params, loaded.n_epochs) == (saved.params, 2)
+        assert (loaded.name, loaded.save_path) == ('saved', str(tmp_path))
 
 
 def test_the_signature_takes_delira_positional_order_then_keyword_only_settings():
