@@ -4,7 +4,10 @@ Its machinery lives in the private package ``_experiment``, one job per module, 
 Trainer's plug-ins in ``updaters``, ``extensions`` and ``triggers``. Tests:
 ``tests/chainer/training/test_experiment.py`` and ``tests/chainer/training/_experiment/``.
 """
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING, Any
 
 from researchutils._errors import add_note
 from researchutils.chainer import serializers
@@ -19,6 +22,9 @@ from researchutils.chainer.training._experiment import (
 from researchutils.chainer.training._experiment import model as _model
 from researchutils.chainer.training._experiment import trainer as _trainer
 from researchutils.chainer.training._ranks import is_rank_zero
+
+if TYPE_CHECKING:
+    from researchutils.chainer.training.parameters import Parameters
 
 
 class ChainerExperiment(object):
@@ -85,6 +91,14 @@ class ChainerExperiment(object):
         ...                                save_path="./experiments")  # doctest: +SKIP
         >>> model = experiment.run(manager_train, manager_val)  # doctest: +SKIP
     """
+
+    # The settings as their checks keep them (settings.SETTINGS), set by the constructor.
+    params: Parameters
+    name: str
+    val_score_key: str | None
+    val_score_mode: str
+    comm: Any  # a ChainerMN communicator or None
+    extensions: list[Any]  # Chainer extensions or (extension, trigger) pairs
 
     def __init__(self, params, model_cls, n_epochs=None, name=None, save_path=None,
                  key_mapping=None, val_score_key=None,
