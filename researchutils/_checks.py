@@ -15,14 +15,25 @@ Each returns the value converted (``int``, ``float``, ``bool``, ``list``).
 """
 import math
 import numbers
+from typing import Literal, overload
 
 
-def _none_or(allow_none, kind):
+def _none_or(allow_none: bool, kind: str) -> str:
     return kind + ' or None' if allow_none else kind
 
 
-def check_int(value, name, *, minimum=None, maximum=None, allow_none=False,
-              type_error=TypeError):
+# Each check has two overloads: without allow_none=True its result is never None.
+@overload
+def check_int(value: object, name: str, *, minimum: int | None = None,
+              maximum: int | None = None, allow_none: Literal[False] = False,
+              type_error: type[Exception] = TypeError) -> int: ...
+@overload
+def check_int(value: object, name: str, *, minimum: int | None = None,
+              maximum: int | None = None, allow_none: bool,
+              type_error: type[Exception] = TypeError) -> int | None: ...
+def check_int(value: object, name: str, *, minimum: int | None = None,
+              maximum: int | None = None, allow_none: bool = False,
+              type_error: type[Exception] = TypeError) -> int | None:
     """Returns ``value`` as an int in ``[minimum, maximum]`` (either bound optional).
 
     Raises:
@@ -52,12 +63,20 @@ def check_int(value, name, *, minimum=None, maximum=None, allow_none=False,
     message = '{} must be {}, got {!r}'.format(name, _none_or(allow_none, kind), value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise type_error(message)
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+    number = int(value)
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
         raise ValueError(message)
-    return int(value)
+    return number
 
 
-def check_positive_int(value, name, *, allow_none=False, type_error=TypeError):
+@overload
+def check_positive_int(value: object, name: str, *, allow_none: Literal[False] = False,
+                       type_error: type[Exception] = TypeError) -> int: ...
+@overload
+def check_positive_int(value: object, name: str, *, allow_none: bool,
+                       type_error: type[Exception] = TypeError) -> int | None: ...
+def check_positive_int(value: object, name: str, *, allow_none: bool = False,
+                       type_error: type[Exception] = TypeError) -> int | None:
     """Returns ``value`` as an int >= 1; see :func:`check_int`.
 
     Example:
@@ -69,7 +88,14 @@ def check_positive_int(value, name, *, allow_none=False, type_error=TypeError):
     return check_int(value, name, minimum=1, allow_none=allow_none, type_error=type_error)
 
 
-def check_non_negative_int(value, name, *, allow_none=False, type_error=TypeError):
+@overload
+def check_non_negative_int(value: object, name: str, *, allow_none: Literal[False] = False,
+                           type_error: type[Exception] = TypeError) -> int: ...
+@overload
+def check_non_negative_int(value: object, name: str, *, allow_none: bool,
+                           type_error: type[Exception] = TypeError) -> int | None: ...
+def check_non_negative_int(value: object, name: str, *, allow_none: bool = False,
+                           type_error: type[Exception] = TypeError) -> int | None:
     """Returns ``value`` as an int >= 0; see :func:`check_int`.
 
     Example:
@@ -79,8 +105,21 @@ def check_non_negative_int(value, name, *, allow_none=False, type_error=TypeErro
     return check_int(value, name, minimum=0, allow_none=allow_none, type_error=type_error)
 
 
-def check_float(value, name, *, minimum=None, maximum=None, above=None, below=None,
-                finite=True, allow_none=False, type_error=TypeError):
+@overload
+def check_float(value: object, name: str, *, minimum: float | None = None,
+                maximum: float | None = None, above: float | None = None,
+                below: float | None = None, finite: bool = True,
+                allow_none: Literal[False] = False,
+                type_error: type[Exception] = TypeError) -> float: ...
+@overload
+def check_float(value: object, name: str, *, minimum: float | None = None,
+                maximum: float | None = None, above: float | None = None,
+                below: float | None = None, finite: bool = True, allow_none: bool,
+                type_error: type[Exception] = TypeError) -> float | None: ...
+def check_float(value: object, name: str, *, minimum: float | None = None,
+                maximum: float | None = None, above: float | None = None,
+                below: float | None = None, finite: bool = True, allow_none: bool = False,
+                type_error: type[Exception] = TypeError) -> float | None:
     """Returns ``value`` as a float, never NaN, finite unless ``finite=False``.
 
     ``minimum`` / ``maximum`` are inclusive bounds, ``above`` / ``below``
@@ -115,17 +154,22 @@ def check_float(value, name, *, minimum=None, maximum=None, above=None, below=No
     message = '{} must be {}, got {!r}'.format(name, _none_or(allow_none, kind), value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise type_error(message)
-    value = float(value)
-    if math.isnan(value) or (finite and math.isinf(value)):
+    number = float(value)
+    if math.isnan(number) or (finite and math.isinf(number)):
         raise ValueError(message)
-    if ((minimum is not None and value < minimum) or (maximum is not None and value > maximum)
-            or (above is not None and not value > above)
-            or (below is not None and not value < below)):
+    if ((minimum is not None and number < minimum) or (maximum is not None and number > maximum)
+            or (above is not None and not number > above)
+            or (below is not None and not number < below)):
         raise ValueError(message)
-    return value
+    return number
 
 
-def check_positive_float(value, name, *, allow_none=False):
+@overload
+def check_positive_float(value: object, name: str, *,
+                         allow_none: Literal[False] = False) -> float: ...
+@overload
+def check_positive_float(value: object, name: str, *, allow_none: bool) -> float | None: ...
+def check_positive_float(value: object, name: str, *, allow_none: bool = False) -> float | None:
     """Returns ``value`` as a finite float > 0; see :func:`check_float`.
 
     Example:
@@ -137,7 +181,12 @@ def check_positive_float(value, name, *, allow_none=False):
     return check_float(value, name, above=0, allow_none=allow_none)
 
 
-def check_non_negative_float(value, name, *, allow_none=False):
+@overload
+def check_non_negative_float(value: object, name: str, *,
+                             allow_none: Literal[False] = False) -> float: ...
+@overload
+def check_non_negative_float(value: object, name: str, *, allow_none: bool) -> float | None: ...
+def check_non_negative_float(value: object, name: str, *, allow_none: bool = False) -> float | None:
     """Returns ``value`` as a finite float >= 0; see :func:`check_float`.
 
     Example:
@@ -147,7 +196,12 @@ def check_non_negative_float(value, name, *, allow_none=False):
     return check_float(value, name, minimum=0, allow_none=allow_none)
 
 
-def check_timeout(value, name, *, allow_none=False):
+@overload
+def check_timeout(value: object, name: str, *,
+                  allow_none: Literal[False] = False) -> float: ...
+@overload
+def check_timeout(value: object, name: str, *, allow_none: bool) -> float | None: ...
+def check_timeout(value: object, name: str, *, allow_none: bool = False) -> float | None:
     """Returns a timeout in seconds: a finite float > 0 (None too, with ``allow_none``).
 
     Zero would give up at once and infinity would never give up, so both are
@@ -164,7 +218,14 @@ def check_timeout(value, name, *, allow_none=False):
     return check_float(value, name, above=0, allow_none=allow_none)
 
 
-def check_probability(value, name, *, allow_zero=True, allow_one=True, allow_none=False):
+@overload
+def check_probability(value: object, name: str, *, allow_zero: bool = True,
+                      allow_one: bool = True, allow_none: Literal[False] = False) -> float: ...
+@overload
+def check_probability(value: object, name: str, *, allow_zero: bool = True,
+                      allow_one: bool = True, allow_none: bool) -> float | None: ...
+def check_probability(value: object, name: str, *, allow_zero: bool = True,
+                      allow_one: bool = True, allow_none: bool = False) -> float | None:
     """Returns a fraction in ``[0, 1]`` as a float; either end may be excluded.
 
     Example:
@@ -178,7 +239,11 @@ def check_probability(value, name, *, allow_zero=True, allow_one=True, allow_non
                        below=None if allow_one else 1, allow_none=allow_none)
 
 
-def check_bool(value, name, *, allow_none=False):
+@overload
+def check_bool(value: object, name: str, *, allow_none: Literal[False] = False) -> bool: ...
+@overload
+def check_bool(value: object, name: str, *, allow_none: bool) -> bool | None: ...
+def check_bool(value: object, name: str, *, allow_none: bool = False) -> bool | None:
     """Returns ``value`` as a bool: True, False, NumPy's bools, or the integers 0 and 1.
 
     0 and 1 pass because Chainer's iterators and the original researchutils took them.
@@ -204,7 +269,7 @@ def check_bool(value, name, *, allow_none=False):
         name, 'True, False or None' if allow_none else 'True or False', value))
 
 
-def check_seed(seed, name='seed'):
+def check_seed(seed: object, name: str = 'seed') -> int | None:
     """Returns ``seed`` as an int, or None: a seed NumPy's ``RandomState`` takes.
 
     A bool is refused although it is an ``int``: ``seed=True`` is a mistake, not the seed 1.
@@ -224,12 +289,13 @@ def check_seed(seed, name='seed'):
     message = '{} must be None or an integer in [0, 2**32), got {!r}'.format(name, seed)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(message)
-    if not 0 <= seed < 2 ** 32:
+    number = int(seed)
+    if not 0 <= number < 2 ** 32:
         raise ValueError(message)
-    return int(seed)
+    return number
 
 
-def check_devices(devices, name):
+def check_devices(devices: object, name: str) -> list[object]:
     """Returns a device list: None is ``[]``, one device alone is a list of it.
 
     A device is a GPU number (an integer >= 0, never a bool) or anything else

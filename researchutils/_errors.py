@@ -1,7 +1,7 @@
 """Context for a user's exception, shared by every module (standard library only)."""
 
 
-def add_note(error, note):
+def add_note(error: BaseException, note: str) -> None:
     """Adds ``note`` to ``error``; its type and message stay as they are.
 
     Python 3.11 and newer print notes below the message; older Pythons keep the

@@ -5,10 +5,14 @@ published under its name, so a crash or a full disk never leaves a partial file 
 and any failure removes the temporary file. A new file's mode follows the process umask
 and a replaced file keeps its mode, as with ``open(path, 'wb')``.
 """
+from __future__ import annotations
+
 import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable
+from typing import BinaryIO
 
 # The flags tempfile.mkstemp uses, but created with mode 0o666 so that the process umask
 # decides the final mode, as for a file opened with open(path, 'wb') (chainer's save_npz).
@@ -17,7 +21,7 @@ _CREATE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW'
 _NAME_ATTEMPTS = 100
 
 
-def open_temporary(folder, name):
+def open_temporary(folder: str, name: str) -> tuple[BinaryIO, str]:
     """Opens a new temporary file for ``name`` in ``folder``, for binary writing.
 
     Its mode is 0o666 less the process umask, like any file the process creates.
@@ -36,7 +40,8 @@ def open_temporary(folder, name):
         name, folder))
 
 
-def write_atomically(path, write, overwrite=True):
+def write_atomically(path: str | os.PathLike[str], write: Callable[[BinaryIO], object],
+                     overwrite: bool = True) -> None:
     """Writes ``path`` whole or not at all; its folder must exist.
 
     Args:
@@ -69,7 +74,7 @@ def write_atomically(path, write, overwrite=True):
         raise
 
 
-def write_text(path, text):
+def write_text(path: str | os.PathLike[str], text: str) -> None:
     """Writes the str ``text`` to ``path`` as UTF-8, whole or not at all, line endings as given.
 
     The one atomic text writer: :func:`researchutils.files.write_text_to_file` and
@@ -80,7 +85,7 @@ def write_text(path, text):
     write_atomically(path, lambda file: file.write(data))
 
 
-def _keep_mode(path, temporary):
+def _keep_mode(path: str | os.PathLike[str], temporary: str) -> None:
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
@@ -88,7 +93,7 @@ def _keep_mode(path, temporary):
     os.chmod(temporary, mode)
 
 
-def _publish_new(temporary, path):
+def _publish_new(temporary: str, path: str | os.PathLike[str]) -> None:
     try:
         os.link(temporary, path)
     except FileExistsError:
@@ -101,7 +106,7 @@ def _publish_new(temporary, path):
     os.remove(temporary)
 
 
-def _remove_if_present(path):
+def _remove_if_present(path: str) -> None:
     try:
         os.remove(path)
     except FileNotFoundError:

@@ -14,11 +14,16 @@ under stable keys (PreemptionSnapshot keeps them in a snapshot).
 active, and fall through to the global state everywhere else. The indirection is
 installed once per process, the first time a seeded iterator makes an example.
 """
+from __future__ import annotations
+
 import contextlib
 import random
 import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy
+from numpy.typing import NDArray
 
 _local = threading.local()
 _install_lock = threading.Lock()
@@ -34,40 +39,42 @@ class _ThreadLocalDispatch(object):
 
     __slots__ = ('_name', '_method_name', '_original')
 
-    def __init__(self, name, method_name, original):
+    def __init__(self, name: str, method_name: str, original: Callable[..., Any]) -> None:
         self._name = name
         self._method_name = method_name
         self._original = original
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         state = getattr(_local, 'state', None)
         if state is None:
             return self._original(*args, **kwargs)
         return getattr(state, self._method_name)(*args, **kwargs)
 
     @property
-    def __self__(self):
+    def __self__(self) -> numpy.random.RandomState:
         # Chainer's ShuffleOrderSampler reads numpy.random.random.__self__ to
         # find the global state.
         return numpy.random.mtrand._rand
 
+    # Read-only where object's __doc__ is writable, which mypy flags; nothing sets the
+    # __doc__ of a stand-in, and reading it gives a str or None as for any object.
     @property
-    def __doc__(self):
+    def __doc__(self) -> str | None:  # type: ignore[override]
         return self._original.__doc__
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str], Any], tuple[str]]:
         # By name, so a pickled function is whatever numpy.random holds where it is loaded.
         return _numpy_random_function, (self._name,)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return '<thread-dispatching numpy.random.{}>'.format(self._name)
 
 
-def _numpy_random_function(name):
+def _numpy_random_function(name: str) -> Any:
     return getattr(numpy.random, name)
 
 
-def _install():
+def _install() -> None:
     global _installed
     with _install_lock:
         if _installed:
@@ -85,7 +92,7 @@ def _install():
         _installed = True
 
 
-def seeded_permutation(seed, epoch, size):
+def seeded_permutation(seed: int, epoch: int, size: int) -> NDArray[numpy.int_]:
     """The order of ``epoch`` under ``seed``: ``RandomState([seed, epoch]).permutation(size)``.
 
     Args:
@@ -100,7 +107,7 @@ def seeded_permutation(seed, epoch, size):
 
 
 @contextlib.contextmanager
-def seeded_numpy_random(key):
+def seeded_numpy_random(key: Sequence[int]) -> Iterator[None]:
     """Within the block, this thread's ``numpy.random`` draws follow ``RandomState(key)``.
 
     Args:
@@ -123,7 +130,7 @@ def seeded_numpy_random(key):
         _local.spare = state
 
 
-def get_global_random_states():
+def get_global_random_states() -> dict[str, NDArray[Any]]:
     """NumPy's and Python's global random states, as arrays under stable keys.
 
     Each generator's whole state: NumPy's ``RandomState`` keeps the second of
@@ -153,7 +160,7 @@ def get_global_random_states():
     }
 
 
-def empty_global_random_states():
+def empty_global_random_states() -> dict[str, NDArray[Any]]:
     """Arrays of the shapes and dtypes :func:`get_global_random_states` gives, all zero
     (for a deserializer to fill)."""
     return {
@@ -168,7 +175,7 @@ def empty_global_random_states():
     }
 
 
-def set_global_random_states(states):
+def set_global_random_states(states: Mapping[str, NDArray[Any]]) -> None:
     """Sets NumPy's and Python's global random states to ``states`` (see
     :func:`get_global_random_states`)."""
     numpy.random.set_state((

@@ -4,6 +4,8 @@ Standard library only. Every write is atomic: the data goes to a temporary file 
 the same folder, which replaces the target only once complete, so a crash or a full
 disk never leaves a partial file.
 """
+from __future__ import annotations
+
 import argparse
 import collections.abc
 import datetime
@@ -14,6 +16,8 @@ import pickle
 import shlex
 import shutil
 import sys
+from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn
 
 from researchutils._errors import add_note
 from researchutils._files import write_atomically, write_text
@@ -31,7 +35,8 @@ class _NotADirectory(RuntimeError, ValueError):
     """
 
 
-def search_all_files_under(pathstr, exts=None):
+def search_all_files_under(pathstr: str | os.PathLike[str],
+                           exts: str | Iterable[str] | None = None) -> list[pathlib.Path]:
     """Lists the files in a folder and all its subfolders, optionally by extension.
 
     Symbolic links to files are listed; symbolic links to folders are not
@@ -69,9 +74,9 @@ def search_all_files_under(pathstr, exts=None):
     if not root.is_dir():
         raise ValueError('pathstr {!r} is not a folder'.format(str(pathstr)))
     suffixes = _extensions(exts)
-    found = []
+    found: list[pathlib.Path] = []
 
-    def fail(error):
+    def fail(error: OSError) -> NoReturn:
         raise error
 
     for folder, _, names in os.walk(root, onerror=fail):
@@ -82,7 +87,7 @@ def search_all_files_under(pathstr, exts=None):
     return sorted(found)
 
 
-def _extensions(exts):
+def _extensions(exts: str | Iterable[str] | None) -> tuple[str, ...] | None:
     if exts is None:
         return None
     if isinstance(exts, (str, bytes)):
@@ -95,7 +100,7 @@ def _extensions(exts):
     return tuple(exts)
 
 
-def file_exists(path):
+def file_exists(path: str | os.PathLike[str]) -> bool:
     """Tells whether a file or folder exists at ``path``.
 
     Args:
@@ -113,7 +118,7 @@ def file_exists(path):
     return os.path.exists(path)
 
 
-def create_dir_if_not_exist(outdir):
+def create_dir_if_not_exist(outdir: str | os.PathLike[str]) -> None:
     """Creates a folder and its missing parents; an existing folder is left as it is.
 
     Safe when several processes create the same folder at once.
@@ -142,7 +147,7 @@ def create_dir_if_not_exist(outdir):
             os.fspath(outdir))) from None
 
 
-def write_text_to_file(file_path, data):
+def write_text_to_file(file_path: str | os.PathLike[str], data: str) -> None:
     """Writes text to a file as UTF-8, atomically, replacing the file if there is one.
 
     The text is written as it is: line endings are not translated, so
@@ -171,7 +176,7 @@ def write_text_to_file(file_path, data):
     write_text(file_path, data)
 
 
-def read_text_from_file(file_path):
+def read_text_from_file(file_path: str | os.PathLike[str]) -> str:
     """Reads a whole file as UTF-8 text, line endings untouched.
 
     Args:
@@ -202,7 +207,7 @@ def read_text_from_file(file_path):
             raise
 
 
-def save_pickle(file_path, data):
+def save_pickle(file_path: str | os.PathLike[str], data: object) -> None:
     """Pickles ``data`` into a file, atomically, replacing the file if there is one.
 
     When pickling fails (a lambda, an open file), the previous file, if any, stays
@@ -228,7 +233,7 @@ def save_pickle(file_path, data):
     write_atomically(file_path, lambda f: pickle.dump(data, f))
 
 
-def load_pickle(file_path):
+def load_pickle(file_path: str | os.PathLike[str]) -> Any:
     """Loads what :func:`save_pickle` wrote. Loading a pickle runs code from the file.
 
     Only load files that you wrote yourself or fully trust: unpickling can call any
@@ -266,14 +271,16 @@ def load_pickle(file_path):
             raise
 
 
-def _check_folder(file_path):
+def _check_folder(file_path: str | os.PathLike[str]) -> None:
     folder = os.path.dirname(os.path.abspath(file_path))
     if not os.path.isdir(folder):
         raise FileNotFoundError('the folder {!r} of file_path {!r} does not exist'.format(
             folder, os.fspath(file_path)))
 
 
-def prepare_output_dir(base_dir, args, time_format='%Y-%m-%d-%H%M%S'):
+def prepare_output_dir(base_dir: str | os.PathLike[str],
+                       args: argparse.Namespace | Mapping[str, object] | None,
+                       time_format: str = '%Y-%m-%d-%H%M%S') -> str:
     """Creates a new folder for one run, named by the time, holding its arguments and command.
 
     The folder is ``base_dir/<now formatted with time_format>``; when that name is
@@ -340,7 +347,7 @@ def prepare_output_dir(base_dir, args, time_format='%Y-%m-%d-%H%M%S'):
     return outdir
 
 
-def _new_folder(base_dir, name):
+def _new_folder(base_dir: str, name: str) -> str:
     attempt = 0
     while True:
         candidate = os.path.join(base_dir, name if attempt == 0 else

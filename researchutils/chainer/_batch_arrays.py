@@ -4,12 +4,20 @@ Shared by :mod:`researchutils.chainer.models` (``prepare_batch`` and the closure
 results) and :mod:`researchutils.chainer.training` (the Predictor), so that a
 batch is prepared, and a result read, the same way in training and validation.
 """
+from __future__ import annotations
+
+from collections.abc import Mapping
+
 import chainer
 import numpy
 from chainer import backend
 
+from researchutils._typing import Array, VariableOrArray
 
-def send_arrays(batch, devices, default_device):
+
+def send_arrays(batch: Mapping[str, VariableOrArray],
+                devices: Mapping[str, chainer.backend.Device],
+                default_device: chainer.backend.Device) -> dict[str, Array]:
     """Returns ``batch`` with each entry as an array on its device.
 
     Variables give their array; floating arrays become float32, integer and
@@ -34,7 +42,7 @@ def send_arrays(batch, devices, default_device):
     return prepared
 
 
-def to_float(value, kind, name):
+def to_float(value: object, kind: str, name: str) -> float:
     """A loss or metric result (Variable, 0-d or size-1 array, scalar) as a Python float."""
     if isinstance(value, chainer.Variable):
         value = value.array

@@ -6,13 +6,37 @@ dataset, ``transforms`` and the seed. It is the source of
 batch, its key ``(epoch, batch)``. :class:`EpochPlan` slices an epoch's order
 into the indices of its batches.
 """
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeAlias, overload
+
 import numpy
+from numpy.typing import NDArray
 
 from researchutils._errors import add_note as _add_note
 from researchutils._numpy_random import seeded_numpy_random
+from researchutils._typing import Array, Indices
+
+#: One example: the dataset's keys to arrays (or anything ``numpy.asarray`` takes). A dict
+#: of Any values, because dict is invariant: a dataset's own ``dict[str, NDArray[float32]]``
+#: must be one.
+Example: TypeAlias = dict[str, Any]
+#: A batch: the examples' keys to their arrays stacked (after ``transforms``, what they give).
+Batch: TypeAlias = dict[str, Array]
+#: ``transforms``: a batch to a batch.
+Transforms: TypeAlias = Callable[[Batch], Batch]
 
 
-def _stack_examples(examples, indices):
+class Dataset(Protocol):
+    """What a DataManager batches: an AbstractDataset, or any sequence of example dicts."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int, /) -> Example: ...
+
+
+def _stack_examples(examples: Sequence[Example], indices: Sequence[int]) -> Batch:
     first = examples[0]
     for example, index in zip(examples, indices):
         if not isinstance(example, dict):
@@ -22,7 +46,7 @@ def _stack_examples(examples, indices):
             raise KeyError('dataset[{}] has keys {}, but dataset[{}] has keys {}: every example '
                            'needs the same keys'.format(index, sorted(example), indices[0],
                                                         sorted(first)))
-    batch = {}
+    batch: Batch = {}
     for key in first:
         try:
             batch[key] = numpy.stack([numpy.asarray(example[key]) for example in examples])
@@ -41,33 +65,35 @@ class BatchSource(object):
     batch, the number of workers, or where a resumed epoch restarted.
     """
 
-    def __init__(self, dataset, transforms, seed):
+    def __init__(self, dataset: Dataset, transforms: Transforms | None,
+                 seed: int | None) -> None:
         self.dataset = dataset
         self.transforms = transforms
         self.seed = seed
 
-    def parts(self):
+    def parts(self) -> list[tuple[str, object]]:
         """What the workers are sent, the user's function first."""
         return [('transforms', self.transforms), ('dataset', self.dataset)]
 
     @staticmethod
-    def describe(indices):
+    def describe(indices: Indices) -> str:
         return 'the batch of dataset indices {}'.format(list(indices))
 
-    def make(self, batches, keys):
+    def make(self, batches: Sequence[Indices],
+             keys: Sequence[tuple[int, int]] | None) -> list[Batch]:
         """Returns the batch of each list of dataset indices; ``keys`` matter with a seed."""
         if keys is None:
             return [self.build(indices) for indices in batches]
         return [self.build(indices, key) for indices, key in zip(batches, keys)]
 
-    def build(self, indices, key=(0, 0)):
+    def build(self, indices: Indices, key: tuple[int, int] = (0, 0)) -> Batch:
         """Returns the batch of ``indices``, batch ``key[1]`` of epoch ``key[0]``."""
         if self.seed is None:
             return self._build(indices)
         with seeded_numpy_random([self.seed, key[0], key[1]]):
             return self._build(indices)
 
-    def _build(self, indices):
+    def _build(self, indices: Indices) -> Batch:
         indices = [int(i) for i in indices]
         examples = []
         for i in indices:
@@ -93,15 +119,22 @@ class BatchSource(object):
 class EpochPlan(object):
     """The dataset indices of each batch of an epoch, sliced lazily from its order."""
 
-    def __init__(self, order, batch_size, n_batches):
+    def __init__(self, order: NDArray[numpy.int64] | range, batch_size: int,
+                 n_batches: int) -> None:
         self._order = order
         self._batch_size = batch_size
         self._n_batches = n_batches
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._n_batches
 
-    def __getitem__(self, index):
+    @overload
+    def __getitem__(self, index: int) -> NDArray[numpy.int64] | range: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[NDArray[numpy.int64] | range]: ...
+
+    def __getitem__(self, index: int | slice) -> (NDArray[numpy.int64] | range
+                                                  | list[NDArray[numpy.int64] | range]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self._n_batches))]
         if not 0 <= index < self._n_batches:

@@ -1,8 +1,19 @@
 """AbstractDataset: a map-style dataset whose examples are dicts of NumPy arrays."""
+from __future__ import annotations
+
 import abc
 import numbers
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy
+from numpy.typing import NDArray
+
+from researchutils._typing import Indices
+
+if TYPE_CHECKING:
+    from researchutils.chainer.data_loading._batches import Dataset, Example
 
 
 class AbstractDataset(abc.ABC):
@@ -34,19 +45,20 @@ class AbstractDataset(abc.ABC):
         2
     """
 
-    def __init__(self, data_path=None, load_fn=None):
+    def __init__(self, data_path: str | os.PathLike[str] | None = None,
+                 load_fn: Callable[..., Any] | None = None) -> None:
         self.data_path = data_path
         self.load_fn = load_fn
 
     @abc.abstractmethod
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> Example:
         """Returns the example at ``index`` as a dict of NumPy arrays."""
 
     @abc.abstractmethod
-    def __len__(self):
+    def __len__(self) -> int:
         """Returns the number of examples."""
 
-    def get_sample_from_index(self, index):
+    def get_sample_from_index(self, index: int) -> Example:
         """Returns the example at ``index`` (the same as ``self[index]``).
 
         Args:
@@ -61,7 +73,7 @@ class AbstractDataset(abc.ABC):
         """
         return self[index]
 
-    def get_subset(self, indices):
+    def get_subset(self, indices: Indices) -> AbstractDataset:
         """Returns a lazy view of the examples at ``indices``, in that order.
 
         Nothing is copied or loaded; the view is itself an
@@ -81,31 +93,31 @@ class AbstractDataset(abc.ABC):
             >>> train = dataset.get_subset(range(0, 800))  # doctest: +SKIP
             >>> val = dataset.get_subset(range(800, 1000))  # doctest: +SKIP
         """
-        indices = numpy.asarray(indices)
-        integers = indices.size == 0 or numpy.issubdtype(indices.dtype, numpy.integer)
-        if indices.ndim != 1 or not integers:
+        array = numpy.asarray(indices)
+        integers = array.size == 0 or numpy.issubdtype(array.dtype, numpy.integer)
+        if array.ndim != 1 or not integers:
             raise TypeError('get_subset: indices must be a 1-d sequence of integers, got {!r}'
-                            .format(indices))
+                            .format(array))
         size = len(self)
-        bad = indices[(indices < 0) | (indices >= size)]
+        bad = array[(array < 0) | (array >= size)]
         if bad.size:
             raise IndexError('get_subset: index {} is out of range for a dataset of {} examples'
                              .format(int(bad[0]), size))
-        return _SubsetDataset(self, indices.astype(numpy.int64))
+        return _SubsetDataset(self, array.astype(numpy.int64))
 
 
 class _SubsetDataset(AbstractDataset):
     """The view returned by :meth:`AbstractDataset.get_subset`."""
 
-    def __init__(self, base, indices):
+    def __init__(self, base: Dataset, indices: NDArray[numpy.int64]) -> None:
         super().__init__(getattr(base, 'data_path', None), getattr(base, 'load_fn', None))
         self._base = base
         self._indices = indices
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> Example:
         if not isinstance(index, numbers.Integral):
             raise TypeError('subset index must be an integer, got {!r}'.format(index))
         return self._base[int(self._indices[index])]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._indices)

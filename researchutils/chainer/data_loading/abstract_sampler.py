@@ -1,7 +1,14 @@
 """AbstractSampler: the order in which a DataManager visits a dataset, per epoch."""
+from __future__ import annotations
+
 import abc
+from collections.abc import Sized
+from typing import Any, Self
 
 import numpy
+from numpy.typing import NDArray
+
+from researchutils._typing import Indices
 
 
 class AbstractSampler(abc.ABC):
@@ -26,7 +33,8 @@ class AbstractSampler(abc.ABC):
         array([0, 2, 4, 1, 3])
     """
 
-    def __init__(self, indices):
+    def __init__(self, indices: Indices) -> None:
+        self.indices: range | NDArray[numpy.int64]
         if isinstance(indices, range):
             self.indices = indices
             return
@@ -35,7 +43,7 @@ class AbstractSampler(abc.ABC):
             raise ValueError('indices must be 1-d, got shape {}'.format(self.indices.shape))
 
     @classmethod
-    def from_dataset(cls, dataset, **kwargs):
+    def from_dataset(cls, dataset: Sized, **kwargs: Any) -> Self:
         """Builds a sampler over all indices of ``dataset``.
 
         Args:
@@ -53,15 +61,15 @@ class AbstractSampler(abc.ABC):
         return cls(range(len(dataset)), **kwargs)
 
     @abc.abstractmethod
-    def epoch_order(self, epoch):
+    def epoch_order(self, epoch: int) -> NDArray[numpy.int64] | range:
         """Returns the indices to visit in ``epoch`` (0-based): an int64 array or a range."""
 
-    def serialize(self, serializer):  # noqa: B027 - stateless samplers store nothing
+    def serialize(self, serializer: Any) -> None:  # noqa: B027 - stateless samplers store nothing
         """Saves or loads the sampler's state (none by default).
 
         Args:
             serializer: A Chainer serializer or deserializer.
         """
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.indices)

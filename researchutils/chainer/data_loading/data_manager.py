@@ -1,8 +1,12 @@
 """DataManager: dict batches from an AbstractDataset, augmented in worker processes."""
+from __future__ import annotations
+
 import inspect
 import os
 import threading
 import weakref
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from researchutils._checks import (
     check_bool,
@@ -10,8 +14,15 @@ from researchutils._checks import (
     check_positive_int,
     check_seed,
 )
+from researchutils._typing import Indices
 from researchutils.chainer.data_loading._batch_iterator import BatchIterator
-from researchutils.chainer.data_loading._batches import BatchSource, EpochPlan
+from researchutils.chainer.data_loading._batches import (
+    Batch,
+    BatchSource,
+    Dataset,
+    EpochPlan,
+    Transforms,
+)
 from researchutils.chainer.data_loading.abstract_dataset import AbstractDataset
 from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
 from researchutils.chainer.data_loading.sequential_sampler import SequentialSampler
@@ -85,9 +96,11 @@ class DataManager(object):
         3
     """
 
-    def __init__(self, data=None, batch_size=None, n_process_augmentation=0, transforms=None,
-                 sampler_cls=SequentialSampler, sampler_kwargs=None, *, drop_last=False,
-                 seed=None, dataset=None):
+    def __init__(self, data: Dataset | None = None, batch_size: int | None = None,
+                 n_process_augmentation: int = 0, transforms: Transforms | None = None,
+                 sampler_cls: type[AbstractSampler] = SequentialSampler,
+                 sampler_kwargs: Mapping[str, Any] | None = None, *, drop_last: bool = False,
+                 seed: int | None = None, dataset: Dataset | None = None) -> None:
         if data is not None and dataset is not None:
             raise TypeError('data and dataset name the same argument: give one of them')
         dataset = data if dataset is None else dataset
@@ -126,17 +139,17 @@ class DataManager(object):
         self.seed = check_seed(seed)
         # Fail now, not at the first epoch, on sampler arguments it does not take.
         sampler_cls.from_dataset(dataset, **self.sampler_kwargs)
-        self._kept_pass = None
+        self._kept_pass: BatchIterator | None = None
         self._pass_running = False
         self._pass_lock = threading.Lock()
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Returns the number of batches in one epoch."""
         if self.drop_last:
             return len(self.dataset) // self.batch_size
         return -(-len(self.dataset) // self.batch_size)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Batch]:
         iterator, kept = self._pass_iterator()
         try:
             yield from iterator
@@ -148,7 +161,7 @@ class DataManager(object):
             else:
                 iterator.finalize()
 
-    def _pass_iterator(self):
+    def _pass_iterator(self) -> tuple[BatchIterator, bool]:
         """The iterator of a ``for`` loop, and whether it is the kept one.
 
         With workers, loops reuse one iterator and its worker processes, kept
@@ -168,7 +181,7 @@ class DataManager(object):
             self._pass_running = True
             return self._kept_pass, True
 
-    def finalize(self):
+    def finalize(self) -> None:
         """Stops the worker processes kept for iterating over the manager.
 
         A ``for`` loop over a manager with ``n_process_augmentation`` workers
@@ -187,18 +200,18 @@ class DataManager(object):
         if self._kept_pass is not None:
             self._kept_pass.finalize()
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         # The worker processes belong to this object; a copy starts its own.
         state.update(_kept_pass=None, _pass_running=False)
         del state['_pass_lock']
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._pass_lock = threading.Lock()
 
-    def epoch_plan(self, sampler, epoch):
+    def epoch_plan(self, sampler: AbstractSampler, epoch: int) -> EpochPlan:
         """Returns the dataset indices of each batch of ``epoch``.
 
         Args:
@@ -216,7 +229,7 @@ class DataManager(object):
         """
         return EpochPlan(sampler.epoch_order(epoch), self.batch_size, len(self))
 
-    def get_iterator(self, repeat=True):
+    def get_iterator(self, repeat: bool = True) -> BatchIterator:
         """Returns a Chainer iterator over batch dicts.
 
         The iterator's state (epoch, position in the epoch, sampler seed) is
@@ -241,13 +254,13 @@ class DataManager(object):
         return BatchIterator(self._source(), self._sampler(), self.batch_size, len(self.dataset),
                              self.drop_last, repeat, self.n_process_augmentation)
 
-    def _sampler(self):
+    def _sampler(self) -> AbstractSampler:
         return self.sampler_cls.from_dataset(self.dataset, **self.sampler_kwargs)
 
-    def _source(self):
+    def _source(self) -> BatchSource:
         return BatchSource(self.dataset, self.transforms, self.seed)
 
-    def batch_keys(self):
+    def batch_keys(self) -> list[str]:
         """Returns the keys of this manager's batches (builds one batch in process).
 
         Returns:
@@ -259,7 +272,7 @@ class DataManager(object):
         """
         return list(self._source().build(range(min(self.batch_size, len(self.dataset)))))
 
-    def replace(self, **changes):
+    def replace(self, **changes: Any) -> DataManager:
         """Returns a manager with the same settings except ``changes``.
 
         Args:
@@ -286,7 +299,7 @@ class DataManager(object):
         settings.update(changes)
         return DataManager(**settings)
 
-    def get_subset(self, indices):
+    def get_subset(self, indices: Indices) -> DataManager:
         """Returns a manager with the same settings over ``dataset[indices]``.
 
         Args:
@@ -301,8 +314,11 @@ class DataManager(object):
         """
         if hasattr(self.dataset, 'get_subset'):
             return self.replace(dataset=self.dataset.get_subset(indices))
-        # A plain sequence gets the same lazy view as an AbstractDataset.
-        return self.replace(dataset=AbstractDataset.get_subset(self.dataset, indices))
+        # A plain sequence gets the same lazy view as an AbstractDataset: get_subset needs
+        # only len() and indexing, which every Dataset has (self is not annotated as a
+        # Dataset there, because the API docs would then list self as a parameter).
+        return self.replace(dataset=AbstractDataset.get_subset(
+            self.dataset, indices))  # type: ignore[arg-type]
 
 
 #: Delira 0.4.1's name of :class:`DataManager` (the same class).

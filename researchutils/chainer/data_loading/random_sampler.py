@@ -1,8 +1,14 @@
 """RandomSampler: a fresh permutation of the dataset's indices every epoch."""
+from __future__ import annotations
+
+from typing import Any
+
 import numpy
+from numpy.typing import NDArray
 
 from researchutils._checks import check_seed
 from researchutils._numpy_random import seeded_permutation
+from researchutils._typing import Indices
 from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
 
 
@@ -29,14 +35,14 @@ class RandomSampler(AbstractSampler):
         True
     """
 
-    def __init__(self, indices, seed=None):
+    def __init__(self, indices: Indices, seed: int | None = None) -> None:
         super().__init__(indices)
         seed = check_seed(seed)
         if seed is None:
             seed = int(numpy.random.randint(0, 2 ** 31 - 1))
         self.seed = seed
 
-    def epoch_order(self, epoch):
+    def epoch_order(self, epoch: int) -> NDArray[numpy.int64]:
         """Returns the permutation of the indices for ``epoch``.
 
         Args:
@@ -52,7 +58,7 @@ class RandomSampler(AbstractSampler):
         return numpy.asarray(self.indices, dtype=numpy.int64)[
             seeded_permutation(self.seed, int(epoch), len(self.indices))]
 
-    def serialize(self, serializer):
+    def serialize(self, serializer: Any) -> None:
         """Saves or loads the seed.
 
         Args:

@@ -1,4 +1,9 @@
 """SequentialSampler: the dataset's indices in their order, every epoch."""
+from __future__ import annotations
+
+import numpy
+from numpy.typing import NDArray
+
 from researchutils.chainer.data_loading.abstract_sampler import AbstractSampler
 
 
@@ -13,7 +18,7 @@ class SequentialSampler(AbstractSampler):
         array([3, 1, 2])
     """
 
-    def epoch_order(self, epoch):
+    def epoch_order(self, epoch: int) -> NDArray[numpy.int64] | range:
         """Returns the indices, unchanged.
 
         Args:

@@ -8,14 +8,25 @@ recurse into tuples, lists (namedtuples too) and dicts, and keep Variables diffe
 
 Tests: ``tests/chainer/models/test_scatter_gather.py``.
 """
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeAlias
+
 import chainer
 import chainer.functions as F
 from chainer import backend
 
 from researchutils._chunks import chunk_bounds
+from researchutils._typing import DeviceSpec, VariableOrArray
+
+#: What the forward pass's arguments and outputs are made of: Variables and arrays, nested
+#: in dicts, lists and tuples, beside other values. Any to a checker, as Chainer's objects
+#: are.
+_Structure: TypeAlias = Any
 
 
-def to_devices(devices, argument):
+def to_devices(devices: Iterable[DeviceSpec], argument: str) -> list[chainer.backend.Device]:
     """``devices`` as :class:`chainer.backend.Device` objects; a ValueError names ``argument``."""
     try:
         return [chainer.get_device(device) for device in devices]
@@ -24,24 +35,24 @@ def to_devices(devices, argument):
                          .format(argument, devices, error)) from error
 
 
-def _is_array(value):
+def _is_array(value: object) -> bool:
     return isinstance(value, chainer.get_array_types())
 
 
-def _device_of(value):
+def _device_of(value: VariableOrArray) -> chainer.backend.Device:
     if isinstance(value, chainer.Variable):
         return value.device
     return backend.get_device_from_array(value)
 
 
-def _rebuild(template, items):
+def _rebuild(template: _Structure, items: list[_Structure]) -> _Structure:
     """A list, tuple or namedtuple of the same type as ``template`` holding ``items``."""
     if hasattr(template, '_fields'):
         return type(template)(*items)
     return type(template)(items)
 
 
-def _batch_sizes(value, dim, sizes):
+def _batch_sizes(value: _Structure, dim: int, sizes: set[int]) -> None:
     """Collect ``shape[dim]`` of every array and Variable in ``value`` into ``sizes``."""
     if isinstance(value, chainer.Variable) or _is_array(value):
         if value.ndim <= dim:
@@ -56,7 +67,8 @@ def _batch_sizes(value, dim, sizes):
             _batch_sizes(item, dim, sizes)
 
 
-def _scatter_value(value, bounds, devices, dim):
+def _scatter_value(value: _Structure, bounds: list[int], devices: list[chainer.backend.Device],
+                   dim: int) -> list[_Structure]:
     """Split ``value`` into ``len(bounds) - 1`` chunks, chunk ``i`` on ``devices[i]``.
 
     ``bounds`` are the chunks' edges: 0, each chunk's end.
@@ -80,7 +92,9 @@ def _scatter_value(value, bounds, devices, dim):
     return [value] * count
 
 
-def scatter(inputs, kwargs, target_devices, dim=0):
+def scatter(inputs: Sequence[_Structure], kwargs: Mapping[str, _Structure],
+            target_devices: Sequence[DeviceSpec], dim: int = 0
+            ) -> tuple[list[tuple[_Structure, ...]], list[dict[str, _Structure]]]:
     """Split positional and keyword arguments into one chunk per device.
 
     Arrays and Variables are split along ``dim`` into contiguous chunks whose sizes differ
@@ -111,7 +125,7 @@ def scatter(inputs, kwargs, target_devices, dim=0):
     devices = to_devices(target_devices, 'target_devices')
     if not devices:
         raise ValueError('target_devices must not be empty, got {!r}'.format(target_devices))
-    sizes = set()
+    sizes: set[int] = set()
     _batch_sizes((inputs, kwargs), dim, sizes)
     if len(sizes) > 1:
         raise ValueError('inputs must share their size along dim={}, got sizes {}'.format(
@@ -124,7 +138,8 @@ def scatter(inputs, kwargs, target_devices, dim=0):
             _scatter_value(dict(kwargs), bounds, devices, dim))
 
 
-def gather(predictions, dim, target_device):
+def gather(predictions: Sequence[_Structure], dim: int, target_device: DeviceSpec
+           ) -> _Structure:
     """Concatenate the replicas' outputs on one device.
 
     Recurses into dicts, lists and tuples; Variables are copied (differentiably) and
@@ -154,7 +169,8 @@ def gather(predictions, dim, target_device):
     return _gather_value(list(predictions), dim, chainer.get_device(target_device))
 
 
-def _gather_value(values, dim, device):
+def _gather_value(values: list[_Structure], dim: int, device: chainer.backend.Device
+                  ) -> _Structure:
     first = values[0]
     if first is None:
         return None

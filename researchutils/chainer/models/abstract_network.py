@@ -6,20 +6,34 @@ returns a dict (by convention ``{"pred": ...}``). :meth:`~AbstractChainerNetwork
 one training or evaluation step on a batch made by
 :meth:`~AbstractChainerNetwork.prepare_batch`.
 """
+from __future__ import annotations
+
 import abc
+import functools
+import operator
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import chainer
 from chainer.utils import type_check
 
 from researchutils._errors import add_note as _add_note
+from researchutils._typing import Array, DeviceSpec, Variable, VariableOrArray
 from researchutils.chainer._batch_arrays import send_arrays, to_float
 
+if TYPE_CHECKING:
+    import numpy
 
-class _AbstractChainMeta(type(chainer.Chain), abc.ABCMeta):
+# Chainer's metaclass (an ABCMeta subclass), named so that it can be a base class: Chainer is
+# Any to mypy, and mypy takes no call (type(chainer.Chain)) as a base.
+_ChainMeta: Any = type(chainer.Chain)
+
+
+class _AbstractChainMeta(_ChainMeta, abc.ABCMeta):
     """Chain's metaclass combined with ABCMeta, so ``forward`` can be abstract."""
 
 
-def _detach(value):
+def _detach(value: object) -> object:
     """Replace every Variable in ``value`` (recursing into containers) by a graph-free copy."""
     if isinstance(value, chainer.Variable):
         return chainer.Variable(value.array, requires_grad=False)
@@ -30,21 +44,22 @@ def _detach(value):
     return value
 
 
-def _checked_outputs(preds):
+def _checked_outputs(preds: object) -> dict[str, Any]:
     if not isinstance(preds, dict) or 'pred' not in preds:
         raise TypeError('the model must return a dict with a "pred" entry, got {!r}'.format(
             sorted(preds) if isinstance(preds, dict) else type(preds).__name__))
     return preds
 
 
-def _as_device(device, argument):
+def _as_device(device: DeviceSpec, argument: str) -> chainer.backend.Device:
     try:
         return chainer.get_device(device)
     except Exception as error:
         raise ValueError('{} is not a device: {!r} ({})'.format(argument, device, error)) from error
 
 
-def _integer_targets(pred, targets):
+def _integer_targets(pred: VariableOrArray, targets: Mapping[str, Array]
+                     ) -> list[tuple[str, numpy.dtype[Any]]]:
     """The ``(key, dtype)`` of integer targets when ``pred`` is floating, else ``[]``."""
     pred_dtype = getattr(pred, 'dtype', None)
     if pred_dtype is None or pred_dtype.kind != 'f':
@@ -53,7 +68,8 @@ def _integer_targets(pred, targets):
             if getattr(value, 'dtype', None) is not None and value.dtype.kind in 'biu']
 
 
-def _call_all(functions, kind, pred, targets):
+def _call_all(functions: Mapping[str, Callable[..., Any]], kind: str, pred: Variable,
+              targets: Mapping[str, Array]) -> dict[str, Any]:
     """Call each function with ``pred`` and the ``targets`` dict's values; a failure notes
     which function."""
     results = {}
@@ -116,17 +132,17 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
         (['ce'], (4, 2))
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__()
         self._init_kwargs = dict(kwargs)
 
     @property
-    def init_kwargs(self):
+    def init_kwargs(self) -> dict[str, Any]:
         """dict: A copy of the keyword arguments this instance was built with."""
         return dict(self._init_kwargs)
 
     @abc.abstractmethod
-    def forward(self, *args, **kwargs):
+    def forward(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Compute the network's outputs.
 
         Returns:
@@ -135,8 +151,12 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
         """
 
     @staticmethod
-    def closure(model, data_dict, optimizers, losses={}, metrics={}, fold=0,  # noqa: B006
-                **kwargs):
+    def closure(model: chainer.Link, data_dict: dict[str, Array],
+                optimizers: Mapping[str, chainer.Optimizer] | None,
+                losses: Mapping[str, Callable[..., Any]] | None = {},  # noqa: B006
+                metrics: Mapping[str, Callable[..., Any]] | None = {},  # noqa: B006
+                fold: int = 0, **kwargs: Any
+                ) -> tuple[dict[str, float], dict[str, float], dict[str, Any]]:
         """Run one training step (with optimizers) or one evaluation step (without).
 
         ``data_dict["data"]`` goes to ``model``; each loss and metric function is called as
@@ -203,9 +223,7 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
                 loss_vars = _call_all(losses, 'loss', preds['pred'], targets)
                 with chainer.no_backprop_mode():
                     metric_results = _call_all(metrics, 'metric', preds['pred'], targets)
-            total = None
-            for loss in loss_vars.values():
-                total = loss if total is None else total + loss
+            total = functools.reduce(operator.add, loss_vars.values())
             optimizer = optimizers['default']
             model.cleargrads()
             # As Optimizer.update(lossfun) does; the update rules divide by the same scale.
@@ -219,10 +237,11 @@ class AbstractChainerNetwork(chainer.Chain, metaclass=_AbstractChainMeta):
         loss_vals = {name: to_float(value, 'loss', name) for name, value in loss_vars.items()}
         metric_vals = {name: to_float(value, 'metric', name)
                        for name, value in metric_results.items()}
-        return metric_vals, loss_vals, _detach(preds)
+        return metric_vals, loss_vals, {key: _detach(item) for key, item in preds.items()}
 
     @staticmethod
-    def prepare_batch(batch, input_device, output_device):
+    def prepare_batch(batch: dict[str, VariableOrArray], input_device: DeviceSpec,
+                      output_device: DeviceSpec) -> dict[str, Array]:
         """Convert a batch of arrays for :meth:`closure` and move it to the devices.
 
         ``batch["data"]`` goes to ``input_device``, every other entry to ``output_device``.

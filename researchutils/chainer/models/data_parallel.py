@@ -17,12 +17,17 @@ the master before they run (see :meth:`DataParallelChainerNetwork.synchronize_re
 
 Tests: ``tests/chainer/models/test_data_parallel.py``.
 """
+from __future__ import annotations
+
 import copy
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import chainer
 from chainer import backend
 
 from researchutils._checks import check_devices, check_non_negative_int
+from researchutils._typing import Array, DeviceSpec
 from researchutils.chainer.models import _scatter_gather
 from researchutils.chainer.models.abstract_network import AbstractChainerNetwork
 from researchutils.chainer.models.data_parallel_optimizer import (  # noqa: F401 (Delira's path)
@@ -94,7 +99,8 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
         ['mse']
     """
 
-    def __init__(self, module, devices, output_device=None, batch_dim=0):
+    def __init__(self, module: chainer.Link, devices: Sequence[DeviceSpec],
+                 output_device: DeviceSpec | None = None, batch_dim: int = 0) -> None:
         if not isinstance(module, chainer.Link):
             raise TypeError('module must be a chainer.Link, got {!r}'.format(
                 type(module).__name__))
@@ -109,7 +115,7 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
         module.to_device(resolved[0])
         with self.init_scope():
             self.module = module
-        replicas = []
+        replicas: list[chainer.Link] = []
         for device in resolved[1:]:
             replica = module.copy(mode='copy')
             replica.to_device(device)
@@ -122,8 +128,8 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
         master_links = list(module.namedlinks())
         # Parameter and Link objects keep their identity through lazy initialization and
         # device moves, so the pairs are found once.
-        self._parameter_pairs = []
-        self._link_pairs = []
+        self._parameter_pairs: list[list[tuple[chainer.Parameter, chainer.Parameter]]] = []
+        self._link_pairs: list[list[tuple[chainer.Link, chainer.Link]]] = []
         for replica in replicas:
             by_name = dict(replica.namedparams())
             self._parameter_pairs.append([(by_name[name], param) for name, param in master_params])
@@ -131,33 +137,34 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
             self._link_pairs.append([(links[name], link) for name, link in master_links])
         self._synchronize(across_devices=True)
         # A network with a static prepare_batch of its own keeps it behind the wrapper.
-        self.prepare_batch = getattr(type(module), 'prepare_batch',
-                                     AbstractChainerNetwork.prepare_batch)
+        # An instance attribute over the class's static method, on purpose.
+        self.prepare_batch = getattr(  # type: ignore[method-assign]
+            type(module), 'prepare_batch', AbstractChainerNetwork.prepare_batch)
 
     @property
-    def modules(self):
+    def modules(self) -> tuple[chainer.Link, ...]:
         """tuple: The replicas, master first, one per device."""
         return (self.module,) + tuple(self._replicas)
 
     @property
-    def devices(self):
+    def devices(self) -> tuple[chainer.backend.Device, ...]:
         """tuple: The replicas' devices (:class:`chainer.backend.Device`), master's first."""
         return self._devices
 
     @property
-    def output_device(self):
+    def output_device(self) -> chainer.backend.Device:
         """chainer.backend.Device: Where :meth:`forward` gathers the outputs."""
         return self._output_device
 
     @property
-    def init_kwargs(self):
+    def init_kwargs(self) -> dict[str, Any]:
         """dict: The wrapped module's ``init_kwargs`` (empty for a plain Link).
 
         The device layout is a run-time choice, so a saved experiment rebuilds the module.
         """
         return dict(getattr(self.module, 'init_kwargs', {}))
 
-    def forward(self, *args, **kwargs):
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Run the replicas on chunks of the arguments and gather their outputs.
 
         Args:
@@ -183,8 +190,12 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
         return self._gather(outputs, self.batch_dim, self._output_device)
 
     @staticmethod
-    def closure(model, data_dict, optimizers, losses={}, metrics={}, fold=0,  # noqa: B006
-                **kwargs):
+    def closure(model: chainer.Link, data_dict: dict[str, Array],
+                optimizers: Mapping[str, chainer.Optimizer] | None,
+                losses: Mapping[str, Callable[..., Any]] | None = {},  # noqa: B006
+                metrics: Mapping[str, Callable[..., Any]] | None = {},  # noqa: B006
+                fold: int = 0, **kwargs: Any
+                ) -> tuple[dict[str, float], dict[str, float], dict[str, Any]]:
         """One step, with the closure of the wrapped module's class.
 
         Args:
@@ -211,25 +222,26 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
     _scatter = staticmethod(_scatter_gather.scatter)
     _gather = staticmethod(_scatter_gather.gather)
 
-    def params(self, include_uninit=True):
+    def params(self, include_uninit: bool = True) -> Iterator[chainer.Parameter]:
         """Yield the master replica's parameters (see :meth:`chainer.Link.params`)."""
         return self.module.params(include_uninit)
 
-    def namedparams(self, include_uninit=True):
+    def namedparams(self, include_uninit: bool = True
+                    ) -> Iterator[tuple[str, chainer.Parameter]]:
         """Yield the master's ``(name, parameter)`` pairs, named as in the plain module."""
         return self.module.namedparams(include_uninit)
 
-    def cleargrads(self):
+    def cleargrads(self) -> None:
         """Clear the gradients of every replica."""
         for module in self.modules:
             module.cleargrads()
 
-    def zerograds(self):
+    def zerograds(self) -> None:
         """Fill the gradients of every replica with zeros."""
         for module in self.modules:
             module.zerograds()
 
-    def serialize(self, serializer):
+    def serialize(self, serializer: chainer.AbstractSerializer) -> None:
         """Write or read the master's state, under the plain module's keys.
 
         After reading, the replicas are set to the loaded values.
@@ -238,7 +250,7 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
         if isinstance(serializer, chainer.Deserializer):
             self.synchronize_replicas()
 
-    def cumulate_gradients(self):
+    def cumulate_gradients(self) -> None:
         """Add every replica's gradients into the master's, on the master's device.
 
         What :class:`ParallelOptimizerCumulateGradientsHook` runs before each update. A
@@ -267,7 +279,7 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
                 else:
                     master_param.grad += grad
 
-    def synchronize_replicas(self):
+    def synchronize_replicas(self) -> None:
         """Bring every replica to the master's parameters and persistent values.
 
         A replica on the master's device is given the master's parameter arrays themselves
@@ -286,7 +298,7 @@ class DataParallelChainerNetwork(AbstractChainerNetwork):
         """
         self._synchronize(across_devices=True)
 
-    def _synchronize(self, across_devices):
+    def _synchronize(self, across_devices: bool) -> None:
         """:meth:`synchronize_replicas`; ``across_devices=False`` leaves out the copies of
         parameters to replicas on other devices (the next forward makes them)."""
         array_types = chainer.get_array_types()

@@ -11,6 +11,10 @@ schedulers and snapshots see the optimizer itself. Delira's path,
 
 Tests: ``tests/chainer/models/test_data_parallel_optimizer.py``.
 """
+from __future__ import annotations
+
+from typing import Any, Self
+
 import chainer
 
 
@@ -31,7 +35,7 @@ class ParallelOptimizerCumulateGradientsHook(object):
     timing = 'pre'
     call_for_each_param = False
 
-    def __call__(self, optimizer):
+    def __call__(self, optimizer: chainer.Optimizer) -> None:
         optimizer.target.cumulate_gradients()
 
 
@@ -54,7 +58,7 @@ class ParallelOptimizerUpdateModelParameters(object):
     timing = 'post'
     call_for_each_param = False
 
-    def __call__(self, optimizer):
+    def __call__(self, optimizer: chainer.Optimizer) -> None:
         optimizer.target._synchronize(across_devices=False)
 
 
@@ -94,34 +98,35 @@ class DataParallelChainerOptimizer(chainer.Optimizer):
         0.05
     """
 
-    def __init__(self, optimizer):
+    def __init__(self, optimizer: chainer.Optimizer) -> None:
         if not isinstance(optimizer, chainer.Optimizer) or isinstance(
                 optimizer, DataParallelChainerOptimizer):
             raise TypeError('optimizer must be a chainer.Optimizer, got {!r}'.format(
                 type(optimizer).__name__))
         object.__setattr__(self, '_optimizer', optimizer)
 
-    def __getattribute__(self, name):
+    def __getattribute__(self, name: str) -> Any:
         if name in _OWN_ATTRIBUTES or (name.startswith('__') and name.endswith('__')):
             return object.__getattribute__(self, name)
         return getattr(object.__getattribute__(self, '_optimizer'), name)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         setattr(self._optimizer, name, value)
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> None:
         delattr(self._optimizer, name)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return '{}({!r})'.format(type(self).__name__, self._optimizer)
 
     @property
-    def optimizer(self):
+    def optimizer(self) -> chainer.Optimizer:
         """chainer.Optimizer: The wrapped optimizer."""
         return self._optimizer
 
     @classmethod
-    def from_optimizer_class(cls, optim_cls, *args, **kwargs):
+    def from_optimizer_class(cls, optim_cls: type[chainer.Optimizer], *args: Any,
+                             **kwargs: Any) -> Self:
         """Build the wrapped optimizer as ``optim_cls(*args, **kwargs)`` and wrap it.
 
         Args:
@@ -143,7 +148,7 @@ class DataParallelChainerOptimizer(chainer.Optimizer):
                 optim_cls))
         return cls(optim_cls(*args, **kwargs))
 
-    def setup(self, link):
+    def setup(self, link: chainer.Link) -> Self:
         """Set up the wrapped optimizer on ``link`` and register the data-parallel hooks.
 
         Args:

@@ -22,15 +22,24 @@ device instead.
 This module imports mpi4py and ChainerMN only when a function is called, and raises an
 ImportError naming ``pip install researchutils[mpi]`` when they are missing.
 """
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
 import chainer
 import numpy as np
+
+if TYPE_CHECKING:
+    import chainermn
+    import mpi4py.MPI
 
 _MISSING = ('ChainerMN needs mpi4py and an MPI library: install them with '
             '`pip install researchutils[mpi]` (and, on Debian, `apt-get install openmpi-bin '
             'libopenmpi-dev`)')
 
 
-def _import_chainermn():
+def _import_chainermn() -> ModuleType:
     """Import and return ChainerMN, with mpi4py, or raise an ImportError naming the extra."""
     try:
         import chainermn
@@ -40,7 +49,8 @@ def _import_chainermn():
     return chainermn
 
 
-def create_communicator(communicator_name='naive', mpi_comm=None, **kwargs):
+def create_communicator(communicator_name: str = 'naive', mpi_comm: mpi4py.MPI.Comm | None = None,
+                        **kwargs: Any) -> chainermn.CommunicatorBase:
     """Create a ChainerMN communicator over all processes started by ``mpiexec``.
 
     Args:
@@ -66,7 +76,8 @@ def create_communicator(communicator_name='naive', mpi_comm=None, **kwargs):
     return chainermn.create_communicator(communicator_name, mpi_comm=mpi_comm, **kwargs)
 
 
-def setup_multi_node_optimizer(optimizer, network, communicator):
+def setup_multi_node_optimizer(optimizer: chainer.Optimizer, network: chainer.Link,
+                               communicator: chainermn.CommunicatorBase) -> chainer.Optimizer:
     """Wrap ``optimizer`` for ChainerMN, set it up on ``network`` and align all ranks.
 
     Wraps with :func:`chainermn.create_multi_node_optimizer`, whose ``update()`` averages the
@@ -113,7 +124,8 @@ def setup_multi_node_optimizer(optimizer, network, communicator):
     return multi_node_optimizer
 
 
-def mean_across_ranks(values, communicator):
+def mean_across_ranks(values: dict[str, float], communicator: chainermn.CommunicatorBase
+                      ) -> dict[str, float]:
     """Average a dict of floats (a closure's losses or metrics) over all ranks.
 
     Every rank must pass the same keys; every rank receives the same result.

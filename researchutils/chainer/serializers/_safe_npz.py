@@ -12,6 +12,8 @@ against the target before reading).
 
 Tests: ``tests/chainer/serializers/test_safe_npz.py``, ``test_npz_limits.py``.
 """
+from __future__ import annotations
+
 import errno
 import functools
 import io
@@ -21,14 +23,20 @@ import pickle
 import stat
 import zipfile
 import zlib
+from collections.abc import Callable, Iterable
+from typing import Any, BinaryIO, NoReturn, SupportsIndex, TypeVar
 
 import numpy
+from numpy.typing import NDArray
 
 # Errors numpy and zipfile raise for a file that is not a complete npz archive.
 _CORRUPT_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError)
+_Result = TypeVar('_Result')
+#: An array's shape and dtype as its .npy header gives them.
+_Header = tuple[tuple[int, ...], numpy.dtype[Any]]
 
 
-def nbytes(shape, dtype):
+def nbytes(shape: Iterable[SupportsIndex], dtype: numpy.dtype[Any]) -> int:
     """The bytes of an array of ``shape`` and ``dtype``, in exact integers."""
     return math.prod(int(n) for n in shape) * dtype.itemsize
 
@@ -40,12 +48,12 @@ class UnreadableFile(ValueError):
 class _RecordedCall(object):
     """Stands for a call a pickle asks for; it records the call instead of making it."""
 
-    def __init__(self, name, *args):
+    def __init__(self, name: str, *args: object) -> None:
         self.name = name
         self.args = args
-        self.state = None
+        self.state: object = None
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: object) -> None:
         self.state = state
 
 
@@ -72,24 +80,24 @@ _STRING_KINDS = 'US'
 class _ChainerNoneUnpickler(pickle.Unpickler):
     """Reads the pickle of ``numpy.asarray(None)`` as records of calls, running none of them."""
 
-    def find_class(self, module, name):
+    def find_class(self, module: str, name: str) -> object:
         try:
             record = _NONE_PICKLE_GLOBALS[module, name]
         except KeyError:
             raise pickle.UnpicklingError('the pickle names {}.{}'.format(module, name)) from None
         return _NDARRAY if record is None else functools.partial(_RecordedCall, record)
 
-    def persistent_load(self, pid):
+    def persistent_load(self, pid: object) -> NoReturn:
         raise pickle.UnpicklingError('the pickle holds a persistent id')
 
 
-def _is_bytes(value, expected):
+def _is_bytes(value: object, expected: bytes) -> bool:
     if isinstance(value, _RecordedCall):  # protocol 2
         return value.name == 'encode' and value.args == (expected.decode('latin1'), 'latin1')
     return value == expected
 
 
-def is_chainers_none(payload):
+def is_chainers_none(payload: bytes) -> bool:
     """Whether ``payload`` is exactly the pickle NumPy writes for ``numpy.asarray(None)``.
 
     Chainer's DictionarySerializer saves a None value (a lazy parameter not yet
@@ -121,13 +129,13 @@ class Archive(object):
     is accepted, and read as ``numpy.asarray(None)`` without unpickling.
     """
 
-    def __init__(self, path, file=None):
+    def __init__(self, path: str, file: BinaryIO | None = None) -> None:
         self.path = path
         self._file = file  # closed with the archive
         self._zip = zipfile.ZipFile(path if file is None else file)
         try:
-            self.shapes = {}
-            self.dtypes = {}
+            self.shapes: dict[str, tuple[int, ...] | None] = {}
+            self.dtypes: dict[str, numpy.dtype[Any] | None] = {}
             for info in self._zip.infolist():
                 if info.filename.endswith('.npy'):
                     key = info.filename[:-len('.npy')]
@@ -138,7 +146,7 @@ class Archive(object):
             self._zip.close()
             raise
 
-    def _check_member(self, info, key):
+    def _check_member(self, info: zipfile.ZipInfo, key: str) -> None:
         # zipfile reads a bzip2 or lzma member whole on its first read, and raises
         # RuntimeError / NotImplementedError for an encrypted or unknown one.
         if info.flag_bits & 0x1:
@@ -150,28 +158,28 @@ class Archive(object):
                                  'Chainer write) are read'.format(self.path, key,
                                                                   info.compress_type))
 
-    def close(self):
+    def close(self) -> None:
         self._zip.close()
         if self._file is not None:
             self._file.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Archive:
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def __contains__(self, key):
+    def __contains__(self, key: object) -> bool:
         return key in self.shapes
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> NDArray[Any]:
         if key not in self.shapes:
             raise KeyError(key)
         if self.shapes[key] is None:
             return numpy.asarray(None)
         return self._guarded(key, self._read_array, key)
 
-    def _guarded(self, key, read, *args):
+    def _guarded(self, key: str, read: Callable[..., _Result], *args: object) -> _Result:
         try:
             return read(*args)
         except UnreadableFile:
@@ -181,19 +189,24 @@ class Archive(object):
                 '{!r} is not a readable npz file (truncated or corrupt): array {!r}: {}: {}'
                 .format(self.path, key, type(error).__name__, error)) from error
 
-    def _read_header(self, info, key):
+    def _read_header(self, info: zipfile.ZipInfo,
+                     key: str) -> _Header | tuple[None, None]:
         """The shape and dtype of array ``key``, or (None, None) for Chainer's None.
 
         Refuses dtypes other than booleans, numbers and scalar strings, and a member whose
         size is not what its header says, so reading it can never take more memory than
         its header declares.
         """
+        # NumPy 1.26's stubs leave numpy.lib.format's readers unannotated (NumPy 2's
+        # annotate them), hence the ignores here and in _read_array.
         with self._zip.open(info) as member:
-            version = numpy.lib.format.read_magic(member)
+            version = numpy.lib.format.read_magic(member)  # type: ignore[no-untyped-call]
             if version == (1, 0):
-                shape, _, dtype = numpy.lib.format.read_array_header_1_0(member)
+                shape, _, dtype = numpy.lib.format.read_array_header_1_0(  # type: ignore[no-untyped-call]
+                    member)
             elif version == (2, 0):
-                shape, _, dtype = numpy.lib.format.read_array_header_2_0(member)
+                shape, _, dtype = numpy.lib.format.read_array_header_2_0(  # type: ignore[no-untyped-call]
+                    member)
             else:
                 raise ValueError('.npy format version {} is not supported'.format(version))
             if dtype.hasobject:
@@ -218,12 +231,13 @@ class Archive(object):
                 .format(self.path, key, info.file_size, shape, dtype.str, expected))
         return shape, dtype
 
-    def _read_array(self, key):
+    def _read_array(self, key: str) -> NDArray[Any]:
         with self._zip.open(key + '.npy') as member:
-            return numpy.lib.format.read_array(member, allow_pickle=False)
+            return numpy.lib.format.read_array(  # type: ignore[no-untyped-call]
+                member, allow_pickle=False)
 
 
-def open_archive(path):
+def open_archive(path: str) -> Archive:
     """Open ``path`` as an :class:`Archive`; an error that names ``path`` if it cannot be.
 
     Raises:

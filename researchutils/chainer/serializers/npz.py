@@ -9,37 +9,58 @@ read with pickling refused, only the arrays the target needs are read, and a
 file holding a pickled object array is refused (the None values Chainer itself
 writes are recognised without unpickling).
 """
+from __future__ import annotations
+
 import errno
 import numbers
 import os
 import warnings
+from collections.abc import Iterable
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import chainer
 import numpy
 from chainer import serializer as chainer_serializer
 from chainer.serializers import npz as chainer_npz
 from chainer.training import Trainer
+from numpy.typing import NDArray
 
 from researchutils import _files
 from researchutils._checks import check_bool
+from researchutils._typing import Array, Variable
 from researchutils.chainer.serializers import _safe_npz
 
 __all__ = ['save_model', 'load_model', 'load_snapshot', 'load_model_from_snapshot']
 
 
-def _check_path(path):
+class _Serializable(Protocol):
+    """What these functions save and load: a Chainer Link, or any object with Chainer's
+    serialize protocol (a Link is Any to mypy, so it always is one)."""
+
+    def serialize(self, serializer: Any, /) -> object: ...
+
+
+#: The model a load function loads into, and returns.
+_Target = TypeVar('_Target', bound=_Serializable)
+#: A value Chainer's serialize protocol passes: an array, a Variable, a number, a string,
+#: or None for a lazy parameter not yet initialized.
+_Value: TypeAlias = Array | Variable | numbers.Number | str | bytes | None
+
+
+def _check_path(path: object) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError('path must be a str or os.PathLike, got {!r}'.format(path))
     return os.fspath(path)
 
 
-def _check_serializable(value, name):
+def _check_serializable(value: object, name: str) -> None:
     if not callable(getattr(value, 'serialize', None)):
         raise TypeError('{} must be a Chainer Link (an object with a serialize method), '
                         'got {!r}'.format(name, value))
 
 
-def save_model(path, model, compression=True, *, overwrite=False):
+def save_model(path: str | os.PathLike[str], model: _Serializable, compression: bool = True,
+               *, overwrite: bool = False) -> None:
     """Saves a model's parameters and persistent values to a new npz file.
 
     The file is first written to a temporary file in the same folder, flushed
@@ -99,7 +120,7 @@ def save_model(path, model, compression=True, *, overwrite=False):
             path, error.strerror or error)) from error
 
 
-def _folder_error(path, folder, error):
+def _folder_error(path: str, folder: str, error: OSError) -> OSError:
     """The error of a save whose folder could not be made or written, naming ``path``."""
     if isinstance(error, (FileExistsError, NotADirectoryError)):
         # makedirs met a file where a folder of the path should be.
@@ -115,14 +136,14 @@ def _folder_error(path, folder, error):
 class _KeyRecorder(chainer_serializer.Serializer):
     """Collects what a target would save (key to current value), copying nothing."""
 
-    def __init__(self, found, path):
+    def __init__(self, found: dict[str, _Value], path: str) -> None:
         self.found = found
         self.path = path
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> _KeyRecorder:
         return _KeyRecorder(self.found, self.path + key.strip('/') + '/')
 
-    def __call__(self, key, value):
+    def __call__(self, key: str, value: _Value) -> _Value:
         self.found[self.path + key.lstrip('/')] = value
         return value
 
@@ -133,22 +154,22 @@ class _ReadAheadArrays(object):
     It remembers the last key looked up, for error messages.
     """
 
-    def __init__(self, archive, what):
+    def __init__(self, archive: _safe_npz.Archive, what: str) -> None:
         self.archive = archive
-        self.arrays = {}
+        self.arrays: dict[str, NDArray[Any]] = {}
         self.what = what
-        self.last_key = None
+        self.last_key: str | None = None
 
-    def __contains__(self, key):
+    def __contains__(self, key: object) -> bool:
         return key in self.archive
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> NDArray[Any]:
         self.last_key = key
         if key in self.arrays:
             return self.arrays.pop(key)
         return self.archive[key]
 
-    def check_fits(self, key, value):
+    def check_fits(self, key: str, value: _Value) -> None:
         """Refuses, from its header, an array that cannot fit ``value``, before reading it.
 
         NpzDeserializer copies an array into the current value (broadcasting), so one
@@ -158,9 +179,9 @@ class _ReadAheadArrays(object):
         refused array is not even decompressed.
         """
         shape = self.archive.shapes.get(key)
-        if shape is None:  # not in the file, or Chainer's None
+        dtype = self.archive.dtypes.get(key)
+        if shape is None or dtype is None:  # not in the file, or Chainer's None (both None)
             return
-        dtype = self.archive.dtypes[key]
         if isinstance(value, chainer.Variable):
             value = value.array
         problem = None
@@ -185,22 +206,22 @@ class _ReadAheadArrays(object):
 class _CheckedDeserializer(chainer_npz.NpzDeserializer):
     """NpzDeserializer that checks an array's size against the value before reading it."""
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> _CheckedDeserializer:
         return _CheckedDeserializer(self.npz, self.path + key.strip('/') + '/',
                                     strict=self.strict)
 
-    def __call__(self, key, value):
+    def __call__(self, key: str, value: _Value) -> _Value:
         self.npz.check_fits(self.path + key.lstrip('/'), value)
         return super().__call__(key, value)
 
 
-def _read_ahead(mapping, link, prefix):
+def _read_ahead(mapping: _ReadAheadArrays, link: _Serializable, prefix: str) -> None:
     """Reads every array ``link`` needs before any is loaded, so a bad one changes nothing.
 
     Only for a Link, whose saving and loading visit the same keys; a Trainer's saving
     needs a started Trainer, so a Trainer's arrays are read as it asks for them.
     """
-    expected = {}
+    expected: dict[str, _Value] = {}
     link.serialize(_KeyRecorder(expected, prefix))
     for key, value in expected.items():
         if key in mapping.archive:
@@ -208,8 +229,8 @@ def _read_ahead(mapping, link, prefix):
             mapping.arrays[key] = mapping.archive[key]
 
 
-def _model_prefixes(keys):
-    prefixes = set()
+def _model_prefixes(keys: Iterable[str]) -> list[str]:
+    prefixes: set[str] = set()
     for key in keys:
         head, sep, _ = key.partition('model:')
         if sep:
@@ -218,7 +239,7 @@ def _model_prefixes(keys):
     return sorted(prefixes)
 
 
-def _deserialize(path, target, prefix, what):
+def _deserialize(path: str, target: _Serializable, prefix: str, what: str) -> None:
     with _safe_npz.open_archive(path) as archive:
         if prefix and not any(key.startswith(prefix) for key in archive.shapes):
             raise KeyError('{!r} has no arrays under {!r} needed by the {}; the models it holds '
@@ -241,7 +262,7 @@ def _deserialize(path, target, prefix, what):
                 path, mapping.last_key, what, error)) from error
 
 
-def _load_into(path, target, what):
+def _load_into(path: str | os.PathLike[str], target: _Target, what: str) -> _Target:
     path = _check_path(path)
     if not os.path.exists(path):
         warnings.warn('{} file {!r} does not exist; the {} is left unchanged'.format(
@@ -251,7 +272,7 @@ def _load_into(path, target, what):
     return target
 
 
-def load_model(path, model):
+def load_model(path: str | os.PathLike[str], model: _Target) -> _Target:
     """Loads a model's parameters from an npz file, in place, and returns the model.
 
     A missing file leaves the model unchanged, warns once naming the path, and
@@ -283,7 +304,7 @@ def load_model(path, model):
     return _load_into(path, model, 'model')
 
 
-def load_snapshot(path, trainer):
+def load_snapshot(path: str | os.PathLike[str], trainer: Trainer) -> Trainer:
     """Loads a Trainer snapshot in place and returns the trainer.
 
     The snapshot is one written by :func:`chainer.training.extensions.snapshot`.
@@ -313,7 +334,8 @@ def load_snapshot(path, trainer):
     return _load_into(path, trainer, 'trainer')
 
 
-def load_model_from_snapshot(path, model, key='updater/model:main/'):
+def load_model_from_snapshot(path: str | os.PathLike[str], model: _Target,
+                             key: str = 'updater/model:main/') -> _Target:
     """Loads a model's weights out of a Trainer snapshot and returns the model.
 
     A Trainer snapshot stores the model of the updater's optimizer ``main``

@@ -1,15 +1,23 @@
 """Predictor: a model's predictions and NumPy metrics, batch by batch, in test mode."""
+from __future__ import annotations
+
 import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import chainer
 import numpy
 from chainer import backend
 
 from researchutils._errors import add_note as _add_note
+from researchutils._typing import Array, VariableOrArray
 from researchutils.chainer._batch_arrays import send_arrays, to_float
 
+if TYPE_CHECKING:
+    from researchutils.chainer.data_loading import DataManager
 
-def convert_to_numpy(value):
+
+def convert_to_numpy(value: Any) -> Any:
     """Returns ``value`` with every Variable and device array as a NumPy array.
 
     Recurses into dicts, lists and tuples; other values are returned as they are.
@@ -35,15 +43,15 @@ def convert_to_numpy(value):
     return value
 
 
-def _batch_length(batch):
+def _batch_length(batch: Mapping[str, Array]) -> int:
     for value in batch.values():
         return len(value)
     raise ValueError('a batch must hold at least one array')
 
 
-def _concatenate(outputs):
+def _concatenate(outputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Joins a list of per-batch output dicts (nested dicts allowed) along axis 0."""
-    joined = {}
+    joined: dict[str, Any] = {}
     for key, first in outputs[0].items():
         parts = [output[key] for output in outputs]
         if isinstance(first, dict):
@@ -84,8 +92,11 @@ class Predictor(object):
         (4, 2)
     """
 
-    def __init__(self, model, key_mapping, convert_batch_to_npy_fn=convert_to_numpy,
-                 prepare_batch_fn=None):
+    def __init__(
+            self, model: chainer.Link, key_mapping: dict[str, str],
+            convert_batch_to_npy_fn: Callable[[dict[str, Any]], dict[str, Any]] = convert_to_numpy,
+            prepare_batch_fn: Callable[[dict[str, Array]], Mapping[str, VariableOrArray]] | None
+            = None) -> None:
         if not isinstance(model, chainer.Link):
             raise TypeError('model must be a chainer.Link, got {!r}'.format(type(model).__name__))
         if (not isinstance(key_mapping, dict) or not key_mapping
@@ -104,10 +115,10 @@ class Predictor(object):
         self.convert_batch_to_npy_fn = convert_batch_to_npy_fn
         self.prepare_batch_fn = prepare_batch_fn or self._send_to_model_device
 
-    def _send_to_model_device(self, batch):
+    def _send_to_model_device(self, batch: Mapping[str, VariableOrArray]) -> dict[str, Array]:
         return send_arrays(batch, {}, self.model.device)
 
-    def check_batch_keys(self, keys):
+    def check_batch_keys(self, keys: Iterable[str]) -> None:
         """Raises if a batch with ``keys`` lacks an entry that ``key_mapping`` names.
 
         Args:
@@ -130,7 +141,7 @@ class Predictor(object):
                 raise KeyError('key_mapping {!r} names the batch key {!r}, but the batches have '
                                'the keys {}: fix key_mapping'.format(self.key_mapping, key, keys))
 
-    def predict(self, batch):
+    def predict(self, batch: Mapping[str, Array]) -> dict[str, Any]:
         """Returns the model's predictions for one batch, as a dict of NumPy arrays.
 
         Args:
@@ -153,8 +164,10 @@ class Predictor(object):
             outputs = {'pred': outputs}
         return self.convert_batch_to_npy_fn(outputs)
 
-    def predict_data_mgr(self, manager, batchsize=None, metrics={},  # noqa: B006
-                         metric_keys=None):
+    def predict_data_mgr(self, manager: DataManager, batchsize: int | None = None,
+                         metrics: Mapping[str, Callable[..., object]] = {},  # noqa: B006
+                         metric_keys: Mapping[str, Sequence[str]] | None = None
+                         ) -> Iterator[tuple[dict[str, Any], dict[str, float]]]:
         """Yields the predictions and metric values of each batch of a DataManager.
 
         A generator: only one batch is in memory at a time. Each metric is a
@@ -187,7 +200,10 @@ class Predictor(object):
                                                           metric_keys):
             yield preds, metric_vals
 
-    def _predict_batches(self, manager, batchsize, metrics, metric_keys):
+    def _predict_batches(self, manager: DataManager, batchsize: int | None,
+                         metrics: Mapping[str, Callable[..., object]],
+                         metric_keys: Mapping[str, Sequence[str]] | None
+                         ) -> Iterator[tuple[dict[str, Array], dict[str, Any], dict[str, float]]]:
         """Yields ``(batch, preds, metric_vals)`` for each batch of ``manager``."""
         metric_keys = self._check_metrics(metrics, metric_keys)
         if batchsize is not None and batchsize != manager.batch_size:
@@ -196,7 +212,7 @@ class Predictor(object):
             preds = self.predict(batch)
             metric_vals = {}
             for name, metric in metrics.items():
-                arguments = []
+                arguments: list[object] = []
                 for key in metric_keys[name]:
                     if key in preds:
                         arguments.append(preds[key])
@@ -216,7 +232,9 @@ class Predictor(object):
             yield batch, preds, metric_vals
 
     @staticmethod
-    def _check_metrics(metrics, metric_keys):
+    def _check_metrics(metrics: Mapping[str, Callable[..., object]],
+                       metric_keys: Mapping[str, Sequence[str]] | None
+                       ) -> Mapping[str, Sequence[str]]:
         if not isinstance(metrics, dict) or not all(callable(m) for m in metrics.values()):
             raise TypeError('metrics must be a dict from names to functions, got {!r}'.format(
                 metrics))
@@ -227,7 +245,9 @@ class Predictor(object):
             raise KeyError('metric_keys has no entry for the metrics {}'.format(missing))
         return metric_keys
 
-    def metric_sums(self, manager, metrics, metric_keys=None, batchsize=None):
+    def metric_sums(self, manager: DataManager, metrics: Mapping[str, Callable[..., object]],
+                    metric_keys: Mapping[str, Sequence[str]] | None = None,
+                    batchsize: int | None = None) -> tuple[dict[str, float], int]:
         """Returns each metric summed over batches weighted by batch size, and the count.
 
         Used to combine the metrics of several shards (ChainerMN ranks) exactly.
@@ -253,8 +273,10 @@ class Predictor(object):
         sums, count, _ = self._reduce(manager, metrics, metric_keys, batchsize)
         return sums, count
 
-    def _reduce(self, manager, metrics, metric_keys, batchsize, keep_preds=False,
-                verbose=False):
+    def _reduce(self, manager: DataManager, metrics: Mapping[str, Callable[..., object]],
+                metric_keys: Mapping[str, Sequence[str]] | None, batchsize: int | None,
+                keep_preds: bool = False, verbose: bool = False
+                ) -> tuple[dict[str, float], int, list[dict[str, Any]]]:
         sums = {name: 0. for name in metrics}
         count = 0
         kept = []
@@ -277,7 +299,9 @@ class Predictor(object):
             print(file=sys.stderr)
         return sums, count, kept
 
-    def evaluate(self, manager, metrics, metric_keys=None, batchsize=None):
+    def evaluate(self, manager: DataManager, metrics: Mapping[str, Callable[..., object]],
+                 metric_keys: Mapping[str, Sequence[str]] | None = None,
+                 batchsize: int | None = None) -> dict[str, float]:
         """Returns dataset-level metrics, reducing the stream without keeping predictions.
 
         Each metric is averaged over batches weighted by their size: exact for
@@ -305,8 +329,11 @@ class Predictor(object):
         sums, count = self.metric_sums(manager, metrics, metric_keys, batchsize)
         return {name: total / count for name, total in sums.items()}
 
-    def predict_all(self, manager, metrics={}, metric_keys=None, batchsize=None,  # noqa: B006
-                    verbose=False):
+    def predict_all(self, manager: DataManager,
+                    metrics: Mapping[str, Callable[..., object]] = {},  # noqa: B006
+                    metric_keys: Mapping[str, Sequence[str]] | None = None,
+                    batchsize: int | None = None, verbose: bool = False
+                    ) -> tuple[dict[str, Any], dict[str, float]]:
         """Returns every prediction over ``manager`` and the dataset-level metrics.
 
         The predictions of all batches are kept and joined, so memory grows

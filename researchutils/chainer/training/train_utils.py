@@ -7,15 +7,19 @@ rules of references that lived here are in
 ``resolve_reference`` and ``model_package`` still import from here too. Its tests are in
 ``tests/chainer/training/test_train_utils.py``.
 """
+from __future__ import annotations
+
 import os
 import sys
+from typing import Any
 
 import chainer
 
 from researchutils import _files
 
 
-def create_optims_default_chainer(model, optim_cls, **optim_params):
+def create_optims_default_chainer(model: chainer.Link, optim_cls: type[chainer.Optimizer],
+                                  **optim_params: Any) -> dict[str, chainer.Optimizer]:
     """Builds the optimizers of an experiment: one ``optim_cls`` over the whole model.
 
     A :class:`~researchutils.chainer.models.DataParallelChainerNetwork` gets a
@@ -59,7 +63,7 @@ def create_optims_default_chainer(model, optim_cls, **optim_params):
     return {'default': optimizer}
 
 
-def atomic_write_text(path, text):
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Writes ``text`` to ``path`` atomically (a temporary file, then ``os.replace``).
 
     The same writer as :func:`researchutils.files.write_text_to_file`, which
@@ -91,12 +95,12 @@ def atomic_write_text(path, text):
 _MOVED_TO_REFERENCES = ('model_package', 'object_reference', 'resolve_reference')
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name in _MOVED_TO_REFERENCES:
         from researchutils.chainer.training import references
         return getattr(references, name)
     raise AttributeError('module {!r} has no attribute {!r}'.format(__name__, name))
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(list(globals()) + list(_MOVED_TO_REFERENCES))

@@ -62,13 +62,14 @@ def _check_heartbeat(storage: studies.Storage | None, heartbeat_interval: int | 
     heartbeat_interval = check_positive_int(heartbeat_interval, 'heartbeat_interval',
                                             allow_none=True)
     grace_period = check_positive_int(grace_period, 'grace_period', allow_none=True)
-    if grace_period is not None and heartbeat_interval is None:
-        raise ValueError('grace_period={} needs a heartbeat: give heartbeat_interval too'
-                         .format(grace_period))
-    if grace_period is not None and grace_period <= heartbeat_interval:
-        raise ValueError('grace_period={} must be longer than heartbeat_interval={}, or a '
-                         'trial alive would be failed between two beats'.format(
-                             grace_period, heartbeat_interval))
+    if grace_period is not None:
+        if heartbeat_interval is None:
+            raise ValueError('grace_period={} needs a heartbeat: give heartbeat_interval too'
+                             .format(grace_period))
+        if grace_period <= heartbeat_interval:
+            raise ValueError('grace_period={} must be longer than heartbeat_interval={}, or a '
+                             'trial alive would be failed between two beats'.format(
+                                 grace_period, heartbeat_interval))
     if isinstance(storage, optuna.storages.BaseStorage) and (
             heartbeat_interval != studies.HEARTBEAT_INTERVAL or grace_period is not None):
         raise ValueError('heartbeat_interval and grace_period set the heartbeat of a storage '

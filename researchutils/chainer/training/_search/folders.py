@@ -152,16 +152,19 @@ def take_up(output_dir: str, study_name: str, study_id: str, series: Sequence[in
         record = {'study_name': study_name, 'study_id': study_id, 'series': members[0],
                   'retry': generation, 'trial': members[generation]}
         path = os.path.join(folder, 'trial_{}_{}.json'.format(members[0], generation))
-        text = json.dumps(record).encode('utf-8')
         try:
-            _files.write_atomically(path, lambda stream, data=text: stream.write(data),
-                                    overwrite=False)
+            _write_new(path, json.dumps(record).encode('utf-8'))
         except FileExistsError:
             written = _read_json(path)
             if written != record:
                 other = written.get('trial') if isinstance(written, dict) else None
                 return False, other if _plain_int(other) else None
     return True, number
+
+
+def _write_new(path: str, data: bytes) -> None:
+    """Writes the new file ``path`` whole; FileExistsError when the name is taken."""
+    _files.write_atomically(path, lambda stream: stream.write(data), overwrite=False)
 
 
 def hand_over(folder: str, study_name: str, study_id: str, maker: int, holder: int) -> None:

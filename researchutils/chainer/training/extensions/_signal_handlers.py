@@ -14,9 +14,18 @@ afresh, so one extension serves several runs in turn.
 
 Tests: tests/chainer/training/extensions/test_preemption_snapshot_handlers.py.
 """
+from __future__ import annotations
+
 import ctypes
 import functools
 import signal
+from collections.abc import Callable, Iterable
+from types import FrameType
+from typing import Any, TypeAlias
+
+# What ``signal.signal`` takes as a handler and returns as the one it replaced (None: a
+# handler set outside Python).
+_Handler: TypeAlias = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 # A handler can never be installed for these.
 _UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
@@ -24,7 +33,7 @@ _UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
 _SIGACTION_BYTES = 512
 
 
-def signal_name(signal_number):
+def signal_name(signal_number: int) -> str:
     """``'SIGTERM'``, or ``'signal N'`` for a number without a name."""
     try:
         return signal.Signals(signal_number).name
@@ -32,7 +41,7 @@ def signal_name(signal_number):
         return 'signal {}'.format(signal_number)
 
 
-def check_signals(signals):
+def check_signals(signals: Iterable[int]) -> tuple[signal.Signals, ...]:
     """Returns ``signals`` as a tuple of distinct ``signal.Signals``, or raises naming the
     value that is not a signal a process can handle."""
     try:
@@ -43,7 +52,7 @@ def check_signals(signals):
     if not numbers:
         raise ValueError('signals must name at least one signal, got {!r}'.format(signals))
     valid = signal.valid_signals()
-    checked = []
+    checked: list[signal.Signals] = []
     for number in numbers:
         if isinstance(number, bool) or not isinstance(number, int):
             raise TypeError('signals must hold signal numbers (signal.SIGTERM...), got {!r} '
@@ -60,7 +69,7 @@ def check_signals(signals):
 
 
 @functools.lru_cache(maxsize=None)
-def _sigaction():
+def _sigaction() -> Callable[..., int] | None:
     """The C library's ``sigaction``, or None where it cannot be reached."""
     try:
         function = ctypes.CDLL(None, use_errno=True).sigaction
@@ -71,7 +80,7 @@ def _sigaction():
     return function
 
 
-def _c_action(number):
+def _c_action(number: int) -> ctypes.Array[ctypes.c_char] | None:
     """The C-level action of signal ``number``, as opaque bytes; None if unknown."""
     sigaction = _sigaction()
     if sigaction is None:
@@ -83,22 +92,24 @@ def _c_action(number):
 class InstalledHandlers(object):
     """The handlers in place before :meth:`install`, put back by :meth:`restore`."""
 
-    def __init__(self):
-        self._previous = {}
+    def __init__(self) -> None:
+        self._previous: dict[int, tuple[_Handler, ctypes.Array[ctypes.c_char] | None]] = {}
 
-    def install(self, numbers, handler):
+    def install(self, numbers: Iterable[int],
+                handler: Callable[[int, FrameType | None], object]) -> None:
         """Makes ``handler`` the handler of each of ``numbers`` (from the main thread)."""
         for number in numbers:
             if number not in self._previous:
                 action = _c_action(number)
                 self._previous[number] = (signal.signal(number, handler), action)
 
-    def restore(self):
+    def restore(self) -> None:
         """Puts back every handler :meth:`install` replaced; calling it again does nothing."""
         previous, self._previous = self._previous, {}
         for number, (handler, action) in previous.items():
             # Python's own record first; then the C level as it was, which is what a
             # handler set outside Python (None here) only has.
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
-            if action is not None:
-                _sigaction()(number, action, None)
+            sigaction = _sigaction()  # not None when an action was read
+            if action is not None and sigaction is not None:
+                sigaction(number, action, None)

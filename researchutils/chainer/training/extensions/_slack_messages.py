@@ -14,10 +14,15 @@ in all of them (Slack's rule), after the table is laid out and before
 lengths are counted; the formatting added here (the code fences, the emoji
 codes of the titles) holds none of these characters and stays as it is.
 """
+from __future__ import annotations
+
 import os
 import socket
 import sys
 import traceback
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
 
 __all__ = ['end_texts', 'error_texts', 'location', 'preempted_texts', 'start_texts',
            'table_texts']
@@ -29,7 +34,7 @@ _FIRST_COLUMNS = ('epoch', 'iteration')
 _LAST_COLUMNS = ('elapsed_time',)
 
 
-def location(comm=None):
+def location(comm: Any = None) -> str:
     """Where the run is: ``'on HOST'``, with ``'(rank R of N)'`` under ChainerMN.
 
     Example:
@@ -42,7 +47,7 @@ def location(comm=None):
     return 'on {} (rank {} of {})'.format(host, comm.rank, comm.size)
 
 
-def start_texts(where, start_iteration, out, limit):
+def start_texts(where: str, start_iteration: int, out: str, limit: int) -> list[str]:
     """The run's first message: started, or resumed at ``start_iteration`` when above 0.
 
     Its code block names the host, the process id, the command line and the
@@ -64,7 +69,8 @@ def start_texts(where, start_iteration, out, limit):
     return _split(title, lines, limit)
 
 
-def error_texts(where, iteration, error, tb, limit):
+def error_texts(where: str, iteration: int, error: BaseException, tb: TracebackType | None,
+                limit: int) -> list[str]:
     """The exception ``error`` (raised at ``iteration``): its type, message and traceback.
 
     Example:
@@ -77,7 +83,8 @@ def error_texts(where, iteration, error, tb, limit):
     return _split(title, lines, limit)
 
 
-def end_texts(iteration, epoch, elapsed_time, out, interrupt, limit):
+def end_texts(iteration: int, epoch: int, elapsed_time: float, out: str,
+              interrupt: BaseException | None, limit: int) -> list[str]:
     """The run's last message: finished, or interrupted by ``interrupt`` (not None).
 
     Example:
@@ -92,7 +99,8 @@ def end_texts(iteration, epoch, elapsed_time, out, interrupt, limit):
     return _split(title, [os.path.abspath(out)], limit)
 
 
-def preempted_texts(iteration, epoch, elapsed_time, signal_name, snapshot, exit_status, limit):
+def preempted_texts(iteration: int, epoch: int, elapsed_time: float, signal_name: str,
+                    snapshot: str, exit_status: int | str | None, limit: int) -> list[str]:
     """The last message of a run that a signal stopped after writing ``snapshot``.
 
     Example:
@@ -106,7 +114,8 @@ def preempted_texts(iteration, epoch, elapsed_time, signal_name, snapshot, exit_
         os.path.abspath(snapshot), exit_status)], limit)
 
 
-def table_texts(entries, rows, limit):
+def table_texts(entries: Sequence[str] | None, rows: Sequence[Mapping[str, object]],
+                limit: int) -> list[str]:
     """LogReport ``rows`` as an aligned table of ``entries``; its header heads every text.
 
     ``entries`` None shows every key of the rows: epoch and iteration first,
@@ -131,8 +140,8 @@ def table_texts(entries, rows, limit):
     return _split('', lines, limit, repeated_lines=1)
 
 
-def _infer_entries(rows):
-    keys = set()
+def _infer_entries(rows: Iterable[Mapping[str, object]]) -> list[str]:
+    keys: set[str] = set()
     for row in rows:
         keys.update(row.keys())
     first = [key for key in _FIRST_COLUMNS if key in keys]
@@ -140,11 +149,12 @@ def _infer_entries(rows):
     return first + sorted(keys.difference(first, last)) + last
 
 
-def _cell(value):
+def _cell(value: object) -> str:
     if isinstance(value, int):  # bool included
         return str(value)
     try:
-        return '{:.6g}'.format(float(value))
+        # Whatever was reported is tried; what float() refuses is caught below.
+        return '{:.6g}'.format(float(value))  # type: ignore[arg-type]
     except (TypeError, ValueError):
         pass
     try:
@@ -154,12 +164,12 @@ def _cell(value):
         return '?'
 
 
-def _escape(text):
+def _escape(text: str) -> str:
     """``text`` as Slack shows it literally: ``&``, ``<`` and ``>`` as entities."""
     return text.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
 
 
-def _fit(text, limit):
+def _fit(text: str, limit: int) -> str:
     """``text`` escaped, trimmed with an ellipsis to ``limit`` characters escaped.
 
     The cut falls between the characters of ``text``, never inside an entity.
@@ -178,7 +188,7 @@ def _fit(text, limit):
     return ''.join(kept) + '\u2026'
 
 
-def _split(title, lines, limit, repeated_lines=0):
+def _split(title: str, lines: Sequence[str], limit: int, repeated_lines: int = 0) -> list[str]:
     """Splits ``title`` + a code block of ``lines`` into texts of at most ``limit`` chars.
 
     ``title`` and ``lines`` are escaped (the one place this happens). The
@@ -188,14 +198,14 @@ def _split(title, lines, limit, repeated_lines=0):
     title = _fit(title, limit // 2) if title else ''
     head = [_fit(line, limit // 3) for line in lines[:repeated_lines]]
     body = lines[repeated_lines:] or ([] if head else [''])
-    texts = []
-    current = []
+    texts: list[str] = []
+    current: list[str] = []
 
-    def room(prefix):
+    def room(prefix: str) -> int:
         used = len(prefix) + _FENCE_CHARS + sum(len(line) + 1 for line in head)
         return limit - used
 
-    def render(prefix, block):
+    def render(prefix: str, block: list[str]) -> str:
         return prefix + _FENCE + '\n' + '\n'.join(head + block) + '\n' + _FENCE
 
     prefix = title + '\n' if title else ''

@@ -8,15 +8,22 @@ HTTP 5xx or an answer that is not Slack's JSON is retried with backoff, HTTP
 token, an unknown channel) stops posting. Each is logged once, and nothing
 raises into training.
 """
+from __future__ import annotations
+
 import http.client
 import logging
 import re
 import threading
 import time
 import unicodedata
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypeAlias, TypeGuard, TypeVarTuple, Unpack
 
 from researchutils.chainer.training.extensions import _slack_messages
 from researchutils.chainer.training.extensions._slack_queue import MessageQueue
+
+if TYPE_CHECKING:  # slack_sdk is imported when a SlackReport is made from a token
+    import slack_sdk
 
 __all__ = ['SlackPoster', 'channel_key']
 
@@ -38,7 +45,7 @@ _FATAL_ERRORS = frozenset([
     'is_archived', 'missing_scope'])
 
 
-def channel_key(channel):
+def channel_key(channel: str) -> str:
     """What ``channel`` is to Slack: a channel ID as given, or a name without its ``'#'``.
 
     A value no Slack channel can ever have is refused here, so that a run is
@@ -90,7 +97,7 @@ def channel_key(channel):
 class _Texts(object):
     """The texts of one message; ``root`` marks the run's start message."""
 
-    def __init__(self, texts, root):
+    def __init__(self, texts: list[str], root: bool) -> None:
         self.texts = texts
         self.root = root
         self.messages = len(texts)  # what the delivered/dropped accounting counts
@@ -102,28 +109,35 @@ class _Rows(object):
 
     messages = 1
 
-    def __init__(self, entries, rows, limit):
+    def __init__(self, entries: Sequence[str] | None, rows: Sequence[Mapping[str, object]],
+                 limit: int) -> None:
         self.entries = entries
         self.rows = rows
         self.limit = limit
 
-    def joins(self, other):
+    def joins(self, other: _Item) -> TypeGuard[_Rows]:
         return isinstance(other, _Rows) and other.entries == self.entries
 
 
 class _File(object):
     messages = 1
 
-    def __init__(self, filename, data):
+    def __init__(self, filename: str, data: bytes) -> None:
         self.filename = filename
         self.data = data
+
+
+# What waits in the queue: one of the three above.
+_Item: TypeAlias = _Texts | _Rows | _File
+# The arguments of one send, which _deliver passes on.
+_SendArgs = TypeVarTuple('_SendArgs')
 
 
 class _Skip(Exception):
     """Raised by a send that cannot succeed (the reason is logged already); not retried."""
 
 
-def _describe_error(error):
+def _describe_error(error: BaseException) -> tuple[int | None, str | None, float | None]:
     """Returns (HTTP status or None, Slack error code or None, Retry-After or None).
 
     The code is None when the answer was not Slack's JSON (an HTTP 5xx page, a
@@ -181,8 +195,9 @@ class SlackPoster(object):
         0
     """
 
-    def __init__(self, client, channel, threaded=True, queue_size=64, max_retries=8,
-                 retry_backoff=1.0, max_retry_backoff=30.0, idle_timeout=60.0):
+    def __init__(self, client: slack_sdk.WebClient, channel: str, threaded: bool = True,
+                 queue_size: int = 64, max_retries: int = 8, retry_backoff: float = 1.0,
+                 max_retry_backoff: float = 30.0, idle_timeout: float = 60.0) -> None:
         self._channel_key = channel_key(channel)
         self.client = client
         self.channel = channel
@@ -191,28 +206,31 @@ class SlackPoster(object):
         self.retry_backoff = retry_backoff
         self.max_retry_backoff = max_retry_backoff
         self.idle_timeout = idle_timeout
-        self._queue = MessageQueue(queue_size)
+        self._queue: MessageQueue[_Item] = MessageQueue(queue_size)
         self._delivered = 0
-        self._thread_ts = None
+        self._thread_ts: str | None = None
         self._lock = threading.Lock()
         self._abort = threading.Event()
-        self._channel_id = self._post_channel = self._disabled = self._thread = None
+        self._channel_id: str | None = None
+        self._post_channel: str | None = None
+        self._disabled: str | None = None  # the Slack error that stopped posting
+        self._thread: threading.Thread | None = None
         self._failing = False
         self._dropped_in_outage = 0
         self._thread_lock = threading.Lock()
 
     @property
-    def thread_ts(self):
+    def thread_ts(self) -> str | None:
         """Timestamp of the start message (str), or None until it is posted."""
         with self._lock:
             return self._thread_ts
 
     @thread_ts.setter
-    def thread_ts(self, value):
+    def thread_ts(self, value: str | None) -> None:
         with self._lock:
             self._thread_ts = value
 
-    def post(self, texts, root=False):
+    def post(self, texts: list[str], root: bool = False) -> None:
         """Queues the texts of one message, even when the queue is full.
 
         ``root`` marks the start message, whose timestamp opens the thread.
@@ -220,18 +238,19 @@ class SlackPoster(object):
         self._queue.offer(_Texts(texts, root), bounded=False)
         self._start()
 
-    def post_rows(self, entries, rows, limit, bounded=True):
+    def post_rows(self, entries: Sequence[str] | None, rows: Sequence[Mapping[str, object]],
+                  limit: int, bounded: bool = True) -> bool:
         """Queues LogReport ``rows`` as a table (see ``table_texts``); False when full.
 
         Rows queued together with the same ``entries`` go out as one table.
         """
         return self._offer(_Rows(entries, rows, limit), bounded)
 
-    def upload(self, filename, data):
+    def upload(self, filename: str, data: bytes) -> bool:
         """Queues ``data`` (bytes) as a file upload into the thread; False when full."""
         return self._offer(_File(filename, data), bounded=True)
 
-    def close(self, timeout):
+    def close(self, timeout: float) -> int:
         """Waits up to ``timeout`` s for the queue to empty; returns messages not posted.
 
         After the timeout the poster gives up what is left; a request under
@@ -249,19 +268,19 @@ class SlackPoster(object):
         with self._lock:
             return self._queue.accepted - self._delivered
 
-    def _offer(self, item, bounded):
+    def _offer(self, item: _Item, bounded: bool) -> bool:
         accepted = self._queue.offer(item, bounded=bounded)
         self._start()
         return accepted
 
-    def _start(self):
+    def _start(self) -> None:
         with self._thread_lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name='SlackReport',
                                                 daemon=True)
                 self._thread.start()
 
-    def _run(self):
+    def _run(self) -> None:
         idle_since = time.monotonic()
         while not self._queue.finished:
             item = self._queue.take(timeout=min(1.0, self.idle_timeout))
@@ -281,13 +300,13 @@ class SlackPoster(object):
             elif self._deliver(self._upload, item):
                 self._credit(1)
 
-    def _send_texts(self, item):
+    def _send_texts(self, item: _Texts) -> None:
         for index, text in enumerate(item.texts):
             if not self._deliver(self._post_text, text, item.root and index == 0):
                 return
             self._credit(1)
 
-    def _send_rows(self, item):
+    def _send_rows(self, item: _Rows) -> None:
         group = [item] + self._queue.take_following(item.joins)
         try:
             texts = _slack_messages.table_texts(
@@ -300,11 +319,12 @@ class SlackPoster(object):
         if all(self._deliver(self._post_text, text, False) for text in texts):
             self._credit(len(group))
 
-    def _credit(self, messages):
+    def _credit(self, messages: int) -> None:
         with self._lock:
             self._delivered += messages
 
-    def _deliver(self, send, *args):
+    def _deliver(self, send: Callable[[Unpack[_SendArgs]], object],
+                 *args: Unpack[_SendArgs]) -> bool:
         """Sends one message, retrying; returns whether it was posted."""
         attempt = 0
         while True:
@@ -326,7 +346,7 @@ class SlackPoster(object):
                 self._failing = False
             return True
 
-    def _wait_before_retry(self, error, attempt):
+    def _wait_before_retry(self, error: Exception, attempt: int) -> float | None:
         """Seconds to wait before retrying after ``error``, or None to give up."""
         status, code, retry_after = _describe_error(error)
         if status == 429 or code == 'ratelimited':
@@ -361,7 +381,7 @@ class SlackPoster(object):
             return None
         return min(self.retry_backoff * 2 ** attempt, self.max_retry_backoff)
 
-    def _resolve_channel(self):
+    def _resolve_channel(self) -> str:
         """Finds the channel's ID once (names through conversations.list)."""
         if self._post_channel is not None:
             return self._post_channel
@@ -393,7 +413,7 @@ class SlackPoster(object):
                                'nothing will be posted by this run', name)
                 raise _Skip()
 
-    def _post_text(self, text, root):
+    def _post_text(self, text: str, root: bool) -> None:
         channel = self._resolve_channel()
         thread_ts = self.thread_ts if self.threaded else None
         response = self.client.chat_postMessage(
@@ -401,7 +421,7 @@ class SlackPoster(object):
         if root and self.threaded and thread_ts is None:
             self.thread_ts = response.get('ts')
 
-    def _upload(self, item):
+    def _upload(self, item: _File) -> None:
         self._resolve_channel()
         if self._channel_id is None:
             raise _Skip()

@@ -13,7 +13,7 @@ import subprocess
 import warnings
 
 
-def requeue_slurm_job(timeout):
+def requeue_slurm_job(timeout: float) -> bool:
     """Runs ``scontrol requeue $SLURM_JOB_ID``, waiting at most ``timeout`` seconds.
 
     Returns:

@@ -4,6 +4,8 @@ It writes through :func:`researchutils.chainer.serializers.save_model` (atomic, 
 older file) and orders scores with ``training/_scores``, as the experiment does; it imports
 nothing of the experiment. Tests: ``tests/chainer/training/extensions/test_best_model_saver.py``.
 """
+from __future__ import annotations
+
 import math
 import os
 
@@ -49,7 +51,8 @@ class BestModelSaver(chainer.training.Extension):
     priority = chainer.training.PRIORITY_EDITOR
     name = 'best_model'
 
-    def __init__(self, model, monitor, mode, path):
+    def __init__(self, model: chainer.Link, monitor: str, mode: str,
+                 path: str | os.PathLike[str]) -> None:
         # Checked in the signature's order, so the first wrong argument is the one named.
         if not isinstance(model, chainer.Link):
             raise TypeError('model must be a chainer.Link, got {!r}'.format(
@@ -67,7 +70,7 @@ class BestModelSaver(chainer.training.Extension):
         self.best_value = float('nan')
         self.best_epoch = 0
 
-    def __call__(self, trainer):
+    def __call__(self, trainer: chainer.training.Trainer) -> None:
         value = float(trainer.observation[self._monitor])
         if not math.isnan(self.best_value) and not improves(self._mode, value, self.best_value):
             return
@@ -75,6 +78,6 @@ class BestModelSaver(chainer.training.Extension):
         self.best_value = value
         self.best_epoch = trainer.updater.epoch
 
-    def serialize(self, serializer):
+    def serialize(self, serializer: chainer.AbstractSerializer) -> None:
         self.best_value = float(serializer('best_value', self.best_value))
         self.best_epoch = int(serializer('best_epoch', self.best_epoch))

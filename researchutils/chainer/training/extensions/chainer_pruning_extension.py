@@ -6,9 +6,13 @@ import line. Needs Optuna (``pip install researchutils[search]``), imported when
 is made. Its tests are in
 ``tests/chainer/training/extensions/test_chainer_pruning_extension.py``.
 """
+from __future__ import annotations
+
 import math
 import numbers
+import types
 import warnings
+from typing import TYPE_CHECKING, Any, cast
 
 import chainer
 from chainer.training import triggers as chainer_triggers
@@ -16,16 +20,21 @@ from chainer.training import triggers as chainer_triggers
 from researchutils._optuna import import_optuna
 from researchutils.chainer.training._ranks import is_rank_zero
 
+if TYPE_CHECKING:  # Optuna is imported when an extension is made
+    import optuna
+
 _TRIGGERS = (chainer_triggers.IntervalTrigger, chainer_triggers.ManualScheduleTrigger)
 
 
-def _check_period(trigger, argument):
+def _check_period(trigger: chainer.training.triggers.IntervalTrigger
+                  | chainer.training.triggers.ManualScheduleTrigger, argument: object) -> None:
     """An interval trigger fires every ``period`` units: a positive, finite number."""
     if not isinstance(trigger, chainer_triggers.IntervalTrigger):
         return
     period = trigger.period
-    if isinstance(period, bool) or not isinstance(period, numbers.Real) or not (
-            0 < period < math.inf):
+    # Written with <= and < alone, the comparisons numbers.Real declares (NaN fails both).
+    if isinstance(period, bool) or not isinstance(period, numbers.Real) or (
+            period <= 0 or not period < math.inf):
         raise ValueError('pruner_trigger must fire every positive, finite number of epochs or '
                          'iterations, got the period {!r} in {!r}'.format(period, argument))
 
@@ -83,8 +92,11 @@ class ChainerPruningExtension(chainer.training.Extension):
     trigger = 1, 'iteration'
     priority = chainer.training.PRIORITY_READER
 
-    def __init__(self, trial, observation_key, pruner_trigger, comm=None):
-        self._optuna = import_optuna('ChainerPruningExtension')
+    def __init__(self, trial: optuna.trial.Trial | None, observation_key: str,
+                 pruner_trigger: chainer.training.triggers.IntervalTrigger
+                 | chainer.training.triggers.ManualScheduleTrigger | tuple[float, str],
+                 comm: Any = None) -> None:
+        self._optuna: types.ModuleType = import_optuna('ChainerPruningExtension')
         if not isinstance(observation_key, str):
             raise TypeError('observation_key must be a str such as "validation/main/loss", '
                             'got {!r}'.format(observation_key))
@@ -104,9 +116,9 @@ class ChainerPruningExtension(chainer.training.Extension):
         self._trial = trial
         self._observation_key = observation_key
         self._warned_missing = False
-        self._last_value = None
+        self._last_value: float | None = None
 
-    def __call__(self, trainer):
+    def __call__(self, trainer: chainer.training.Trainer) -> None:
         if not self._pruner_trigger(trainer):
             return
         step = getattr(trainer.updater, self._pruner_trigger.unit)
@@ -118,15 +130,17 @@ class ChainerPruningExtension(chainer.training.Extension):
                 getattr(self._trial, 'number', '?'), self._pruner_trigger.unit, step,
                 self._observation_key, self._last_value))
 
-    def serialize(self, serializer):
+    def serialize(self, serializer: chainer.AbstractSerializer) -> None:
         # A resumed Trainer (a search trial's retry) must not take its first iteration for
         # the end of a period: the trigger's place comes back with the snapshot.
         serialize = getattr(self._pruner_trigger, 'serialize', None)
         if serialize is not None:
             serialize(serializer['pruner_trigger'])
 
-    def _report(self, trainer, step):
+    def _report(self, trainer: chainer.training.Trainer, step: int) -> bool:
         """Reports this step's value to the trial; whether the pruner prunes the trial."""
+        # Only rank 0 reports, and __init__ refuses a trial of None there.
+        trial = cast('optuna.trial.Trial', self._trial)
         observation = trainer.observation
         if self._observation_key not in observation:
             if not self._warned_missing:
@@ -134,7 +148,7 @@ class ChainerPruningExtension(chainer.training.Extension):
                 warnings.warn('ChainerPruningExtension: {!r} is not observed at {} {} (the '
                               'observation has {}), so nothing is reported to trial {} then'
                               .format(self._observation_key, self._pruner_trigger.unit, step,
-                                      sorted(observation), self._trial.number),
+                                      sorted(observation), trial.number),
                               RuntimeWarning)
             return False
         value = observation[self._observation_key]
@@ -147,5 +161,5 @@ class ChainerPruningExtension(chainer.training.Extension):
                             'no number to report'.format(self._observation_key, value)
                             ) from None
         self._last_value = value
-        self._trial.report(value, step)
-        return self._trial.should_prune()
+        trial.report(value, step)
+        return trial.should_prune()

@@ -4,8 +4,17 @@ The Predictor and DataManager classes are imported when one is made, not with th
 importing an extension loads neither the data managers nor their worker processes. Its tests
 are in ``tests/chainer/training/extensions/test_predictor_evaluator.py``.
 """
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import chainer
 import numpy
+
+if TYPE_CHECKING:  # imported when an evaluator is made, not with this module
+    from researchutils.chainer.data_loading import DataManager
+    from researchutils.chainer.training.predictor import Predictor
 
 
 class PredictorEvaluator(chainer.training.Extension):
@@ -51,7 +60,9 @@ class PredictorEvaluator(chainer.training.Extension):
     priority = chainer.training.PRIORITY_WRITER
     name = 'validation'
 
-    def __init__(self, predictor, manager, metrics, metric_keys=None, comm=None):
+    def __init__(self, predictor: Predictor, manager: DataManager,
+                 metrics: dict[str, Callable[..., float]],
+                 metric_keys: dict[str, Sequence[str]] | None = None, comm: Any = None) -> None:
         from researchutils.chainer.data_loading import DataManager
         from researchutils.chainer.training.predictor import Predictor
         if not isinstance(predictor, Predictor):
@@ -74,7 +85,7 @@ class PredictorEvaluator(chainer.training.Extension):
         self._metrics, self._metric_keys = metrics, metric_keys
         self._comm = comm
 
-    def finalize(self):
+    def finalize(self) -> None:
         """Stops the worker processes the manager kept between validation passes.
 
         The Trainer calls it when its run ends, however it ends; the manager stays
@@ -82,7 +93,7 @@ class PredictorEvaluator(chainer.training.Extension):
         """
         self._manager.finalize()
 
-    def __call__(self, trainer):
+    def __call__(self, trainer: chainer.training.Trainer | None) -> None:
         sums, count = self._predictor.metric_sums(self._manager, self._metrics,
                                                   self._metric_keys)
         names = sorted(sums)

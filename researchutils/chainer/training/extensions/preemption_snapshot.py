@@ -24,11 +24,16 @@ process group, workers included), test_preemption_snapshot_handlers.py,
 test_preemption_snapshot_slurm.py (a real SLURM: scancel, time limit, --signal) and
 test_preemption_snapshot_mpi.py (``mpiexec -n 2``).
 """
+from __future__ import annotations
+
 import os
 import signal
 import sys
 import threading
 import warnings
+from collections.abc import Iterable
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import chainer
 from chainer import serializer as serializer_module
@@ -47,6 +52,9 @@ from researchutils.chainer.training.extensions._signal_handlers import (
     signal_name,
 )
 from researchutils.chainer.training.extensions._slurm_requeue import requeue_slurm_job
+
+if TYPE_CHECKING:
+    import numpy.typing
 
 _DEFAULT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 _DEFAULT_FILENAME = 'snapshot_iter_{.updater.iteration}'
@@ -78,24 +86,24 @@ class Preempted(SystemExit):
     #: The exit status of a process that stopped with a snapshot written.
     EXIT_STATUS = 75
 
-    def __init__(self, iteration, signal_number, path):
+    def __init__(self, iteration: int, signal_number: int, path: str) -> None:
         super(Preempted, self).__init__(self.EXIT_STATUS)
         self.iteration = iteration
         self.signal_number = signal_number
         self.path = path
 
     @property
-    def signal_name(self):
+    def signal_name(self) -> str:
         """str: The signal's name (``'SIGTERM'``), or ``'signal N'`` for one without."""
         return signal_name(self.signal_number)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return ('preempted by {} after iteration {}: the snapshot {!r} resumes the run '
                 '(exit status {})'.format(self.signal_name, self.iteration, self.path,
                                           self.EXIT_STATUS))
 
 
-def _uses_gpu(trainer):
+def _uses_gpu(trainer: chainer.training.Trainer) -> bool:
     return any(isinstance(optimizer.target.device, chainer.backend.GpuDevice)
                for optimizer in trainer.updater.get_all_optimizers().values())
 
@@ -194,8 +202,9 @@ class PreemptionSnapshot(extension.Extension):
 
     priority = -1000
 
-    def __init__(self, signals=_DEFAULT_SIGNALS, filename=None, requeue=False,
-                 requeue_timeout=60., comm=None, check_interval=1):
+    def __init__(self, signals: Iterable[int] = _DEFAULT_SIGNALS, filename: str | None = None,
+                 requeue: bool = False, requeue_timeout: float = 60., comm: Any = None,
+                 check_interval: int = 1) -> None:
         self.signals = check_signals(signals)
         if comm is not None and not (isinstance(getattr(comm, 'rank', None), int)
                                      and isinstance(getattr(comm, 'size', None), int)
@@ -216,13 +225,13 @@ class PreemptionSnapshot(extension.Extension):
         self.requeue_timeout = check_positive_float(requeue_timeout, 'requeue_timeout')
         self.check_interval = check_positive_int(check_interval, 'check_interval')
         self._comm = comm
-        self._agreed_signal = None
-        self.signal_number = None
+        self._agreed_signal: int | None = None
+        self.signal_number: int | None = None
         self._handlers = InstalledHandlers()
-        self._loaded_random_states = None
+        self._loaded_random_states: dict[str, numpy.typing.NDArray[Any]] | None = None
         self._preempted = False
 
-    def trigger(self, trainer):
+    def trigger(self, trainer: chainer.training.Trainer) -> bool:
         """True once a signal was noted (on any rank, under ChainerMN): only then it runs.
 
         With ``comm`` every rank calls it at every iteration, and at every
@@ -237,11 +246,11 @@ class PreemptionSnapshot(extension.Extension):
             self._agreed_signal = min(noted) if noted else None
         return self._agreed_signal is not None
 
-    def _note(self, signal_number, frame):
+    def _note(self, signal_number: int, frame: FrameType | None) -> None:
         if self.signal_number is None:
             self.signal_number = signal_number
 
-    def initialize(self, trainer):
+    def initialize(self, trainer: chainer.training.Trainer) -> None:
         # One extension may serve several runs in turn (as in a k-fold loop).
         self.signal_number = None
         self._agreed_signal = None
@@ -261,7 +270,7 @@ class PreemptionSnapshot(extension.Extension):
             set_global_random_states(self._loaded_random_states)
             self._loaded_random_states = None
 
-    def __call__(self, trainer):
+    def __call__(self, trainer: chainer.training.Trainer) -> None:
         signal_number = self._agreed_signal
         if signal_number is None:
             return
@@ -285,7 +294,7 @@ class PreemptionSnapshot(extension.Extension):
             requeue_slurm_job(self.requeue_timeout)
         raise Preempted(iteration, signal_number, path)
 
-    def finalize(self):
+    def finalize(self) -> None:
         self._handlers.restore()
         if self.signal_number is None or self._preempted:
             return
@@ -300,7 +309,7 @@ class PreemptionSnapshot(extension.Extension):
             # nothing is left to save, so the signal takes its usual effect now.
             signal.raise_signal(self.signal_number)
 
-    def serialize(self, serializer):
+    def serialize(self, serializer: chainer.AbstractSerializer) -> None:
         if isinstance(serializer, serializer_module.Serializer):
             for key, value in get_global_random_states().items():
                 serializer(key, value)

@@ -6,12 +6,17 @@ of a LogReport; the texts come from ``_slack_messages`` and a
 bounded queue, retrying what can be retried. slack_sdk is imported only when
 a :class:`SlackReport` is made from a token.
 """
+from __future__ import annotations
+
 import functools
 import logging
 import os
 import stat
 import sys
 import warnings
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, cast
 
 import chainer
 from chainer.training import extension
@@ -30,12 +35,16 @@ from researchutils.chainer.training.extensions import _slack_messages as message
 from researchutils.chainer.training.extensions._slack_poster import SlackPoster, channel_key
 from researchutils.chainer.training.extensions.preemption_snapshot import Preempted
 
+if TYPE_CHECKING:  # slack_sdk is imported when a SlackReport is made from a token
+    import slack_sdk
+
 __all__ = ['SlackReport']
 
 logger = logging.getLogger(__name__)
 
 
-def _check_token_or_client(token_or_client):
+def _check_token_or_client(token_or_client: str | slack_sdk.WebClient | None
+                           ) -> str | slack_sdk.WebClient:
     """The token (None: ``SLACK_BOT_TOKEN``) or the client given, checked; nothing is made."""
     if token_or_client is None:
         token_or_client = os.environ.get('SLACK_BOT_TOKEN')
@@ -52,7 +61,8 @@ def _check_token_or_client(token_or_client):
     return token_or_client
 
 
-def _make_client(token_or_client, request_timeout):
+def _make_client(token_or_client: str | slack_sdk.WebClient, request_timeout: float
+                 ) -> slack_sdk.WebClient:
     """A ``slack_sdk.WebClient`` for a checked token, or the client given."""
     if not isinstance(token_or_client, str):
         return token_or_client
@@ -161,10 +171,13 @@ class SlackReport(extension.Extension):
     trigger = 1, 'epoch'
     default_name = 'SlackReport'
 
-    def __init__(self, token_or_client=None, entries=None, channel='general',
-                 log_report='LogReport', *, comm=None, thread=True, upload=(), queue_size=64,
-                 flush_timeout=10.0, max_retries=8, retry_backoff=1.0, max_retry_backoff=30.0,
-                 request_timeout=30.0, max_message_chars=3900):
+    def __init__(self, token_or_client: str | slack_sdk.WebClient | None = None,
+                 entries: Sequence[str] | None = None, channel: str = 'general',
+                 log_report: str | log_report_module.LogReport = 'LogReport', *,
+                 comm: Any = None, thread: bool = True, upload: Sequence[str] = (),
+                 queue_size: int = 64, flush_timeout: float = 10.0, max_retries: int = 8,
+                 retry_backoff: float = 1.0, max_retry_backoff: float = 30.0,
+                 request_timeout: float = 30.0, max_message_chars: int = 3900) -> None:
         # Checked in the signature's order, so the first wrong argument is the one named.
         token_or_client = _check_token_or_client(token_or_client)
         if entries is not None:
@@ -207,22 +220,22 @@ class SlackReport(extension.Extension):
             SlackPoster, self.client, channel, threaded=thread, queue_size=queue_size,
             max_retries=max_retries, retry_backoff=retry_backoff,
             max_retry_backoff=max_retry_backoff)
-        self._trainer = None
+        self._trainer: chainer.training.Trainer | None = None
         self._start_run()
 
-    def _start_run(self):
+    def _start_run(self) -> None:
         """Resets the state of one run: a new queue and poster (so a new thread in Slack)."""
         self._poster = self._new_poster()
         self._posted_rows = 0
-        self._uploaded = {}
-        self._unreadable = set()  # upload names warned about in this run
+        self._uploaded: dict[str, tuple[int, int]] = {}  # (st_mtime_ns, st_size) uploaded
+        self._unreadable: set[str] = set()  # upload names warned about in this run
         self._crashed = False
         self._finalized = False
         self._start_pending = False
         self._start_iteration = 0
 
     @property
-    def thread_ts(self):
+    def thread_ts(self) -> str | None:
         """Timestamp of the run's Slack thread (str), or None until its start is posted.
 
         Example:
@@ -231,7 +244,7 @@ class SlackReport(extension.Extension):
         """
         return self._poster.thread_ts
 
-    def initialize(self, trainer):
+    def initialize(self, trainer: chainer.training.Trainer) -> None:
         """Notes the run's start; its message is queued with the first report (rank 0).
 
         The message says whether the run started or resumed, decided at the
@@ -263,7 +276,7 @@ class SlackReport(extension.Extension):
         self._start_iteration = trainer.updater.iteration
         self._start_pending = is_rank_zero(self._comm)
 
-    def _post_start(self, trainer):
+    def _post_start(self, trainer: chainer.training.Trainer) -> None:
         """Queues the start message, once per run, ahead of everything else of the run."""
         if self._start_pending:
             self._start_pending = False
@@ -271,7 +284,7 @@ class SlackReport(extension.Extension):
                 messages.location(self._comm), self._start_iteration, trainer.out,
                 self._max_message_chars), root=True)
 
-    def __call__(self, trainer):
+    def __call__(self, trainer: chainer.training.Trainer) -> None:
         """Queues the LogReport rows added since the last call (and changed files)."""
         if not is_rank_zero(self._comm):
             return
@@ -282,7 +295,7 @@ class SlackReport(extension.Extension):
         except Exception:
             logger.exception('SlackReport: a report could not be formatted; training goes on')
 
-    def _post_rows(self, trainer, bounded):
+    def _post_rows(self, trainer: chainer.training.Trainer, bounded: bool) -> None:
         # As PrintReport: read the LogReport by name, or drive the one given.
         log_report = self._log_report
         if isinstance(log_report, str):
@@ -294,7 +307,7 @@ class SlackReport(extension.Extension):
                                            bounded=bounded):
             self._posted_rows += len(rows)
 
-    def _post_files(self, trainer):
+    def _post_files(self, trainer: chainer.training.Trainer) -> None:
         for filename in self._upload:
             changed = self._read_if_changed(filename, os.path.join(trainer.out, filename))
             if changed is not None:
@@ -302,7 +315,8 @@ class SlackReport(extension.Extension):
                 if self._poster.upload(os.path.basename(filename), data):
                     self._uploaded[filename] = signature
 
-    def _read_if_changed(self, filename, path):
+    def _read_if_changed(self, filename: str, path: str
+                         ) -> tuple[tuple[int, int], bytes] | None:
         """(signature, bytes) of the file to upload if it changed since its upload, else None.
 
         The file is opened once and its size and time read from the open
@@ -339,7 +353,7 @@ class SlackReport(extension.Extension):
         self._unreadable.discard(filename)
         return signature, data
 
-    def _warn_unreadable(self, filename, path, reason):
+    def _warn_unreadable(self, filename: str, path: str, reason: str | Exception) -> None:
         if filename not in self._unreadable:
             self._unreadable.add(filename)
             if isinstance(reason, Exception):
@@ -347,7 +361,8 @@ class SlackReport(extension.Extension):
             logger.warning('SlackReport: %s (upload %r) cannot be uploaded (%s); the other '
                            'messages and files still go', path, filename, reason)
 
-    def on_error(self, trainer, exc, tb):
+    def on_error(self, trainer: chainer.training.Trainer, exc: Exception,
+                 tb: TracebackType | None) -> None:
         """Posts the exception's type, message and traceback (from any rank)."""
         self._crashed = True
         try:
@@ -358,7 +373,7 @@ class SlackReport(extension.Extension):
         except Exception:
             logger.exception('SlackReport: the error message could not be formatted')
 
-    def finalize(self):
+    def finalize(self) -> None:
         """Posts the end of the run and waits up to ``flush_timeout`` s for the queue."""
         if self._finalized or self._trainer is None:
             return
@@ -394,7 +409,7 @@ class SlackReport(extension.Extension):
                           'flush_timeout={} s)'.format(undelivered, self._flush_timeout),
                           RuntimeWarning)
 
-    def serialize(self, serializer):
+    def serialize(self, serializer: chainer.AbstractSerializer) -> None:
         """Saves the thread's timestamp and how many log rows were posted."""
         loading = isinstance(serializer, chainer.Deserializer)
         if self._finalized and loading:
@@ -403,9 +418,10 @@ class SlackReport(extension.Extension):
         thread_ts = serializer('_thread_ts', self._poster.thread_ts or '')
         self._poster.thread_ts = str(thread_ts) or None
         if loading and self._start_pending:
-            # Loaded between initialize and the first report (snapshot autoload):
-            # Trainer.serialize restores the updater before the extensions, so this is the
-            # iteration the run resumes at.
-            self._start_iteration = self._trainer.updater.iteration
+            # Loaded between initialize (which set the trainer) and the first report
+            # (snapshot autoload): Trainer.serialize restores the updater before the
+            # extensions, so this is the iteration the run resumes at.
+            trainer = cast('chainer.training.Trainer', self._trainer)
+            self._start_iteration = trainer.updater.iteration
         if isinstance(self._log_report, log_report_module.LogReport):
             self._log_report.serialize(serializer['_log_report'])

@@ -1,4 +1,6 @@
 """StopOnNonNumber: Chainer's FailOnNonNumber, saying where training diverged."""
+from __future__ import annotations
+
 import chainer
 from chainer.training import extensions as chainer_extensions
 
@@ -37,7 +39,7 @@ class StopOnNonNumber(chainer_extensions.FailOnNonNumber):
 
     priority = chainer.training.PRIORITY_WRITER + 1
 
-    def __call__(self, trainer):
+    def __call__(self, trainer: chainer.training.Trainer) -> None:
         try:
             super().__call__(trainer)
         except RuntimeError as error:

@@ -1,6 +1,9 @@
 """ResumableEarlyStoppingTrigger: Chainer's EarlyStoppingTrigger that survives a snapshot."""
+from __future__ import annotations
+
 import math
 
+import chainer
 from chainer.training import triggers
 
 
@@ -29,17 +32,20 @@ class ResumableEarlyStoppingTrigger(triggers.EarlyStoppingTrigger):
         Trainer's snapshots then carry its state.
     """
 
-    _trainer = None
+    _trainer: chainer.training.Trainer | None = None
     _pending = float('nan')
+    # Set by Chainer's __init__; declared for mypy, which cannot see them there.
+    best: float
+    count: int
 
-    def __call__(self, trainer):
+    def __call__(self, trainer: chainer.training.Trainer) -> bool:
         self._trainer = trainer
         if not math.isnan(self._pending) and self.monitor not in trainer.observation:
             trainer.observation[self.monitor] = self._pending
         self._pending = float('nan')
         return super().__call__(trainer)
 
-    def serialize(self, serializer):
+    def serialize(self, serializer: chainer.AbstractSerializer) -> None:
         pending = float('nan')
         if self._trainer is not None:
             pending = float(self._trainer.observation.get(self.monitor, pending))

@@ -1,5 +1,15 @@
 """ClosureUpdater: one ``model.closure`` step per iteration, as a Chainer updater."""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
 import chainer
+
+from researchutils._typing import DeviceSpec
+
+if TYPE_CHECKING:
+    from researchutils.chainer.models import AbstractChainerNetwork
 
 
 class ClosureUpdater(chainer.training.updaters.StandardUpdater):
@@ -51,7 +61,11 @@ class ClosureUpdater(chainer.training.updaters.StandardUpdater):
         4
     """
 
-    def __init__(self, iterator, model, optimizers, losses, metrics=None, device=None):
+    def __init__(self, iterator: chainer.dataset.Iterator, model: AbstractChainerNetwork,
+                 optimizers: dict[str, chainer.Optimizer],
+                 losses: Mapping[str, Callable[..., Any]],
+                 metrics: Mapping[str, Callable[..., Any]] | None = None,
+                 device: DeviceSpec | None = None) -> None:
         if not isinstance(optimizers, dict) or 'default' not in optimizers:
             raise TypeError('optimizers must be a dict with a "default" optimizer, got '
                             '{!r}'.format(optimizers))
@@ -65,7 +79,7 @@ class ClosureUpdater(chainer.training.updaters.StandardUpdater):
         self._metrics = {} if metrics is None else metrics
         self._batch_device = chainer.get_device('@numpy' if device is None else device)
 
-    def update_core(self):
+    def update_core(self) -> None:
         iterator = self._iterators['main']
         batch = self._model.prepare_batch(iterator.next(), self._batch_device,
                                           self._batch_device)

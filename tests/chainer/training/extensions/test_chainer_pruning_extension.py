@@ -97,7 +97,8 @@ def test_a_missing_observation_warns_once_and_reports_nothing(tmp_path):
 
 
 @pytest.mark.parametrize('pruner_trigger', [(0, 'epoch'), (-2, 'iteration'),
-                                            triggers.IntervalTrigger(0, 'iteration')])
+                                            triggers.IntervalTrigger(0, 'iteration'),
+                                            (float('nan'), 'epoch'), (float('inf'), 'epoch')])
 def test_a_trigger_that_never_moves_on_is_refused_when_made(pruner_trigger):
     study = optuna.create_study()
     with pytest.raises(ValueError, match=r'pruner_trigger must fire every positive, finite '
