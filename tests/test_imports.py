@@ -343,18 +343,27 @@ def _circles(graph):
 
 def test_no_import_circle_among_researchutils_modules():
     # An import that only a type checker runs (if TYPE_CHECKING:) loads nothing, so it makes
-    # no circle: the search's modules name the ChainerExperiment type that imports them.
+    # no circle: a module's annotations may name a type of a module that imports it.
     assert _circles(import_graph(type_checking=False)) == []
 
 
-def test_the_import_graph_leaves_out_type_checking_imports_when_asked():
-    studies = 'researchutils.chainer.training._search.studies'
-    experiment = 'researchutils.chainer.training.experiment'
-    assert experiment in import_graph()[studies]
-    assert experiment not in import_graph(type_checking=False)[studies]
-    # ... and keeps what runs: studies imports folders at its top.
-    assert 'researchutils.chainer.training._search.folders' in import_graph(
-        type_checking=False)[studies]
+def test_type_checking_imports_are_left_out_when_asked():
+    tree = ast.parse('import typing\n'
+                     'from typing import TYPE_CHECKING\n'
+                     'import first\n'
+                     'if TYPE_CHECKING:\n'
+                     '    import checked\n'
+                     'else:\n'
+                     '    import otherwise\n'
+                     'if typing.TYPE_CHECKING:\n'
+                     '    from package import also_checked\n'
+                     'def load():\n'
+                     '    import inside\n')
+    every = set(_imported_names(tree, 'module', False))
+    running = set(_imported_names(tree, 'module', False, type_checking=False))
+    assert every - running == {('checked', None), ('package', 'also_checked')}
+    assert running == {('typing', None), ('typing', 'TYPE_CHECKING'), ('first', None),
+                       ('otherwise', None), ('inside', None)}
 
 
 def test_the_circle_finder_finds_a_circle_through_a_function_level_import():
