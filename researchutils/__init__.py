@@ -8,13 +8,15 @@ example ``from researchutils.chainer.functions import grad_clip_lstm``.
 # .pth runs (python -S, an embedded interpreter, a PYTHONPATH into another environment),
 # importing it here installs the finder before any researchutils module imports Chainer,
 # and warns if Chainer came first (docs/installation.rst).
+from types import ModuleType
+
 import _researchutils_chainer_compat  # noqa: F401
 from researchutils._version import __version__
 
 __all__ = ['__version__']
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> ModuleType:
     # The original researchutils imported arrays and files here; load them on first use
     # so that `import researchutils` stays light.
     if name in ('arrays', 'files'):

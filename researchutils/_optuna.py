@@ -5,11 +5,12 @@ and :class:`~researchutils.chainer.training.extensions.ChainerPruningExtension`;
 this module imports nothing.
 """
 import importlib
+from types import ModuleType
 
 EXTRA = 'pip install researchutils[search]'
 
 
-def import_optuna(user):
+def import_optuna(user: str) -> ModuleType:
     """Returns the optuna module, or raises an ImportError saying which extra brings it."""
     try:
         return importlib.import_module('optuna')

@@ -34,7 +34,7 @@ _DRIVERS = {
 }
 
 
-def check_storage_driver(url):
+def check_storage_driver(url: str) -> str | None:
     """Imports the database driver that SQLAlchemy will use for ``url``.
 
     Args:

@@ -252,11 +252,32 @@ def _module_files():
                 yield name[:-len('.__init__')] if name.endswith('.__init__') else name, path
 
 
-def _imported_names(tree, module, is_package):
+def _is_type_checking_block(node):
+    """Whether ``node`` is ``if TYPE_CHECKING:`` (or ``if typing.TYPE_CHECKING:``)."""
+    return isinstance(node, ast.If) and (
+        getattr(node.test, 'id', None) == 'TYPE_CHECKING'
+        or getattr(node.test, 'attr', None) == 'TYPE_CHECKING')
+
+
+def _nodes(tree, type_checking):
+    """Every node of ``tree``; with ``type_checking`` False, not those of an
+    ``if TYPE_CHECKING:`` block (its ``else`` stays)."""
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        yield node
+        if not type_checking and _is_type_checking_block(node):
+            pending.extend(node.orelse)
+        else:
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _imported_names(tree, module, is_package, type_checking=True):
     """What ``tree`` imports, anywhere in it (functions included), as ``(package, name)``
     pairs (``name`` None for ``import package``), and the modules of a lazy re-export table
-    (``_EXPORTS``)."""
-    for node in ast.walk(tree):
+    (``_EXPORTS``); with ``type_checking`` False, not the imports only a type checker runs
+    (``if TYPE_CHECKING:``)."""
+    for node in _nodes(tree, type_checking):
         if isinstance(node, ast.Import):
             yield from ((alias.name, None) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -271,11 +292,12 @@ def _imported_names(tree, module, is_package):
             yield from ((module, name) for name in ast.literal_eval(node.value))
 
 
-def import_graph():
+def import_graph(type_checking=True):
     """``{module: set of researchutils modules it imports}``, from the sources.
 
     ``from package import name`` depends on the module ``package.name`` when there is one,
-    else on the package; the parents Python imports on the way are not counted.
+    else on the package; the parents Python imports on the way are not counted. With
+    ``type_checking`` False, imports in ``if TYPE_CHECKING:`` blocks are left out.
     """
     files = dict(_module_files())
     graph = {}
@@ -283,7 +305,8 @@ def import_graph():
         with open(path) as source:
             tree = ast.parse(source.read())
         imported = set()
-        for base, name in _imported_names(tree, module, path.endswith('__init__.py')):
+        for base, name in _imported_names(tree, module, path.endswith('__init__.py'),
+                                          type_checking):
             full = '{}.{}'.format(base, name) if name else base
             imported.add(full if full in files else base)
         graph[module] = {name for name in imported if name in files and name != module}
@@ -319,11 +342,32 @@ def _circles(graph):
 
 
 def test_no_import_circle_among_researchutils_modules():
-    assert _circles(import_graph()) == []
+    # An import that only a type checker runs (if TYPE_CHECKING:) loads nothing, so it makes
+    # no circle: a module's annotations may name a type of a module that imports it.
+    assert _circles(import_graph(type_checking=False)) == []
+
+
+def test_type_checking_imports_are_left_out_when_asked():
+    tree = ast.parse('import typing\n'
+                     'from typing import TYPE_CHECKING\n'
+                     'import first\n'
+                     'if TYPE_CHECKING:\n'
+                     '    import checked\n'
+                     'else:\n'
+                     '    import otherwise\n'
+                     'if typing.TYPE_CHECKING:\n'
+                     '    from package import also_checked\n'
+                     'def load():\n'
+                     '    import inside\n')
+    every = set(_imported_names(tree, 'module', False))
+    running = set(_imported_names(tree, 'module', False, type_checking=False))
+    assert every - running == {('checked', None), ('package', 'also_checked')}
+    assert running == {('typing', None), ('typing', 'TYPE_CHECKING'), ('first', None),
+                       ('otherwise', None), ('inside', None)}
 
 
 def test_the_circle_finder_finds_a_circle_through_a_function_level_import():
-    graph = import_graph()
+    graph = import_graph(type_checking=False)
     references = 'researchutils.chainer.training.references'
     train_utils = 'researchutils.chainer.training.train_utils'
     assert references in graph[train_utils]  # its lazy re-export of the moved names

@@ -67,9 +67,7 @@ def to_json_value(value: object, where: str = 'value') -> JSONData:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, search_space.RANGES):
-        # search_space is typed in its own branch of issue 24; untyped_calls_exclude does
-        # not reach a method called on a union: drop this ignore once it is typed.
-        return value.to_json()  # type: ignore[no-untyped-call]
+        return value.to_json()
     if isinstance(value, numpy.ndarray):
         return {'__ndarray__': value.tolist(), 'dtype': str(value.dtype)}
     if isinstance(value, dict):

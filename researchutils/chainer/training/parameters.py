@@ -262,9 +262,7 @@ class Parameters(object):
         update: Tree = {}
         for key, value in choice.items():
             path, allowed = variable[key]
-            # search_space is typed in its own branch of issue 24; untyped_calls_exclude does
-            # not reach a method called on a union: drop this ignore once it is typed.
-            fits = (allowed.contains(value)  # type: ignore[no-untyped-call]
+            fits = (allowed.contains(value)
                     if isinstance(allowed, RANGES)
                     else any(_same_value(value, candidate) for candidate in allowed))
             if not fits:

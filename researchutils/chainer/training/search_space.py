@@ -9,8 +9,14 @@ plain records checked when made; they are saved in ``experiment.json`` as
 for integers). Importing this module imports nothing beyond the standard library. Its tests
 are in ``tests/chainer/training/test_search_space.py``.
 """
+from __future__ import annotations
+
 import math
 import numbers
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+if TYPE_CHECKING:
+    from researchutils.chainer.training.json_values import JSONData
 
 # A float step divides high - low when the quotient is this close to an integer.
 _STEP_TOLERANCE = 1e-9
@@ -19,18 +25,19 @@ _STEP_TOLERANCE = 1e-9
 _EXACT_INT_LIMIT = 2 ** 53
 
 
-def _number(value, argument, where, integer):
+def _number(value: object, argument: str, where: str, integer: bool) -> float:
     kind = numbers.Integral if integer else numbers.Real
     if isinstance(value, bool) or not isinstance(value, kind):
         raise TypeError('{}: {} must be {}, got {!r}'.format(
             where, argument, 'an integer' if integer else 'a real number', value))
     if integer:
-        value = int(value)
-        if abs(value) > _EXACT_INT_LIMIT:
+        # An Integral (checked above): mypy narrows by the class in kind to numbers.Real.
+        number = int(cast(numbers.Integral, value))
+        if abs(number) > _EXACT_INT_LIMIT:
             raise ValueError('{}: {}={!r} is beyond 2**53 in size: Optuna stores the values '
                              'it samples as floats, which hold no larger integers exactly'
-                             .format(where, argument, value))
-        return value
+                             .format(where, argument, number))
+        return number
     try:
         converted = float(value)
     except OverflowError:  # an int or Fraction past the largest float
@@ -44,10 +51,17 @@ def _number(value, argument, where, integer):
 class _Range(object):
     """What FloatRange and IntRange share: low <= high, log scale or step, the checks."""
 
-    _integer = False
-    json_key = None
+    _integer: ClassVar[bool] = False
+    #: The key of the range's JSON form (``__float_range__``, ``__int_range__``).
+    json_key: ClassVar[str]
 
-    def __init__(self, low, high, log, step, where):
+    low: float
+    high: float
+    log: bool
+    step: float | None
+
+    def __init__(self, low: float, high: float, log: bool, step: float | None,
+                 where: str | None) -> None:
         where = where or type(self).__name__
         self.low = _number(low, 'low', where, self._integer)
         self.high = _number(high, 'high', where, self._integer)
@@ -78,12 +92,12 @@ class _Range(object):
             raise ValueError('{}: step={!r} cuts high - low = {!r} into more steps than a '
                              'float counts: choose a larger step'.format(
                                  where, self.step, self.high - self.low))
-        if not self._on_step(self.high):
+        if not self._on_step(self.high, self.step):
             raise ValueError('{}: step={!r} does not divide high - low = {!r}: choose high '
                              'as low plus a whole number of steps'.format(
                                  where, self.step, self.high - self.low))
 
-    def contains(self, value):
+    def contains(self, value: object) -> bool:
         """Whether ``value`` is a number this range can give (within low..high, on its step).
 
         Args:
@@ -95,19 +109,22 @@ class _Range(object):
         kind = numbers.Integral if self._integer else numbers.Real
         if isinstance(value, bool) or not isinstance(value, kind):
             return False
+        # Any real number (a Fraction, a NumPy scalar) compares and subtracts with floats and
+        # ints, which typeshed's numbers.Real does not say.
+        number = cast(float, value)
         # Compared as they are: NaN and infinities fall outside, huge ints do not overflow.
-        if not self.low <= value <= self.high:
+        if not self.low <= number <= self.high:
             return False
-        return self.step is None or self.log or self._on_step(value)
+        return self.step is None or self.log or self._on_step(number, self.step)
 
-    def _on_step(self, value):
-        """Whether ``value`` (from low to high) is low plus a whole number of steps."""
+    def _on_step(self, value: float, step: float) -> bool:
+        """Whether ``value`` (from low to high) is low plus a whole number of ``step``."""
         if self._integer:
-            return (value - self.low) % self.step == 0
-        steps = (value - self.low) / self.step
+            return (value - self.low) % step == 0
+        steps = (value - self.low) / step
         return abs(steps - round(steps)) <= _STEP_TOLERANCE * max(1.0, steps)
 
-    def to_json(self):
+    def to_json(self) -> dict[str, JSONData]:
         """Returns the range as JSON-ready data (what ``experiment.json`` holds).
 
         Returns:
@@ -116,14 +133,15 @@ class _Range(object):
         return {self.json_key: {'low': self.low, 'high': self.high, 'log': self.log,
                                 'step': self.step}}
 
-    def __eq__(self, other):
-        return type(self) is type(other) and (self.low, self.high, self.log, self.step) == (
-            other.low, other.high, other.log, other.step)
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Range) and type(self) is type(other) and (
+            self.low, self.high, self.log, self.step) == (
+                other.low, other.high, other.log, other.step)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((type(self), self.low, self.high, self.log, self.step))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return '{}({!r}, {!r}, log={!r}, step={!r})'.format(
             type(self).__name__, self.low, self.high, self.log, self.step)
 
@@ -157,7 +175,8 @@ class FloatRange(_Range):
 
     json_key = '__float_range__'
 
-    def __init__(self, low, high, log=False, step=None, *, where=None):
+    def __init__(self, low: float, high: float, log: bool = False, step: float | None = None,
+                 *, where: str | None = None) -> None:
         super().__init__(low, high, log, step, where)
 
 
@@ -189,21 +208,27 @@ class IntRange(_Range):
     _integer = True
     json_key = '__int_range__'
 
-    def __init__(self, low, high, log=False, step=1, *, where=None):
+    low: int
+    high: int
+    step: int
+
+    def __init__(self, low: int, high: int, log: bool = False, step: int = 1, *,
+                 where: str | None = None) -> None:
         super().__init__(low, high, log, step, where)
 
 
 RANGES = (FloatRange, IntRange)
-_BY_JSON_KEY = {range_class.json_key: range_class for range_class in RANGES}
+_BY_JSON_KEY: dict[str, type[FloatRange] | type[IntRange]] = {
+    range_class.json_key: range_class for range_class in RANGES}
 
 
-def _is_range_json(value):
+def _is_range_json(value: object) -> bool:
     """Whether JSON data ``value`` is a saved range (one ``__float_range__`` or
     ``__int_range__`` key)."""
     return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in _BY_JSON_KEY
 
 
-def _range_from_json(value, where):
+def _range_from_json(value: dict[str, Any], where: str) -> FloatRange | IntRange:
     """The range that :meth:`FloatRange.to_json` (or IntRange's) wrote; errors name ``where``."""
     (json_key, fields), = value.items()
     names = ('low', 'high', 'log', 'step')

@@ -12,6 +12,10 @@ the search in one process or on each ChainerMN rank. What a search does is told 
 ``docs/tutorials/search.rst``. Tests: ``tests/chainer/training/test_search.py`` and
 ``test_search_mpi.py``.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import optuna
 
 from researchutils._checks import check_positive_float, check_positive_int
@@ -19,10 +23,18 @@ from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training._search import objective, retries, studies, summary
 from researchutils.chainer.training._search.space import Space
 
+if TYPE_CHECKING:
+    from researchutils.chainer.data_loading import DataManager
+    from researchutils.chainer.training._experiment.settings import Experiment
+
 _STATES = optuna.trial.TrialState
 
 
-def _check_arguments(experiment, val, n_trials, timeout, sampler, pruner, storage):
+def _check_arguments(experiment: Experiment, val: DataManager | None,
+                     n_trials: int | None, timeout: float | None,
+                     sampler: optuna.samplers.BaseSampler | None,
+                     pruner: optuna.pruners.BasePruner | None, storage: studies.Storage | None
+                     ) -> tuple[int | None, float | None]:
     if experiment.val_score_key is None or val is None:
         raise ValueError('search scores each trial by the val_score_key metric on val: set '
                          'val_score_key and pass a validation manager')
@@ -43,19 +55,21 @@ def _check_arguments(experiment, val, n_trials, timeout, sampler, pruner, storag
     return n_trials, timeout
 
 
-def _check_heartbeat(storage, heartbeat_interval, grace_period):
+def _check_heartbeat(storage: studies.Storage | None, heartbeat_interval: int | None,
+                     grace_period: int | None) -> studies.Heartbeat:
     """``(heartbeat_interval, grace_period)`` checked: whole seconds, the grace longer than
     the interval, and given only for a storage the search builds (a URL or the default)."""
     heartbeat_interval = check_positive_int(heartbeat_interval, 'heartbeat_interval',
                                             allow_none=True)
     grace_period = check_positive_int(grace_period, 'grace_period', allow_none=True)
-    if grace_period is not None and heartbeat_interval is None:
-        raise ValueError('grace_period={} needs a heartbeat: give heartbeat_interval too'
-                         .format(grace_period))
-    if grace_period is not None and grace_period <= heartbeat_interval:
-        raise ValueError('grace_period={} must be longer than heartbeat_interval={}, or a '
-                         'trial alive would be failed between two beats'.format(
-                             grace_period, heartbeat_interval))
+    if grace_period is not None:
+        if heartbeat_interval is None:
+            raise ValueError('grace_period={} needs a heartbeat: give heartbeat_interval too'
+                             .format(grace_period))
+        if grace_period <= heartbeat_interval:
+            raise ValueError('grace_period={} must be longer than heartbeat_interval={}, or a '
+                             'trial alive would be failed between two beats'.format(
+                                 grace_period, heartbeat_interval))
     if isinstance(storage, optuna.storages.BaseStorage) and (
             heartbeat_interval != studies.HEARTBEAT_INTERVAL or grace_period is not None):
         raise ValueError('heartbeat_interval and grace_period set the heartbeat of a storage '
@@ -65,8 +79,12 @@ def _check_heartbeat(storage, heartbeat_interval, grace_period):
     return heartbeat_interval, grace_period
 
 
-def search(experiment, train, val, *, n_trials, timeout, sampler, pruner, storage,
-           heartbeat_interval=studies.HEARTBEAT_INTERVAL, grace_period=None):
+def search(experiment: Experiment, train: DataManager, val: DataManager, *,
+           n_trials: int | None, timeout: float | None,
+           sampler: optuna.samplers.BaseSampler | None, pruner: optuna.pruners.BasePruner | None,
+           storage: studies.Storage | None,
+           heartbeat_interval: int | None = studies.HEARTBEAT_INTERVAL,
+           grace_period: int | None = None) -> dict[str, Any]:
     """:meth:`ChainerExperiment.search`, whose docstring says what each argument does."""
     n_trials, timeout = _check_arguments(experiment, val, n_trials, timeout, sampler, pruner,
                                          storage)
@@ -89,7 +107,7 @@ def search(experiment, train, val, *, n_trials, timeout, sampler, pruner, storag
     return result
 
 
-def _check_trials(study, space):
+def _check_trials(study: optuna.Study, space: Space) -> None:
     """Refuses a study holding trials of another space, or values this space does not allow,
     before any trial trains."""
     for trial in study.get_trials(deepcopy=False):
@@ -97,8 +115,10 @@ def _check_trials(study, space):
             space.read(trial, study.study_name)
 
 
-def _lead(experiment, space, train, val, n_trials, timeout, sampler, pruner, storage,
-          heartbeat):
+def _lead(experiment: Experiment, space: Space, train: DataManager, val: DataManager,
+          n_trials: int | None, timeout: float | None,
+          sampler: optuna.samplers.BaseSampler | None, pruner: optuna.pruners.BasePruner | None,
+          storage: studies.Storage | None, heartbeat: studies.Heartbeat) -> dict[str, Any]:
     """The search in one process, or on ChainerMN rank 0, which asks Optuna."""
     with studies.opened_study(experiment, storage, sampler, pruner, heartbeat) as study:
         studies.study_id(study)  # stored now, when a new study has none, not at its first trial

@@ -28,12 +28,19 @@ no folder of theirs (or one recorded for anyone outside the series) starts afres
 own folder: nothing of another trial is ever used.
 Tests: ``tests/chainer/training/test_search.py`` and ``test_search_resume.py``.
 """
+from __future__ import annotations
+
 import json
 import os
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypedDict, TypeGuard
 
 from researchutils import _files
 from researchutils.chainer.training import train_utils
+
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
 
 OWNER_FILE = 'search_trial.json'
 # A trial's user attributes saying which folder it took, for which study id.
@@ -44,35 +51,44 @@ _FOLDER = re.compile('study_[0-9a-f]{8}/trial_([0-9]+)')
 _STUDY_ID = re.compile('[0-9a-f]{32}')
 
 
-def is_study_id(value):
+class Owner(TypedDict):
+    """A folder's record (:data:`OWNER_FILE`): whose folder it is, who trains in it."""
+
+    study_name: str
+    study_id: str
+    trial: int
+    holder: int
+
+
+def is_study_id(value: object) -> TypeGuard[str]:
     """Whether ``value`` is a study id as a search stores it (32 hexadecimal digits)."""
     return isinstance(value, str) and _STUDY_ID.fullmatch(value) is not None
 
 
-def relative_folder(study_id, number):
+def relative_folder(study_id: str, number: int) -> str:
     """The folder of trial ``number`` of study ``study_id``, within the experiment's."""
     return 'study_{}/trial_{}'.format(study_id[:8], number)
 
 
-def owner(study_name, study_id, number, holder=None):
+def owner(study_name: str, study_id: str, number: int, holder: int | None = None) -> Owner:
     """The record that says a folder is trial ``number``'s of that study, trained in by
     trial ``holder`` (by default ``number`` itself)."""
     return {'study_name': study_name, 'study_id': study_id, 'trial': number,
             'holder': number if holder is None else holder}
 
 
-def recorded_folder(trial):
+def recorded_folder(trial: FrozenTrial) -> str | None:
     """The folder a trial recorded (its user attribute, which others may write), or None when
     it recorded none or something that is no trial folder."""
     folder = trial.user_attrs.get(FOLDER_ATTR)
     return folder if isinstance(folder, str) and _FOLDER.fullmatch(folder) else None
 
 
-def _plain_int(value):
+def _plain_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _holder(record, study_name, study_id, number):
+def _holder(record: object, study_name: str, study_id: str, number: int) -> int | None:
     """The trial holding a folder made by trial ``number`` of that study, by its record;
     None when the record is not such a folder's (another study's, another trial's, none).
     A record without ``holder`` (written before retries) is held by its maker."""
@@ -85,25 +101,27 @@ def _holder(record, study_name, study_id, number):
     return holder if _plain_int(holder) else None
 
 
-def _recorded_folder(output_dir, study_name, trial):
+def _recorded_folder(output_dir: str, study_name: str, trial: FrozenTrial
+                     ) -> tuple[str, int | None] | tuple[None, None]:
     """The path of the folder ``trial`` recorded, and its holder by the folder's record."""
     folder, study_id = recorded_folder(trial), trial.user_attrs.get(STUDY_ID_ATTR)
     if folder is None or not is_study_id(study_id) or not folder.startswith(
             'study_{}/'.format(study_id[:8])):
         return None, None
     path = os.path.join(output_dir, folder)
-    maker = int(_FOLDER.fullmatch(folder).group(1))
+    maker = maker_of(path)
     return path, _holder(_recorded_owner(path), study_name, study_id, maker)
 
 
-def folder_of(output_dir, study_name, trial):
+def folder_of(output_dir: str, study_name: str, trial: FrozenTrial) -> str | None:
     """The folder in ``output_dir`` that ``trial`` (of the study ``study_name``) trained in,
     when the folder's record says that trial holds it; None otherwise."""
     path, holder = _recorded_folder(output_dir, study_name, trial)
     return path if holder is not None and holder == trial.number else None
 
 
-def retried_folder(output_dir, study_name, study_id, chain):
+def retried_folder(output_dir: str, study_name: str, study_id: str,
+                   chain: Sequence[FrozenTrial]) -> str | None:
     """The folder that the newest of the failed trials ``chain`` (FrozenTrials of the study
     ``study_id``, oldest first) trained in, when its record says one of them holds it;
     None otherwise."""
@@ -117,7 +135,8 @@ def retried_folder(output_dir, study_name, study_id, chain):
     return None
 
 
-def take_up(output_dir, study_name, study_id, series, number):
+def take_up(output_dir: str, study_name: str, study_id: str, series: Sequence[int],
+            number: int) -> tuple[bool, int | None]:
     """Makes trial ``number`` the retry of the failed trials ``series`` (their numbers,
     oldest first) in the lineage: writes the lineage's files up to its own.
 
@@ -133,10 +152,8 @@ def take_up(output_dir, study_name, study_id, series, number):
         record = {'study_name': study_name, 'study_id': study_id, 'series': members[0],
                   'retry': generation, 'trial': members[generation]}
         path = os.path.join(folder, 'trial_{}_{}.json'.format(members[0], generation))
-        text = json.dumps(record).encode('utf-8')
         try:
-            _files.write_atomically(path, lambda stream, data=text: stream.write(data),
-                                    overwrite=False)
+            _write_new(path, json.dumps(record).encode('utf-8'))
         except FileExistsError:
             written = _read_json(path)
             if written != record:
@@ -145,19 +162,24 @@ def take_up(output_dir, study_name, study_id, series, number):
     return True, number
 
 
-def hand_over(folder, study_name, study_id, maker, holder):
+def _write_new(path: str, data: bytes) -> None:
+    """Writes the new file ``path`` whole; FileExistsError when the name is taken."""
+    _files.write_atomically(path, lambda stream: stream.write(data), overwrite=False)
+
+
+def hand_over(folder: str, study_name: str, study_id: str, maker: int, holder: int) -> None:
     """Records, atomically, that trial ``holder`` now trains in the folder trial ``maker``
     made."""
     train_utils.atomic_write_text(os.path.join(folder, OWNER_FILE), json.dumps(
         owner(study_name, study_id, maker, holder)))
 
 
-def maker_of(folder):
+def maker_of(folder: str) -> int:
     """The number of the trial that made ``folder`` (a trial folder's path), by its name."""
     return int(os.path.basename(os.path.normpath(folder)).split('_')[1])
 
 
-def _read_json(path):
+def _read_json(path: str) -> object:
     try:
         with open(path, encoding='utf-8') as stream:
             return json.load(stream)
@@ -165,18 +187,18 @@ def _read_json(path):
         return None
 
 
-def _recorded_owner(folder):
+def _recorded_owner(folder: str) -> object:
     return _read_json(os.path.join(folder, OWNER_FILE))
 
 
-def belongs_to(folder, expected):
+def belongs_to(folder: str, expected: Owner) -> bool:
     """Whether ``folder`` holds the record of owner ``expected`` (an :func:`owner`)."""
     holder = _holder(_recorded_owner(folder), expected['study_name'], expected['study_id'],
                      expected['trial'])
     return holder is not None and holder == expected['holder']
 
 
-def claim(folder, expected):
+def claim(folder: str, expected: Owner) -> None:
     """Makes ``folder`` trial ``expected``'s: a new folder with the owner's record, or one
     already recorded for that owner. Raises FileExistsError for a folder of anyone else."""
     os.makedirs(os.path.dirname(folder), exist_ok=True)

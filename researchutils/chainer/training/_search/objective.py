@@ -19,8 +19,12 @@ status 75) is failed and retried before the process exits, so that any worker ta
 Tests: ``tests/chainer/training/test_search.py``, ``test_search_resume.py`` and
 ``test_search_mpi.py``.
 """
+from __future__ import annotations
+
 import math
 import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import chainer
 import optuna
@@ -33,6 +37,12 @@ from researchutils.chainer.training.extensions.chainer_pruning_extension import 
 )
 from researchutils.chainer.training.extensions.preemption_snapshot import Preempted
 from researchutils.chainer.training.extensions.stop_on_non_number import TrainingDiverged
+
+if TYPE_CHECKING:
+    from researchutils.chainer.data_loading import DataManager
+    from researchutils.chainer.training._experiment.settings import Experiment
+    from researchutils.chainer.training._search.space import Space
+    from researchutils.chainer.training.parameters import Parameters
 
 _COUNTED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,
             optuna.trial.TrialState.RUNNING)
@@ -52,42 +62,45 @@ class _ResumePoint(chainer.training.Extension):
 
     trigger = 1, 'epoch'
 
-    def __init__(self, trial):
+    def __init__(self, trial: optuna.Trial | None) -> None:
         self._trial = trial
 
-    def initialize(self, trainer):
+    def initialize(self, trainer: chainer.training.Trainer) -> None:
         updater = trainer.updater
         if self._trial is not None and updater.iteration > 0:
             self._trial.set_user_attr('resumed_at', {'iteration': updater.iteration,
                                                      'epoch': updater.epoch})
 
-    def __call__(self, trainer):
+    def __call__(self, trainer: chainer.training.Trainer) -> None:
         pass
 
 
-def surplus(trial):
+def surplus(trial: optuna.trial.FrozenTrial) -> bool:
     # User attributes come from whoever shares the study: only a plain True counts.
     return trial.user_attrs.get('surplus') is True
 
 
-def _taken(study, before):
+def _taken(study: optuna.Study, before: int) -> int:
     """How many trials numbered below ``before`` finished or run (surplus ones left out)."""
     return sum(1 for trial in study.get_trials(deepcopy=False, states=_COUNTED)
                if trial.number < before and not surplus(trial))
 
 
-def _trial_run(experiment, params, folder, trial):
+def _trial_run(experiment: Experiment, params: Parameters, folder: str,
+               trial: optuna.Trial | None) -> Experiment:
     """The experiment of a trial: its folder, its parameters, the pruning extension (on every
     ChainerMN rank, which it keeps in step; only rank 0 holds the trial)."""
-    pruning = ChainerPruningExtension(trial, 'val/' + experiment.val_score_key, (1, 'epoch'),
-                                      comm=experiment.comm)
+    key = experiment.val_score_key
+    assert key is not None  # search refuses an experiment without one, on every rank
+    pruning = ChainerPruningExtension(trial, 'val/' + key, (1, 'epoch'), comm=experiment.comm)
     return _experiment_settings.replace(
         experiment, params=params,
         extensions=list(experiment.extensions) + [pruning, _ResumePoint(trial)],
         name=os.path.join(experiment.name, folder))
 
 
-def _take_folder(experiment, study, study_id, trial):
+def _take_folder(experiment: Experiment, study: optuna.Study, study_id: str,
+                 trial: optuna.Trial) -> str:
     """The folder ``trial`` trains in, within the experiment's: for a retry, the folder of
     the trials it retries when it may take it up; else a new folder of its own."""
     output_dir, name = experiment.output_dir, study.study_name
@@ -116,11 +129,12 @@ def _take_folder(experiment, study, study_id, trial):
     return folder
 
 
-def objective(experiment, space, train, val, n_trials):
+def objective(experiment: Experiment, space: Space, train: DataManager, val: DataManager,
+              n_trials: int | None) -> Callable[[optuna.Trial], float]:
     """The function ``study.optimize`` calls for each trial (in one process, or rank 0)."""
     key = experiment.val_score_key
 
-    def run_trial(trial):
+    def run_trial(trial: optuna.Trial) -> float:
         study = trial.study
         trial.set_user_attr(retries.WORKER_ATTR, retries.worker(trial.number))
         retries.fail_dead_trials(study)
@@ -153,7 +167,8 @@ def objective(experiment, space, train, val, n_trials):
     return run_trial
 
 
-def follow(experiment, train, val):
+def follow(experiment: Experiment, train: DataManager, val: DataManager
+           ) -> dict[str, Any]:
     """A ChainerMN rank other than 0: runs the trials rank 0 sends, until it sends the end."""
     comm = experiment.comm
     while True:
@@ -171,7 +186,7 @@ def follow(experiment, train, val):
             pass  # rank 0 records it; every rank stopped at the same iteration
 
 
-def end_followers(experiment, summary):
+def end_followers(experiment: Experiment, summary: dict[str, Any] | None) -> None:
     """Rank 0 tells the other ranks the search ended: the summary (without the study), or
     None when it stopped with an error."""
     experiment.comm.bcast_obj(('end', None if summary is None else dict(summary, study=None)),

@@ -21,8 +21,11 @@ duplicate. A retry's history is data others write: it is followed only through t
 of this study that failed with the same parameters (:func:`failed_chain`).
 Tests: ``tests/chainer/training/test_search.py`` and ``test_search_resume.py``.
 """
+from __future__ import annotations
+
 import os
 import socket
+from typing import Any
 
 import optuna
 
@@ -33,13 +36,13 @@ RETRY_HISTORY = 'retry_history'
 _STATES = optuna.trial.TrialState
 
 
-def worker(number):
+def worker(number: int) -> dict[str, Any]:
     """What trial ``number`` records of the process running it (its ``worker`` attribute)."""
     return {'host': socket.gethostname(), 'pid': os.getpid(),
             'started': _start_time(os.getpid()), 'trial': number}
 
 
-def _start_time(pid):
+def _start_time(pid: int) -> int | None:
     """When process ``pid`` started (clock ticks since boot, Linux), or None: with the pid,
     it tells a process from a later one given the same pid."""
     try:
@@ -49,11 +52,11 @@ def _start_time(pid):
         return None
 
 
-def _plain_int(value):
+def _plain_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _dead(worker, number):
+def _dead(worker: object, number: int) -> bool:
     """Whether the process that trial ``number`` recorded in ``worker`` is gone (this host).
 
     A record naming another trial (a retry enqueued by Optuna's own callback copies the
@@ -72,14 +75,15 @@ def _dead(worker, number):
     return started is not None and _start_time(worker['pid']) not in (None, started)
 
 
-def fail_dead_trials(study):
+def fail_dead_trials(study: optuna.Study) -> None:
     """Fails, and retries, the RUNNING trials whose process is gone from this host."""
     for trial in study.get_trials(deepcopy=False, states=(_STATES.RUNNING,)):
         if _dead(trial.user_attrs.get(WORKER_ATTR), trial.number):
             fail_and_retry(study, trial)
 
 
-def fail_and_retry(study, trial):
+def fail_and_retry(study: optuna.Study, trial: optuna.trial.FrozenTrial | optuna.Trial
+                   ) -> None:
     """Fails the RUNNING ``trial`` (a FrozenTrial or a Trial) and enqueues its retry,
     unless another process finished it first."""
     frozen = next(t for t in study.get_trials(deepcopy=False) if t.number == trial.number)
@@ -90,7 +94,7 @@ def fail_and_retry(study, trial):
     retry(study, frozen)
 
 
-def retry(study, failed):
+def retry(study: optuna.Study, failed: optuna.trial.FrozenTrial) -> None:
     """Enqueues the retry of the trial ``failed`` (a FrozenTrial): its parameters, and
     Optuna's retry attributes. Also the heartbeat's callback for a stale trial."""
     series = history(failed)
@@ -100,7 +104,7 @@ def retry(study, failed):
                       RETRY_HISTORY: series + [failed.number]}))
 
 
-def history(trial):
+def history(trial: optuna.trial.FrozenTrial) -> list[int]:
     """The numbers of the trials ``trial`` retries, oldest first ([] for a first trial, or
     a history that is no list of earlier trial numbers)."""
     numbers = trial.system_attrs.get(RETRY_HISTORY)
@@ -111,7 +115,7 @@ def history(trial):
     return numbers
 
 
-def failed_chain(study, number):
+def failed_chain(study: optuna.Study, number: int) -> list[optuna.trial.FrozenTrial]:
     """The trials that trial ``number`` retries, oldest first, when each of them is a trial
     of this study that failed with the same parameters; [] otherwise (a first trial, or a
     history that does not hold: nothing of those trials is then used)."""

@@ -7,8 +7,12 @@ number in it. A trial with parameters other than this space's (a study of the sa
 from another search) is refused, naming the study and the trial, before it could count
 towards ``n_trials``. Tests: ``tests/chainer/training/test_search.py``.
 """
+from __future__ import annotations
+
 import json
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import optuna
 
@@ -16,12 +20,15 @@ from researchutils.chainer.training import json_values
 from researchutils.chainer.training._trees import leaves
 from researchutils.chainer.training.search_space import FloatRange, IntRange
 
+if TYPE_CHECKING:
+    from researchutils.chainer.training.parameters import Parameters
+
 _PLAIN = (type(None), bool, int, float, str)
 # The trials that count towards n_trials: each drew every parameter of its space.
 _FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
 
 
-def _labels(candidates):
+def _labels(candidates: Sequence[object]) -> list[object]:
     """The Optuna choices standing for a list's candidates: the values themselves when Optuna
     can store and tell them apart, else the JSON text of each (a class, a tuple; or values
     Optuna finds equal, as 1, 1.0 and True, which it stores by their position found with
@@ -35,7 +42,7 @@ def _labels(candidates):
             for candidate in candidates]
 
 
-def _index(labels, raw):
+def _index(labels: Sequence[object], raw: object) -> int | None:
     """Where ``raw`` is among ``labels``, by type and value (1, 1.0 and True are three), or
     None."""
     return next((i for i, label in enumerate(labels)
@@ -45,10 +52,11 @@ def _index(labels, raw):
 class Space(object):
     """The experiment's variable parameters as Optuna suggestions, and back."""
 
-    def __init__(self, params):
+    def __init__(self, params: Parameters) -> None:
         self.params = params
-        self.dimensions = [('/'.join(path), value) for path, value in leaves(
-            params.variable_params)]
+        # (path, candidates or range) of each variable parameter, as Parameters checked it.
+        self.dimensions: list[tuple[str, list[Any] | FloatRange | IntRange]] = [
+            ('/'.join(path), value) for path, value in leaves(params.variable_params)]
         if not self.dimensions:
             raise ValueError('search needs variable parameters to search over: give '
                              'Parameters variable_params (lists, FloatRange, IntRange)')
@@ -56,9 +64,9 @@ class Space(object):
         self.labels = {name: _labels(value) for name, value in self.dimensions
                        if isinstance(value, list)}
 
-    def suggest(self, trial):
+    def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
         """Asks ``trial`` for a value of every parameter: the choice, path to value."""
-        choice = {}
+        choice: dict[str, Any] = {}
         for name, value in self.dimensions:
             if isinstance(value, FloatRange):
                 choice[name] = trial.suggest_float(name, value.low, value.high, step=value.step,
@@ -68,10 +76,12 @@ class Space(object):
                                                  log=value.log)
             else:
                 label = trial.suggest_categorical(name, self.labels[name])
-                choice[name] = value[_index(self.labels[name], label)]
+                index = _index(self.labels[name], label)
+                assert index is not None  # Optuna suggests one of the labels it was given
+                choice[name] = value[index]
         return choice
 
-    def read(self, trial, study_name):
+    def read(self, trial: optuna.trial.FrozenTrial, study_name: str) -> dict[str, Any] | None:
         """The choice of a trial of the study ``study_name`` read back (run by anyone), by the
         rules of experiment.json; None for a trial stopped before it drew every value."""
         where = 'trial {} of the study {!r}'.format(trial.number, study_name)
@@ -84,7 +94,7 @@ class Space(object):
                     where, sorted(drawn), sorted(self.names)))
         if drawn != self.names:
             return None  # stopped before all its values were drawn
-        choice = {}
+        choice: dict[str, Any] = {}
         for name, value in self.dimensions:
             raw = trial.params[name]
             if isinstance(value, list):

@@ -28,12 +28,16 @@ left for the garbage collector (which closes it with a ResourceWarning). A stora
 the user passed is the user's, and left open.
 Tests: ``tests/chainer/training/test_search.py``.
 """
+from __future__ import annotations
+
 import contextlib
 import inspect
 import os
 import time
 import uuid
 import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import optuna
 import sqlalchemy.exc
@@ -42,6 +46,9 @@ from sqlalchemy.engine import URL, make_url
 
 from researchutils._storage_drivers import check_storage_driver
 from researchutils.chainer.training._search import folders, retries
+
+if TYPE_CHECKING:
+    from researchutils.chainer.training._experiment.settings import Experiment
 
 STUDY_FILE = 'search.db'
 HEARTBEAT_INTERVAL = 60
@@ -56,8 +63,13 @@ STUDY_ID_ATTR = 'researchutils_study_id'
 _TRANSIENT_MESSAGES = ('database is locked', 'database table is locked', 'already exists')
 _SQLITE_HEADER = b'SQLite format 3\x00'
 
+#: ``(heartbeat_interval, grace_period)`` of a storage the search builds, in seconds.
+Heartbeat: TypeAlias = tuple[int | None, int | None]
+#: What the search takes as its storage: a URL, or an Optuna storage object.
+Storage: TypeAlias = str | optuna.storages.BaseStorage
 
-def default_url(folder):
+
+def default_url(folder: str) -> str:
     """The URL of ``<folder>/search.db``, escaped so that SQLAlchemy reads back the path."""
     path = os.path.join(os.path.abspath(folder), STUDY_FILE)
     url = URL.create('sqlite', database=path).render_as_string(hide_password=False)
@@ -65,14 +77,15 @@ def default_url(folder):
     return url.replace('{', '{{').replace('}', '}}')
 
 
-def grace_of(heartbeat_interval, grace_period):
+def grace_of(heartbeat_interval: int | None, grace_period: int | None) -> int | None:
     """The grace period a search gives a storage it builds (None without a heartbeat)."""
     if heartbeat_interval is None:
         return None
     return GRACE_BEATS * heartbeat_interval if grace_period is None else grace_period
 
 
-def _heartbeat_kwargs(heartbeat_interval, grace_period):
+def _heartbeat_kwargs(heartbeat_interval: int | None, grace_period: int | None
+                      ) -> dict[str, Any]:
     if heartbeat_interval is None:
         return {}
     # Optuna 4.9 renamed failed_trial_callback; the older name warns from then on.
@@ -84,7 +97,7 @@ def _heartbeat_kwargs(heartbeat_interval, grace_period):
             callback: retries.retry}
 
 
-def _file_sqlite(url):
+def _file_sqlite(url: str) -> bool:
     """Whether ``url`` is an SQLite file (SQLAlchemy's own test: not ``:memory:``, not
     ``mode=memory``), where each connection may be closed once released."""
     parsed = make_url(url)
@@ -93,8 +106,9 @@ def _file_sqlite(url):
             and parsed.query.get('mode') != 'memory')
 
 
-def _rdb_storage(url, heartbeat_interval, grace_period):
-    engine_kwargs = {}
+def _rdb_storage(url: str, heartbeat_interval: int | None, grace_period: int | None
+                 ) -> optuna.storages.RDBStorage:
+    engine_kwargs: dict[str, Any] = {}
     if _file_sqlite(url):
         # A connection pooled by SQLAlchemy stays open until the engine is disposed or
         # garbage collected (a ResourceWarning, an error in our suite): for a file, opening
@@ -110,35 +124,35 @@ def _rdb_storage(url, heartbeat_interval, grace_period):
                                           **_heartbeat_kwargs(heartbeat_interval, grace_period))
 
 
-def close_storage(storage):
+def close_storage(storage: optuna.storages.RDBStorage) -> None:
     """Closes the database connections of an RDBStorage the search built (its pool, for a
     server); the storage stays usable and opens new ones when asked again."""
     storage.remove_session()
     storage.engine.dispose()
 
 
-def _causes(error):
-    seen = set()
+def _causes(error: BaseException | None) -> Iterator[BaseException]:
+    seen: set[int] = set()
     while error is not None and id(error) not in seen:
         seen.add(id(error))
         yield error
         error = error.__cause__ or error.__context__
 
 
-def _transient(error):
+def _transient(error: BaseException) -> bool:
     return any(isinstance(cause, sqlalchemy.exc.IntegrityError) or any(
         message in str(cause).lower() for message in _TRANSIENT_MESSAGES)
         for cause in _causes(error))
 
 
-def _describe(storage):
+def _describe(storage: Storage) -> str:
     if isinstance(storage, str):
         return make_url(storage.replace('{{', '{').replace('}}', '}')).render_as_string(
             hide_password=True)
     return type(storage).__name__
 
 
-def _default_file_advice(path, error):
+def _default_file_advice(path: str, error: BaseException) -> str:
     """What is wrong with the default study file ``path``, and what to do."""
     if os.path.isdir(path):
         return 'it is a folder, not an SQLite file: move it away'
@@ -154,11 +168,14 @@ def _default_file_advice(path, error):
             'file and its folder {}'.format(_first_line(error), os.path.dirname(path)))
 
 
-def _first_line(error):
+def _first_line(error: BaseException) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
-def _create(storage, experiment, sampler, pruner, direction, heartbeat):
+def _create(storage: Storage, experiment: Experiment,
+            sampler: optuna.samplers.BaseSampler | None, pruner: optuna.pruners.BasePruner | None,
+            direction: str, heartbeat: Heartbeat
+            ) -> tuple[optuna.Study, optuna.storages.RDBStorage | None]:
     """The study in ``storage``, and the RDBStorage built for it from a URL (else None)."""
     built = _rdb_storage(storage, *heartbeat) if isinstance(storage, str) else None
     try:
@@ -174,7 +191,7 @@ def _create(storage, experiment, sampler, pruner, direction, heartbeat):
     return study, built
 
 
-def check_storage(storage):
+def check_storage(storage: Storage | None) -> None:
     """Refuses, before anything is opened, a storage URL whose database driver is missing
     (an ImportError naming the driver and what to install)."""
     if isinstance(storage, str):
@@ -182,7 +199,10 @@ def check_storage(storage):
 
 
 @contextlib.contextmanager
-def opened_study(experiment, storage, sampler, pruner, heartbeat=(HEARTBEAT_INTERVAL, None)):
+def opened_study(experiment: Experiment, storage: Storage | None,
+                 sampler: optuna.samplers.BaseSampler | None,
+                 pruner: optuna.pruners.BasePruner | None,
+                 heartbeat: Heartbeat = (HEARTBEAT_INTERVAL, None)) -> Iterator[optuna.Study]:
     """The study named after the experiment (made or continued), its direction checked;
     on leaving, the connections of a storage built here from a URL (or the default file)
     are closed. A storage object the user passed is left as it is: it is the user's.
@@ -224,11 +244,11 @@ def opened_study(experiment, storage, sampler, pruner, heartbeat=(HEARTBEAT_INTE
             close_storage(built)
 
 
-def _retry_seconds():
+def _retry_seconds() -> float:
     return sum(0.5 * (attempt + 1) for attempt in range(OPEN_ATTEMPTS - 1))
 
 
-def study_id(study):
+def study_id(study: optuna.Study) -> str:
     """The study's identity: the id stored in it, stored now when it has none."""
     if STUDY_ID_ATTR not in study.user_attrs:
         study.set_user_attr(STUDY_ID_ATTR, uuid.uuid4().hex)

@@ -15,8 +15,12 @@ left out, as are surplus trials and duplicate retries, so that every trial count
 ``n_trials`` is there once.
 Tests: ``tests/chainer/training/test_search.py`` and ``test_search_resume.py``.
 """
+from __future__ import annotations
+
 import os
 import warnings
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import optuna
 
@@ -27,13 +31,19 @@ from researchutils.chainer.training._scores import improves, score_for_json
 from researchutils.chainer.training._search import folders, retries
 from researchutils.chainer.training._search.objective import surplus
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from researchutils.chainer.training._experiment.settings import Experiment
+    from researchutils.chainer.training._search.space import Space
+
 SUMMARY_FILE = 'search.json'
 HISTORY_FIGURE = 'search_history.png'
 IMPORTANCE_FIGURE = 'search_importances.png'
 _STATES = optuna.trial.TrialState
 
 
-def check_saveable(experiment):
+def check_saveable(experiment: Experiment) -> None:
     """Refuses, before any trial, parameters that search.json could not hold."""
     try:
         experiment.params.to_json()
@@ -42,18 +52,19 @@ def check_saveable(experiment):
                          'can hold: {}'.format(SUMMARY_FILE, error)) from error
 
 
-def _diverged(trial):
+def _diverged(trial: optuna.trial.FrozenTrial) -> str | None:
     reason = trial.user_attrs.get('diverged')
     return reason if isinstance(reason, str) else None
 
 
-def _resumed_at(trial):
+def _resumed_at(trial: optuna.trial.FrozenTrial) -> int | None:
     point = trial.user_attrs.get('resumed_at')
     iteration = point.get('iteration') if isinstance(point, dict) else None
     return iteration if type(iteration) is int else None
 
 
-def _trial_entry(trial, choice):
+def _trial_entry(trial: optuna.trial.FrozenTrial, choice: dict[str, Any] | None
+                 ) -> dict[str, Any]:
     score = trial.value if trial.state == _STATES.COMPLETE else None
     steps = sorted(trial.intermediate_values)
     return {'number': trial.number, 'state': trial.state.name, 'score': score_for_json(score),
@@ -65,10 +76,13 @@ def _trial_entry(trial, choice):
             'resumed_at': _resumed_at(trial)}
 
 
-def summarize(experiment, study, space):
+def summarize(experiment: Experiment, study: optuna.Study, space: Space
+              ) -> dict[str, Any]:
     """The summary of every trial of the study (surplus ones and retried ones left out), and
     the best."""
-    trials, results, best = [], [], None
+    trials: list[dict[str, Any]] = []
+    results: list[tuple[dict[str, Any], float]] = []
+    best: tuple[int, float, dict[str, Any]] | None = None
     every = study.get_trials(deepcopy=False)
     retried = {number for trial in every for number in retries.history(trial)}
     for trial in sorted(every, key=lambda t: t.number):
@@ -78,17 +92,19 @@ def summarize(experiment, study, space):
         trials.append(_trial_entry(trial, choice))
         score = trial.value if trial.state == _STATES.COMPLETE else float('nan')
         if trial.state in (_STATES.COMPLETE, _STATES.PRUNED):
+            assert choice is not None  # space.read refuses a finished trial missing a value
             results.append((choice, score))
-        if trial.state == _STATES.COMPLETE and (
-                best is None or improves(experiment.val_score_mode, score, best[1])):
-            best = (trial.number, score, choice)
+            if trial.state == _STATES.COMPLETE and (
+                    best is None or improves(experiment.val_score_mode, score, best[1])):
+                best = (trial.number, score, choice)
     best_params = None if best is None else experiment.params.choose(best[2])
     return {'best_params': best_params, 'best_score': float('nan') if best is None else best[1],
             'best_trial': None if best is None else best[0], 'results': results,
             'trials': trials}
 
 
-def write_summary(experiment, study, summary, study_id):
+def write_summary(experiment: Experiment, study: optuna.Study, summary: dict[str, Any],
+                  study_id: str) -> None:
     best_params = summary['best_params']
     train_utils.atomic_write_text(
         os.path.join(experiment.output_dir, SUMMARY_FILE),
@@ -104,7 +120,7 @@ def write_summary(experiment, study, summary, study_id):
             'trials': summary['trials']})))
 
 
-def _save_figure(axes, path, plt):
+def _save_figure(axes: Axes, path: str, plt: ModuleType) -> None:
     figure = axes.figure
     try:
         # Optuna's long parameter names (paths) would be cut at the figure's edge.
@@ -114,7 +130,7 @@ def _save_figure(axes, path, plt):
         plt.close(figure)
 
 
-def write_figures(experiment, study):
+def write_figures(experiment: Experiment, study: optuna.Study) -> None:
     """The optimization history and the parameter importances, as PNG beside search.json."""
     try:
         _figures.import_matplotlib('search figures')
