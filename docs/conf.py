@@ -1,6 +1,7 @@
 """Sphinx configuration for researchutils (built with warnings as errors)."""
 import os
 import sys
+import typing
 
 sys.path.insert(0, os.path.abspath('..'))
 
@@ -36,3 +37,16 @@ nitpicky = False
 exclude_patterns = ['_build']
 html_theme = 'alabaster'
 html_static_path = ['_static']
+
+
+def _readable_bases(app, name, obj, options, bases):
+    """A class's "Bases:" line names classes, not type-checker details: a generic base
+    (``PrefetchingIterator[_Handle]``) shows as its class, and a typing protocol the class
+    declares it follows (``ChainerExperiment`` is an ``_experiment.settings.Experiment``)
+    is left out."""
+    classes = [typing.get_origin(base) or base for base in bases]
+    bases[:] = [base for base in classes if not getattr(base, '_is_protocol', False)] or [object]
+
+
+def setup(app):
+    app.connect('autodoc-process-bases', _readable_bases)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from researchutils.chainer.training.parameters import Parameters
 
 
-class ChainerExperiment(object):
+class ChainerExperiment(settings.Experiment):
     """Trains a model described by :class:`Parameters` with a Chainer Trainer.
 
     :meth:`run` trains ``model_cls(**params.model)`` on a
@@ -99,23 +99,8 @@ class ChainerExperiment(object):
         >>> model = experiment.run(manager_train, manager_val)  # doctest: +SKIP
     """
 
-    # The settings as their checks keep them (settings.SETTINGS), set by the constructor.
-    params: Parameters
-    model_cls: type[chainer.Link]
-    n_epochs: int | None
-    name: str
-    save_path: str
-    key_mapping: dict[str, str] | None
-    val_score_key: str | None
-    optim_builder: checks.OptimBuilder
-    checkpoint_freq: int
-    gpu_ids: list[int | str]
-    val_score_mode: str
-    comm: Any  # a ChainerMN communicator or None
-    extensions: list[Any]  # Chainer extensions or (extension, trigger) pairs
-    seed: int | None
-    stop_on_non_number: bool
-    preemption_snapshot: bool
+    # The settings (as their checks keep them) are declared once, by settings.Experiment,
+    # which this class is: the constructor sets them.
     trainer: chainer.training.Trainer | None
     devices: list[chainer.backend.Device]
 
