@@ -7,7 +7,6 @@ else it is refused with a message naming it and what to do. Tests:
 """
 from __future__ import annotations
 
-import numbers
 import os
 from typing import TypedDict, cast
 
@@ -54,10 +53,9 @@ def read_run_state(folder: str) -> RunState | None:
     state = json_values.load_json(path)
     if not (isinstance(state, dict) and set(state) == {'finished', 'epoch'}
             and isinstance(state['finished'], bool)
-            and isinstance(state['epoch'], numbers.Integral)
-            and not isinstance(state['epoch'], bool)
-            # typeshed's numbers.Integral has no comparison with an int (an int compares).
-            and state['epoch'] >= 0):  # type: ignore[operator]
+            # JSON decodes every integer as an int, never another numbers.Integral.
+            and isinstance(state['epoch'], int) and not isinstance(state['epoch'], bool)
+            and state['epoch'] >= 0):
         raise ValueError('{} must hold {{"finished": true or false, "epoch": <the epoch the run '
                          'stopped at>}}, but it holds {!r}: it is not trusted. Delete it to '
                          'resume from the last snapshot'.format(path, state))
