@@ -46,10 +46,22 @@ def nodes(host_network):
             host_network.remove_host(host)
 
 
+# What picks the BLAS kernels and their threads. The nodes of a cluster run alike, and the
+# tests compare a worker's numbers bit for bit with this process's or another worker's: a
+# worker without OPENBLAS_CORETYPE, on a machine whose environment sets it, would let
+# OpenBLAS choose other kernels, and a loss's last bit would differ (seen on an AVX-512 CPU
+# with OPENBLAS_CORETYPE=Haswell set for the machine).
+_BLAS_PREFIXES = ('OPENBLAS_', 'GOTO_', 'OMP_', 'MKL_', 'NPY_')
+
+
 def node_env(folder):
-    """A cluster node's environment: nothing of this process's but where the code is."""
-    return {'PATH': '/usr/local/bin:/usr/bin:/bin', 'HOME': str(folder), 'LANG': 'C.UTF-8',
-            'PYTHONPATH': REPO}
+    """A cluster node's environment: nothing of this process's but where the code is and
+    the settings that choose the BLAS kernels and threads (``_BLAS_PREFIXES``)."""
+    env = {name: value for name, value in os.environ.items()
+           if name.startswith(_BLAS_PREFIXES)}
+    env.update({'PATH': '/usr/local/bin:/usr/bin:/bin', 'HOME': str(folder),
+                'LANG': 'C.UTF-8', 'PYTHONPATH': REPO})
+    return env
 
 
 def can_name_hosts():
