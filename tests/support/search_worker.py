@@ -18,9 +18,11 @@ Options:
 * ``--pause-at K``: at the end of the K-th iteration this process trains (counted over its
   trials; after that iteration's snapshot, if it writes one), write ``paused`` in the
   working folder (JSON: pid, the trial's folder, the iteration) and wait for ``go`` there:
-  a moment the test chooses for a signal, reported by the worker. A file ``pause_after``
-  that the test writes in the working folder while the worker runs, holding K, does the
-  same K iterations after the worker finds it (it looks at each iteration's end).
+  a moment the test chooses for a signal, reported by the worker; while it waits, it
+  writes ``signalled`` (the signal's name) once its PreemptionSnapshot has noted a
+  signal. A file ``pause_after`` that the test writes in the working folder while the
+  worker runs, holding K, does the same K iterations after the worker finds it (it looks
+  at each iteration's end).
 * ``--heartbeat SECONDS --grace SECONDS``: the search's ``heartbeat_interval`` and
   ``grace_period``.
 * ``--hostname NAME``: a host name of its own (a UTS namespace; needs root), so that the
@@ -36,12 +38,14 @@ import argparse
 import ctypes
 import json
 import os
+import signal
 import socket
 import sys
 import time
 
 import chainer
 
+from researchutils.chainer.training.extensions import PreemptionSnapshot
 from tests.chainer.training import search_tasks
 
 # Learning rates of the task that converge: every trial completes, none is pruned.
@@ -92,7 +96,16 @@ class PauseAt(chainer.training.Extension):
             return
         write_text('paused', json.dumps({'pid': os.getpid(), 'folder': trainer.out,
                                          'iteration': trainer.updater.iteration}))
-        wait_for('go', PAUSE_TIMEOUT)
+        wait_for('go', PAUSE_TIMEOUT, lambda: report_signal(trainer))
+
+
+def report_signal(trainer):
+    """Writes ``signalled`` (the signal's name) once the Trainer's PreemptionSnapshot has
+    noted a signal: a test whose signal comes through a third party (SLURM's ``scancel``
+    returns before the signal is sent) waits for it before it lets the worker go on."""
+    number = trainer.get_extension(PreemptionSnapshot.__name__).signal_number
+    if number is not None and not os.path.exists('signalled'):
+        write_text('signalled', signal.Signals(number).name)
 
 
 def write_text(path, text):
@@ -102,9 +115,11 @@ def write_text(path, text):
     os.replace(path + '.tmp', path)
 
 
-def wait_for(path, timeout):
+def wait_for(path, timeout, each_poll=None):
     deadline = time.monotonic() + timeout
     while not os.path.exists(path):
+        if each_poll is not None:
+            each_poll()
         if time.monotonic() > deadline:
             raise TimeoutError('no {} within {} s'.format(path, timeout))
         time.sleep(0.05)

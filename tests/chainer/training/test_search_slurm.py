@@ -81,15 +81,21 @@ def state(slurm, task, tmp_path):
     return fields
 
 
-def paused(tmp_path, slurm, task):
-    """What the worker of task 0 reports once paused (pid, trial folder, iteration)."""
-    path = tmp_path / 'task_0' / 'paused'
+def reported(tmp_path, slurm, task, name):
+    """The text of the file ``name`` that the worker of task 0 writes (``paused``,
+    ``signalled``), once it is there; fails when the task ended first."""
+    path = tmp_path / 'task_0' / name
     deadline = time.monotonic() + search_nodes.EVENT_TIMEOUT
     while not path.exists():
         assert state(slurm, task, tmp_path)['JobState'] != 'COMPLETED', log(tmp_path)
-        assert time.monotonic() < deadline, ('no pause', log(tmp_path))
+        assert time.monotonic() < deadline, ('no ' + name, log(tmp_path))
         time.sleep(0.2)
-    return json.loads(path.read_text())
+    return path.read_text()
+
+
+def paused(tmp_path, slurm, task):
+    """What the worker of task 0 reports once paused (pid, trial folder, iteration)."""
+    return json.loads(reported(tmp_path, slurm, task, 'paused'))
 
 
 def wait_until_completed(slurm, task, tmp_path):
@@ -124,6 +130,9 @@ def test_an_array_job_of_the_tutorial_finishes_the_search_when_a_task_is_preempt
         stopped = json.load(stream)['holder']
     cancelled = slurm_cluster.command(['scancel', job + '_0'], slurm)
     assert cancelled.returncode == 0, cancelled.stderr
+    # scancel returns before slurmd sends the signal: the worker goes on only once it has
+    # noted SIGTERM, else a signal that came late would stop it an iteration later.
+    assert reported(tmp_path, slurm, job + '_0', 'signalled') == 'SIGTERM'
     search_nodes.release(tmp_path / 'task_0')  # the iteration ends, then the snapshot
     fields = _wait_until_completed(slurm, job + '_0', tmp_path)
     assert int(fields['Restarts']) >= 1
