@@ -73,10 +73,14 @@ PYTEST_ARGS ?=
 DEMO_ARGS ?=
 STAMPS :=
 
-# pytest runs each stack's suite on TEST_WORKERS processes (pytest-xdist; `auto`: one a
-# core; 0 runs it in pytest's own process). loadgroup keeps the tests that share a
-# module-scoped fixture or a resource (xdist_group markers, tests/conftest.py) on one worker.
-TEST_WORKERS ?= auto
+# pytest runs each stack's suite on TEST_WORKERS processes (pytest-xdist; 0 runs it in
+# pytest's own process), by default two a core: much of the suite waits on the processes
+# and servers it starts (training workers, SLURM, PostgreSQL, a job's time limit), and a
+# second worker a core keeps the cores busy meanwhile (on 2 cores, one stack: 4 min 46 s
+# on 2 workers, 3:44 on 3, 3:28 on 4, 3:47 on 6; docs/testing.rst). loadgroup keeps the
+# tests that share a module-scoped fixture or a resource (xdist_group markers,
+# tests/conftest.py) on one worker.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$((2 * n)))
 XDIST := -n $(TEST_WORKERS) --dist loadgroup
 # Each stack's run ends with its 30 slowest tests, so a test that grows slow is seen in the
 # log of every run (`make test-unit DURATIONS=0` lists them all).

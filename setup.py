@@ -59,7 +59,7 @@ extras = {
     # both; the binary wheels carry libpq, so no system library is needed.
     'search-db': ['optuna>=4.0', 'sqlalchemy>=2.1', 'psycopg[binary]>=3.1'],
     'docs': ['sphinx>=5'],
-    # pytest-xdist: `make test` runs each stack's suite on one process a core.
+    # pytest-xdist: `make test` runs each stack's suite on two processes a core.
     'test': ['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3', 'ruff>=0.4', 'mypy>=2'],
 }
 extras['all'] = sorted({req for reqs in extras.values() for req in reqs})

@@ -1,6 +1,6 @@
 """Test-wide markers (``gpu`` tests skip without CUDA, ``mpi`` tests outside mpiexec), the
 session-wide fixtures of tests/support, and what running on several pytest-xdist workers
-needs (``make test`` runs each stack's suite on one worker a core, docs/testing.rst):
+needs (``make test`` runs each stack's suite on two workers a core, docs/testing.rst):
 
 * tests that share a module- or session-scoped fixture of the suite run on one worker
   (an ``xdist_group`` per fixture), so that fixture is made once, not once a worker;
