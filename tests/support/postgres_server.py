@@ -58,6 +58,7 @@ _BINARIES = ('initdb', 'postgres', 'pg_isready', 'psql')
 _PORT_ATTEMPTS = 5
 _PR_SET_PDEATHSIG = 1
 _FOLDER_PREFIX = 'researchutils-postgres-'
+ROOT_VARIABLE = 'RESEARCHUTILS_TEST_POSTGRES_ROOT'
 _prctl = ctypes.CDLL(None, use_errno=True).prctl
 _templates = {}
 
@@ -156,7 +157,13 @@ def _as_account(account, folder):
 
 def _data_root():
     """Where the clusters live: the RAM file system when there is one (a cluster is about a
-    thousand files, which a disk can take seconds to copy), else the temporary directory."""
+    thousand files, which a disk can take seconds to copy), else the temporary directory;
+    ``RESEARCHUTILS_TEST_POSTGRES_ROOT`` names another (the test of the leftovers' removal
+    keeps its session's folders there, out of the way of other workers' sessions, which
+    would remove them first)."""
+    chosen = os.environ.get(ROOT_VARIABLE)
+    if chosen:
+        return chosen
     if os.path.isdir('/dev/shm') and os.access('/dev/shm', os.W_OK | os.X_OK):
         return '/dev/shm'
     return tempfile.gettempdir()

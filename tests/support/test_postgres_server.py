@@ -1,10 +1,12 @@
 """The PostgreSQL server of tests/support/postgres_server.py: real server, real clients."""
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -155,8 +157,20 @@ sys.stdin.read()
 '''
 
 
+@pytest.fixture
+def private_data_root(monkeypatch):
+    """A data root of this test's own (readable by the server's account), for this process
+    and the sessions it starts: other workers' sessions, which remove the folders of dead
+    sessions under the shared root, never see it."""
+    root = tempfile.mkdtemp(prefix='researchutils-test-root-', dir=pg._data_root())
+    os.chmod(root, 0o755)
+    monkeypatch.setenv(pg.ROOT_VARIABLE, root)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
 @needs_postgres
-def test_a_test_process_killed_outright_takes_its_server_along(tmp_path):
+def test_a_test_process_killed_outright_takes_its_server_along(tmp_path, private_data_root):
     session = subprocess.Popen([sys.executable, '-c', DYING_SESSION, str(tmp_path)],
                                cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                text=True)
@@ -165,6 +179,7 @@ def test_a_test_process_killed_outright_takes_its_server_along(tmp_path):
     finally:
         session.kill()
         session.communicate()
+    assert started['data_dir'].startswith(private_data_root + os.sep)
     processes = {int(pid): start for pid, start in started['processes'].items()}
     deadline = time.monotonic() + 60
     while pg.alive(processes) and time.monotonic() < deadline:
