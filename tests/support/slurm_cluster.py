@@ -182,6 +182,14 @@ def for_a_test_module(tmp_path_factory):
         yield checkout_env(env)
 
 
+# The states ``scontrol`` shows for a job on its way (a flag, when one is set, is shown
+# instead of the base state): waiting, starting, running, being signalled (``--signal``,
+# ``scancel``), ending, requeued. A test polling a job that should end well fails on any
+# other, and must accept each of these, however briefly it lasts: a poll on a busy machine
+# catches them (a ``--signal=B:USR1@120`` job was seen SIGNALING).
+ON_ITS_WAY = ('PENDING', 'CONFIGURING', 'RUNNING', 'SIGNALING', 'COMPLETING', 'REQUEUED')
+
+
 def job_fields(job_id, env):
     """``scontrol show job``'s fields of ``job_id`` as a dict (``JobState``, ``Restarts``...)."""
     done = _run(['scontrol', 'show', 'job', '-o', str(job_id)], env)

@@ -98,8 +98,7 @@ def _wait_until_completed(slurm, job, tmp_path):
         state = fields.get('JobState')
         if state == 'COMPLETED':
             break
-        assert state in ('PENDING', 'RUNNING', 'REQUEUED', 'COMPLETING'), (fields,
-                                                                          _log(tmp_path))
+        assert state in slurm_cluster.ON_ITS_WAY, (fields, _log(tmp_path))
         if state == 'PENDING' and fields.get('Reason') == 'BeginTime' \
                 and fields['Restarts'] not in hurried:
             # A requeued job may start again only 2 minutes later: hurry it.
