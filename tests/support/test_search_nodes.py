@@ -1,6 +1,5 @@
 """The environment a search worker (tests/support/search_worker.py) starts with."""
 import json
-import os
 import subprocess
 import sys
 
