@@ -170,13 +170,13 @@ class _ReadAheadArrays(object):
         return self.archive[key]
 
     def check_fits(self, key: str, value: _Value) -> None:
-        """Refuses, from its header, an array that cannot fit ``value``, before reading it.
+        """Refuses, from its header, an array that does not fit ``value``, before reading it.
 
-        NpzDeserializer copies an array into the current value (broadcasting), so one
-        with more elements can never fit, nor can a non-numeric one, and a number takes
-        a shape () array. Where the value says nothing of the size (None: a lazy
-        parameter; a string), at most ``_safe_npz.MAX_UNSIZED_BYTES`` are read. A
-        refused array is not even decompressed.
+        An array must have exactly the shape of the value it is loaded into (NumPy would
+        broadcast a smaller one into it, silently) and a dtype that casts to the value's
+        within its kind; a number takes a shape () array. Where the value says nothing of
+        the size (None: a lazy parameter; a string), at most ``_safe_npz.MAX_UNSIZED_BYTES``
+        are read. A refused array is not even decompressed.
         """
         shape = self.archive.shapes.get(key)
         dtype = self.archive.dtypes.get(key)
@@ -186,7 +186,7 @@ class _ReadAheadArrays(object):
             value = value.array
         problem = None
         if value is None or isinstance(value, (str, bytes)) or not isinstance(
-                value, numbers.Number) and getattr(value, 'size', None) is None:
+                value, numbers.Number) and getattr(value, 'shape', None) is None:
             if _safe_npz.nbytes(shape, dtype) > _safe_npz.MAX_UNSIZED_BYTES:
                 problem = 'holds more than MAX_UNSIZED_BYTES = {} bytes'.format(
                     _safe_npz.MAX_UNSIZED_BYTES)
@@ -195,8 +195,12 @@ class _ReadAheadArrays(object):
                 problem = 'does not fit the single number the {} holds there'.format(self.what)
         elif dtype.kind not in 'biufc':
             problem = 'is not numeric, so it does not fit the {}\'s array'.format(self.what)
-        elif numpy.prod(shape, dtype=float) > value.size:
-            problem = 'does not fit the {}\'s {}'.format(self.what, value.shape)
+        elif tuple(shape) != tuple(value.shape):
+            problem = 'is not the shape {} of the {}\'s array'.format(tuple(value.shape),
+                                                                     self.what)
+        elif not numpy.can_cast(dtype, numpy.dtype(value.dtype), casting='same_kind'):
+            problem = 'does not cast to the {}\'s {}'.format(self.what,
+                                                           numpy.dtype(value.dtype).str)
         if problem is not None:
             raise _safe_npz.UnreadableFile('{!r}: array {!r} has shape {} and dtype {}, which '
                                            '{}'.format(self.archive.path, key, shape,
@@ -215,18 +219,76 @@ class _CheckedDeserializer(chainer_npz.NpzDeserializer):
         return super().__call__(key, value)
 
 
-def _read_ahead(mapping: _ReadAheadArrays, link: _Serializable, prefix: str) -> None:
-    """Reads every array ``link`` needs before any is loaded, so a bad one changes nothing.
+def _expected(link: _Serializable, prefix: str) -> dict[str, _Value]:
+    """What loading ``link`` under ``prefix`` reads: key to the value it is loaded into.
 
     Only for a Link, whose saving and loading visit the same keys; a Trainer's saving
-    needs a started Trainer, so a Trainer's arrays are read as it asks for them.
+    needs a started Trainer, so a Trainer's own keys are read as it asks for them.
     """
     expected: dict[str, _Value] = {}
     link.serialize(_KeyRecorder(expected, prefix))
+    return expected
+
+
+def _keys(keys: Iterable[str]) -> str:
+    keys = sorted(keys)
+    shown = ', '.join(repr(key) for key in keys[:8])
+    return shown + (' and {} more'.format(len(keys) - 8) if len(keys) > 8 else '')
+
+
+def _check_link(mapping: _ReadAheadArrays, expected: dict[str, _Value], prefix: str,
+                strict: bool) -> list[str]:
+    """Checks every array a link needs against the file before any is loaded: none missing,
+    each of the value's shape and kind, and (``strict``) no array under ``prefix`` that the
+    link lacks. Reads the needed arrays ahead, so that loading them can no longer fail
+    half-way.
+
+    Returns:
+        list: The keys under ``prefix`` that the link lacks (empty when ``strict``).
+    """
+    archive = mapping.archive
+    missing = [key for key in expected if key not in archive]
+    if missing:
+        raise KeyError('{!r} has no array {} needed by the {}'.format(
+            archive.path, _keys(missing), mapping.what))
     for key, value in expected.items():
-        if key in mapping.archive:
-            mapping.check_fits(key, value)
-            mapping.arrays[key] = mapping.archive[key]
+        mapping.check_fits(key, value)
+    unused = [key for key in archive.shapes if key.startswith(prefix) and key not in expected]
+    if unused and strict:
+        raise ValueError('{!r} holds arrays the {} does not have: {}; it was saved from another '
+                         'architecture (load it with strict=False to take the arrays the {} '
+                         'has)'.format(archive.path, mapping.what, _keys(unused), mapping.what))
+    for key in expected:
+        mapping.arrays[key] = archive[key]
+    return unused
+
+
+def _check_trainer(mapping: _ReadAheadArrays, trainer: Trainer) -> None:
+    """Checks the models of a snapshot, and their optimizers' per-parameter states, against
+    ``trainer``'s before anything is loaded, strictly: a snapshot of another architecture
+    changes no parameter."""
+    # A StandardUpdater (and Chainer's other updaters) saves each optimizer's target under
+    # updater/model:<name>/ and its states under updater/optimizer:<name>/<parameter>/.
+    optimizers = getattr(trainer.updater, 'get_all_optimizers', dict)()
+    for name, optimizer in optimizers.items():
+        target = getattr(optimizer, 'target', None)
+        if not isinstance(target, chainer.Link):
+            continue
+        model_prefix = 'updater/model:{}/'.format(name)
+        _check_link(mapping, _expected(target, model_prefix), model_prefix, strict=True)
+        prefix = 'updater/optimizer:{}/'.format(name)
+        params = dict(target.namedparams())
+        for key, shape in mapping.archive.shapes.items():
+            head, _, _state = key[len(prefix) - 1:].rpartition('/')
+            param = params.get(head) if key.startswith(prefix) else None
+            if param is None or param.array is None or not shape:
+                continue
+            if tuple(shape) != tuple(param.shape):
+                raise _safe_npz.UnreadableFile(
+                    '{!r}: array {!r} has shape {}, which is not the shape {} of the '
+                    'parameter {!r} it belongs to: the snapshot is of another architecture'
+                    .format(mapping.archive.path, key, tuple(shape), tuple(param.shape),
+                            head))
 
 
 def _model_prefixes(keys: Iterable[str]) -> list[str]:
@@ -239,7 +301,12 @@ def _model_prefixes(keys: Iterable[str]) -> list[str]:
     return sorted(prefixes)
 
 
-def _deserialize(path: str, target: _Serializable, prefix: str, what: str) -> None:
+def _deserialize(path: str, target: _Serializable, prefix: str, what: str,
+                 strict: bool = True, stacklevel: int = 3) -> None:
+    """Loads ``path`` into ``target`` once every check has passed; warns (naming them) of the
+    arrays under ``prefix`` that a link lacks, when not ``strict``, as a warning of the frame
+    ``stacklevel`` levels up (the public function's caller)."""
+    unused: list[str] = []
     with _safe_npz.open_archive(path) as archive:
         if prefix and not any(key.startswith(prefix) for key in archive.shapes):
             raise KeyError('{!r} has no arrays under {!r} needed by the {}; the models it holds '
@@ -248,7 +315,9 @@ def _deserialize(path: str, target: _Serializable, prefix: str, what: str) -> No
                                                  or 'no "model:" key'))
         mapping = _ReadAheadArrays(archive, what)
         if isinstance(target, chainer.Link):
-            _read_ahead(mapping, target, prefix)
+            unused = _check_link(mapping, _expected(target, prefix), prefix, strict)
+        elif isinstance(target, Trainer):
+            _check_trainer(mapping, target)
         deserializer = _CheckedDeserializer(mapping, path=prefix, strict=True)
         try:
             deserializer.load(target)
@@ -260,19 +329,25 @@ def _deserialize(path: str, target: _Serializable, prefix: str, what: str) -> No
         except (ValueError, TypeError) as error:
             raise type(error)('{!r}: array {!r} does not fit the {}: {}'.format(
                 path, mapping.last_key, what, error)) from error
+    if unused:
+        warnings.warn('{!r} holds arrays the {} does not have, left unused: {}; load with '
+                      'strict=True to refuse such a file'.format(path, what, _keys(unused)),
+                      stacklevel=stacklevel)
 
 
-def _load_into(path: str | os.PathLike[str], target: _Target, what: str) -> _Target:
+def _load_into(path: str | os.PathLike[str], target: _Target, what: str,
+               strict: bool) -> _Target:
     path = _check_path(path)
     if not os.path.exists(path):
         warnings.warn('{} file {!r} does not exist; the {} is left unchanged'.format(
             what, path, what), stacklevel=3)
         return target
-    _deserialize(path, target, '', what)
+    _deserialize(path, target, '', what, strict, stacklevel=4)
     return target
 
 
-def load_model(path: str | os.PathLike[str], model: _Target) -> _Target:
+def load_model(path: str | os.PathLike[str], model: _Target, *,
+               strict: bool = False) -> _Target:
     """Loads a model's parameters from an npz file, in place, and returns the model.
 
     A missing file leaves the model unchanged, warns once naming the path, and
@@ -282,17 +357,25 @@ def load_model(path: str | os.PathLike[str], model: _Target) -> _Target:
         path (str or os.PathLike): File written by :func:`save_model` or
             :func:`chainer.serializers.save_npz`.
         model (chainer.Link): Model to load into.
+        strict (bool): Refuse a file holding arrays the model does not have.
+            By default they are left unused and named in a warning, so that a
+            part of a larger model (a pretrained encoder) can be loaded.
 
     Returns:
         chainer.Link: ``model``.
 
     Raises:
         ValueError: The file is truncated or corrupt, holds a pickled object
-            array, or an array has the wrong shape for the model; the message
-            names the file and the array. The model is then left unchanged.
+            array, an array's shape is not exactly the model's (the message
+            names the file, the array and both shapes) or its dtype does not
+            cast to the model's, or (``strict``) it holds arrays the model
+            lacks.
         KeyError: The file lacks an array the model needs; the message names
             the file and the array.
         IsADirectoryError: ``path`` is a directory.
+
+    Every check is made before the first parameter is written: a refused
+    load leaves the model as it was.
 
     Example:
         >>> import chainer.links as L
@@ -301,7 +384,8 @@ def load_model(path: str | os.PathLike[str], model: _Target) -> _Target:
         (2, 3)
     """
     _check_serializable(model, 'model')
-    return _load_into(path, model, 'model')
+    strict = check_bool(strict, 'strict')
+    return _load_into(path, model, 'model', strict)
 
 
 def load_snapshot(path: str | os.PathLike[str], trainer: Trainer) -> Trainer:
@@ -320,9 +404,11 @@ def load_snapshot(path: str | os.PathLike[str], trainer: Trainer) -> Trainer:
 
     Raises:
         ValueError: The file is truncated or corrupt, or holds a pickled
-            object array; the message names it and the array. Arrays are read
-            as the trainer asks for them, so after this error the trainer may
-            be partly loaded: build a new one.
+            object array; the message names it and the array. The updater's
+            models (and their optimizers' states) are checked first, strictly,
+            so a snapshot of another architecture changes no parameter; the
+            rest is read as the trainer asks for it, so after another error the
+            trainer may be partly loaded: build a new one.
         KeyError: The snapshot lacks a value the trainer needs.
 
     Example:
@@ -331,11 +417,12 @@ def load_snapshot(path: str | os.PathLike[str], trainer: Trainer) -> Trainer:
     """
     if not isinstance(trainer, Trainer):
         raise TypeError('trainer must be a chainer.training.Trainer, got {!r}'.format(trainer))
-    return _load_into(path, trainer, 'trainer')
+    return _load_into(path, trainer, 'trainer', strict=True)
 
 
 def load_model_from_snapshot(path: str | os.PathLike[str], model: _Target,
-                             key: str = 'updater/model:main/') -> _Target:
+                             key: str = 'updater/model:main/', *,
+                             strict: bool = False) -> _Target:
     """Loads a model's weights out of a Trainer snapshot and returns the model.
 
     A Trainer snapshot stores the model of the updater's optimizer ``main``
@@ -350,6 +437,8 @@ def load_model_from_snapshot(path: str | os.PathLike[str], model: _Target,
             ``L.Classifier``, pass the wrapper or use
             ``key='updater/model:main/predictor/'``).
         key (str): Prefix of the model's arrays in the snapshot.
+        strict (bool): Refuse a snapshot holding arrays under ``key`` that the
+            model does not have (by default a warning names them).
 
     Returns:
         chainer.Link: ``model``.
@@ -359,7 +448,9 @@ def load_model_from_snapshot(path: str | os.PathLike[str], model: _Target,
         KeyError: No arrays under ``key``, or one the model needs is
             missing; the message lists the model prefixes the file holds.
         ValueError: The file is truncated or corrupt, holds a pickled object
-            array, or an array has the wrong shape.
+            array, an array's shape is not exactly the model's, or
+            (``strict``) it holds arrays under ``key`` the model lacks. Every
+            check is made before the first parameter is written.
 
     Example:
         >>> model = load_model_from_snapshot(
@@ -369,9 +460,10 @@ def load_model_from_snapshot(path: str | os.PathLike[str], model: _Target,
     _check_serializable(model, 'model')
     if not isinstance(key, str):
         raise TypeError('key must be a str, got {!r}'.format(key))
+    strict = check_bool(strict, 'strict')
     if key and not key.endswith('/'):
         key += '/'
     if not os.path.exists(path):
         raise FileNotFoundError('snapshot {!r} does not exist'.format(path))
-    _deserialize(path, model, key, 'model')
+    _deserialize(path, model, key, 'model', strict)
     return model
