@@ -99,6 +99,7 @@ def save_model(path: str | os.PathLike[str], model: _Serializable, compression: 
     """
     path = _check_path(path)
     _check_serializable(model, 'model')
+    compression = check_bool(compression, 'compression')
     overwrite = check_bool(overwrite, 'overwrite')
     if not overwrite and os.path.lexists(path):
         raise ValueError('path {!r} already exists; save_model never overwrites a file'
@@ -269,7 +270,7 @@ def _check_trainer(mapping: _ReadAheadArrays, trainer: Trainer) -> None:
     changes no parameter."""
     # A StandardUpdater (and Chainer's other updaters) saves each optimizer's target under
     # updater/model:<name>/ and its states under updater/optimizer:<name>/<parameter>/.
-    optimizers = getattr(trainer.updater, 'get_all_optimizers', dict)()
+    optimizers: dict[str, Any] = getattr(trainer.updater, 'get_all_optimizers', dict)()
     for name, optimizer in optimizers.items():
         target = getattr(optimizer, 'target', None)
         if not isinstance(target, chainer.Link):

@@ -770,3 +770,32 @@ def test_load_snapshot_refuses_optimizer_states_of_another_shape(tmp_path):
                                          r"\(2, 3\).*'/predictor/W'"):
         serializers.load_snapshot(planted + '.npz', resumed)
     _assert_unchanged(resumed.updater.get_optimizer('main').target, before)
+
+
+def _compress_types(path):
+    with zipfile.ZipFile(path) as archive:
+        return {info.compress_type for info in archive.infolist()}
+
+
+def test_save_model_compresses_by_default_and_not_when_told(tmp_path):
+    serializers.save_model(str(tmp_path / 'default.npz'), L.Linear(30, 30))
+    serializers.save_model(str(tmp_path / 'plain.npz'), L.Linear(30, 30), compression=False)
+    assert _compress_types(tmp_path / 'default.npz') == {zipfile.ZIP_DEFLATED}
+    assert _compress_types(tmp_path / 'plain.npz') == {zipfile.ZIP_STORED}
+    for name in ('default.npz', 'plain.npz'):
+        assert serializers.load_model(str(tmp_path / name), L.Linear(30, 30)) is not None
+
+
+def test_save_model_compression_is_a_bool(tmp_path):
+    with pytest.raises(TypeError, match="compression.*'no'"):
+        serializers.save_model(str(tmp_path / 'm.npz'), L.Linear(3, 2), compression='no')
+    assert not (tmp_path / 'm.npz').exists()
+
+
+def test_a_folder_whose_name_is_too_long_is_an_oserror_with_its_errno(tmp_path):
+    path = str(tmp_path / ('a' * 300) / 'model.npz')
+    with pytest.raises(OSError) as raised:
+        serializers.save_model(path, L.Linear(3, 2))
+    assert raised.value.errno == errno.ENAMETOOLONG
+    assert path in str(raised.value) and 'cannot be created' in str(raised.value)
+    assert _folder_entries(tmp_path) == []

@@ -298,3 +298,52 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
     os.mkfifo(path)
     with pytest.raises(ValueError, match=r"model\.npz.*regular file"):
         serializers.load_model(path, make_model())
+
+
+# The size guard of Chainer's None: exactly the pickle NumPy writes, never a longer payload ----
+
+def _none_pickle_padded_to(size):
+    # The unpickler stops at the pickle's STOP: what follows it is never read, so only the
+    # size guard tells a padded payload from the real one.
+    payload = pickle.dumps(numpy.asarray(None), protocol=3)
+    return payload + b'\0' * (size - len(payload))
+
+
+def test_a_none_pickle_up_to_the_limit_is_chainers_none_and_one_byte_more_is_not():
+    assert _safe_npz.is_chainers_none(_none_pickle_padded_to(_safe_npz._MAX_NONE_PICKLE))
+    assert not _safe_npz.is_chainers_none(
+        _none_pickle_padded_to(_safe_npz._MAX_NONE_PICKLE + 1))
+
+
+def test_a_0d_object_array_larger_than_the_limit_is_refused_at_opening(tmp_path):
+    buffer = io.BytesIO()
+    numpy.lib.format.write_array_header_1_0(
+        buffer, {'descr': '|O', 'fortran_order': False, 'shape': ()})
+    path = str(tmp_path / 'padded_none.npz')
+    with zipfile.ZipFile(path, 'w') as archive:
+        archive.writestr('W.npy', buffer.getvalue() + _none_pickle_padded_to(4096))
+        archive.writestr('b.npy', buffer.getvalue() + _none_pickle_padded_to(100))
+    with pytest.raises(ValueError, match=r"padded_none\.npz.*object array.*'W'"):
+        serializers.load_model(path, L.Linear(None, 2))
+
+
+@pytest.mark.parametrize('array', [numpy.asarray([None], dtype=object),
+                                   numpy.asarray([[None]], dtype=object),
+                                   numpy.asarray(False, dtype=object),
+                                   numpy.asarray(None, dtype=object).reshape(1)])
+def test_small_object_arrays_near_chainers_none_are_not_chainers_none(array):
+    assert not is_chainers_none(_npy_pickle(array))
+
+
+def test_an_npy_member_in_format_version_2_loads(tmp_path):
+    source = L.Linear(3, 2)
+    path = str(tmp_path / 'version2.npz')
+    with zipfile.ZipFile(path, 'w') as archive:
+        for key, value in chainer_npz.serialize(source).items():
+            buffer = io.BytesIO()
+            numpy.lib.format.write_array(buffer, value, version=(2, 0))
+            assert buffer.getvalue()[6:8] == b'\x02\x00'
+            archive.writestr(key + '.npy', buffer.getvalue())
+    model = serializers.load_model(path, L.Linear(3, 2))
+    numpy.testing.assert_array_equal(model.W.array, source.W.array)
+    numpy.testing.assert_array_equal(model.b.array, source.b.array)

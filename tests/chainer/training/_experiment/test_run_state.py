@@ -77,3 +77,11 @@ def test_a_write_that_fails_midway_leaves_the_old_state_or_none(tmp_path, old_ep
     if old_text is not None:
         assert (tmp_path / 'run_state.json').read_text() == old_text
         assert run_state.read_run_state(str(tmp_path)) == {'finished': True, 'epoch': 1}
+
+
+@pytest.mark.parametrize('finished', [True, False])
+def test_a_state_of_epoch_zero_is_accepted(tmp_path, finished):
+    # A run stopped (or an n_epochs that ended) before its first epoch ended says epoch 0.
+    from researchutils.chainer.training._experiment import run_state
+    (tmp_path / 'run_state.json').write_text(json.dumps({'finished': finished, 'epoch': 0}))
+    assert run_state.read_run_state(str(tmp_path)) == {'finished': finished, 'epoch': 0}
