@@ -252,8 +252,10 @@ def _check_link(mapping: _ReadAheadArrays, expected: dict[str, _Value], prefix: 
     if missing:
         raise KeyError('{!r} has no array {} needed by the {}'.format(
             archive.path, _keys(missing), mapping.what))
-    for key, value in expected.items():
-        mapping.check_fits(key, value)
+    # In key order, so that the same file and model always name the same array (Chainer
+    # visits a link's parameters in the order of string hashing).
+    for key in sorted(expected):
+        mapping.check_fits(key, expected[key])
     unused = [key for key in archive.shapes if key.startswith(prefix) and key not in expected]
     if unused and strict:
         raise ValueError('{!r} holds arrays the {} does not have: {}; it was saved from another '

@@ -178,7 +178,9 @@ class ChainerExperiment(settings.Experiment):
         scored = self.val_score_key is not None and val is not None
         state = run_state.read_run_state(self.output_dir)
         if state is not None and state['finished']:
-            return serializers.load_model(files.model_path(self.output_dir, scored, state), model)
+            path = files.model_path(self.output_dir, scored, state)
+            with files.refused_resume(self.output_dir, path):
+                return serializers.load_model(path, model, strict=True)
         devices = _model.rank_devices(self.devices, self.comm)
         trainer = _trainer.build_trainer(self, model, predictor, training, train, val,
                                          devices[0])
@@ -190,7 +192,8 @@ class ChainerExperiment(settings.Experiment):
             run_state.write_run_state(self.output_dir, trainer.updater.epoch)
         if self.comm is not None:
             self.comm.mpi_comm.barrier()
-        return serializers.load_model(files.model_path(self.output_dir, scored), model)
+        return serializers.load_model(files.model_path(self.output_dir, scored), model,
+                                      strict=True)
 
     def test(self, network: chainer.Link, test_data: DataManager,
              metrics: dict[str, Callable[..., Any]],

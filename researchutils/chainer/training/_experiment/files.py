@@ -6,11 +6,14 @@ model is never resumed from nor returned. Tests:
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
+
+from researchutils._errors import add_note
 
 SNAPSHOT_NAME = 'snapshot_epoch_{.updater.epoch}'
 # Under ChainerMN a preempted run leaves one snapshot per rank (its iterator, its random
@@ -111,3 +114,18 @@ def model_path(folder: str, scored: bool,
     if scored and _is_regular_file(best):
         return best
     return final
+
+
+@contextlib.contextmanager
+def refused_resume(folder: str, path: str) -> Iterator[None]:
+    """Says, on an error loading ``path`` (a snapshot or model of the run in ``folder``), that
+    the folder holds a run this experiment cannot take up, and how to start a new one."""
+    try:
+        yield
+    except (KeyError, ValueError) as error:
+        add_note(error, 'The experiment folder {} holds a run that this experiment cannot take '
+                        'up from {}: a run of another model (its architecture differs), or a '
+                        'damaged file. To train this model, start a new run: give the '
+                        'experiment another name or save_path, or delete {}'.format(
+                            folder, os.path.basename(path), folder))
+        raise

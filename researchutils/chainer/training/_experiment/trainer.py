@@ -71,7 +71,8 @@ def build_trainer(experiment: Experiment, model: chainer.Link, predictor: Predic
     _extend(trainer, experiment, model, predictor, training, val)
     snapshot = files.resume_snapshot(experiment.output_dir, comm)
     if snapshot is not None:
-        serializers.load_snapshot(snapshot, trainer)
+        with files.refused_resume(experiment.output_dir, snapshot):
+            serializers.load_snapshot(snapshot, trainer)
         if comm is not None:
             # Every rank loaded the same weights: record them as known, so the multi-node
             # optimizer does not spend its first update on a broadcast.

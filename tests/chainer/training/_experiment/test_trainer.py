@@ -61,3 +61,38 @@ def test_user_extensions_run_with_their_triggers(tmp_path):
                      extensions=[every_epoch, (every_iteration, (1, 'iteration'))])
     exp.run(*tasks.make_managers(n_train=64, batch_size=32))
     assert (every_epoch.calls, every_iteration.calls) == (2, 4)
+
+
+def _write_unfinished(exp):
+    # As a run stopped after its first epoch leaves the folder: a snapshot, no finished state.
+    with open(os.path.join(exp.output_dir, 'run_state.json'), 'w') as stream:
+        stream.write('{"finished": false, "epoch": 1}')
+
+
+@pytest.mark.parametrize('optimizer_cls', [chainer.optimizers.SGD, chainer.optimizers.Adam])
+def test_a_resume_with_another_architecture_is_refused_saying_so(tmp_path, optimizer_cls):
+    train, val = tasks.make_managers(n_train=64, batch_size=32)
+    params = {'optimizer_cls': optimizer_cls, 'optimizer_params': {}}
+    first = experiment(tmp_path, tasks.make_params({'num_hidden': 1}, num_epochs=1, **params))
+    first.run(train, val)
+    _write_unfinished(first)
+    second = experiment(tmp_path, tasks.make_params({'num_hidden': 8}, num_epochs=3, **params))
+    with pytest.raises(ValueError) as raised:
+        second.run(train, val)
+    message = str(raised.value)
+    assert 'snapshot_epoch_1' in message and "'updater/model:main/fc" in message
+    assert '(1,' in message or ', 1)' in message, message
+    note = '\n'.join(getattr(raised.value, '__notes__', []))
+    if sys.version_info >= (3, 11):
+        assert 'holds a run' in note and 'another model' in note
+        assert 'another name or save_path' in note and first.output_dir in note
+    # Nothing trained and nothing written over: the first run's files are as they were.
+    assert [entry['epoch'] for entry in read_log(first)] == [1]
+
+
+def test_a_finished_run_of_another_architecture_is_refused_not_broadcast(tmp_path):
+    train, val = tasks.make_managers(n_train=64, batch_size=32)
+    experiment(tmp_path, tasks.make_params({'num_hidden': 1}, num_epochs=1)).run(train, val)
+    second = experiment(tmp_path, tasks.make_params({'num_hidden': 8}, num_epochs=1))
+    with pytest.raises(ValueError, match=r"final_model\.npz.*'fc1/W'.*is not the shape \(8, "):
+        second.run(train, val)
