@@ -166,7 +166,8 @@ EXPERIMENT = ('researchutils.chainer.training.experiment',
               'researchutils.chainer.training._experiment',
               'researchutils.chainer.training._experiment.*',
               'researchutils.chainer.training._search', 'researchutils.chainer.training._search.*',
-              'researchutils.chainer.training.parameters')
+              'researchutils.chainer.training.parameters',
+              'researchutils.chainer.training._ownership')
 DATA = ('researchutils.chainer.data_loading', 'researchutils.chainer.data_loading.*')
 MODELS = ('researchutils.chainer.models', 'researchutils.chainer.models.*')
 POOL = ('researchutils._process_pool', 'researchutils._process_worker',

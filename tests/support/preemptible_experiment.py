@@ -113,7 +113,8 @@ def make_experiment(out, args):
     # Dropout-free model, but the sampler's shuffles and Adam's state must continue exactly.
     return ChainerExperiment(params, tasks.Regressor, name='exp', save_path=out,
                              val_score_key='MSE', seed=0, extensions=extensions,
-                             preemption_snapshot=not args.no_preemption)
+                             preemption_snapshot=not args.no_preemption,
+                             wait_for_folder=args.wait_for_folder)
 
 
 def _managers(out, workers):
@@ -142,6 +143,9 @@ def main(argv):
     parser.add_argument('--pause-in-validation', metavar='RUN')
     parser.add_argument('--no-preemption', action='store_true')
     parser.add_argument('--workers', action='store_true')
+    parser.add_argument('--wait-for-folder', type=float, default=0.0)
+    parser.add_argument('--result', default='result.json',
+                        help='the file in OUT that gets the result')
     args = parser.parse_args(argv)
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
@@ -166,7 +170,7 @@ def main(argv):
         summary = experiment.grid_search(train, val)
         result = {'results': [[choice, score] for choice, score in summary['results']],
                   'best_score': summary['best_score']}
-    with open(os.path.join(out, 'result.json'), 'w') as f:
+    with open(os.path.join(out, args.result), 'w') as f:
         json.dump(result, f)
     return 0
 

@@ -14,7 +14,7 @@ import chainer
 
 from researchutils._errors import add_note
 from researchutils.chainer import serializers
-from researchutils.chainer.training import json_values, train_utils
+from researchutils.chainer.training import _ownership, json_values, train_utils
 from researchutils.chainer.training._experiment import (
     checks,
     files,
@@ -81,6 +81,9 @@ class ChainerExperiment(settings.Experiment):
         preemption_snapshot (bool): Snapshot and stop on SIGTERM and SIGUSR1
             (default), so that running again resumes exactly; False adds no
             PreemptionSnapshot.
+        wait_for_folder (float): Seconds a run waits for another run that
+            holds its folder to end; 0 (default): refused at once. One run owns
+            an experiment folder (the tutorial's "One run, one folder").
 
     Raises:
         TypeError, ValueError: An argument or a "training" parameter is of
@@ -113,7 +116,8 @@ class ChainerExperiment(settings.Experiment):
                  gpu_ids: int | str | Sequence[int | str] | None = None,
                  val_score_mode: str = 'lowest', comm: Any = None,
                  extensions: Iterable[Any] = (), seed: int | None = None,
-                 stop_on_non_number: bool = True, preemption_snapshot: bool = True) -> None:
+                 stop_on_non_number: bool = True, preemption_snapshot: bool = True,
+                 wait_for_folder: float = 0.0) -> None:
         # Each argument is a row of settings.SETTINGS, which checks it (a test holds the
         # names, kinds and defaults here to the table's); locals() are exactly the arguments.
         for setting, value in settings.checked(locals()).items():
@@ -165,6 +169,9 @@ class ChainerExperiment(settings.Experiment):
                 not trusted (a ValueError naming it).
             FileNotFoundError: ``run_state.json`` says the run finished, but
                 its model file is missing (the message names it).
+            RuntimeError: Another run holds the experiment's folder (a
+                ``FolderInUseError`` naming the folder, the owner's host and pid
+                and since when), and did not end within ``wait_for_folder``.
 
         Example:
             >>> model = experiment.run(manager_train, manager_val)  # doctest: +SKIP
@@ -175,25 +182,27 @@ class ChainerExperiment(settings.Experiment):
         model = self.build_model()
         predictor = _model.predictor(model, self.model_cls, self.key_mapping)
         predictor.check_batch_keys(train_keys if val is None else val.batch_keys())
-        scored = self.val_score_key is not None and val is not None
-        state = run_state.read_run_state(self.output_dir)
-        if state is not None and state['finished']:
-            path = files.model_path(self.output_dir, scored, state)
-            with files.refused_resume(self.output_dir, path):
-                return serializers.load_model(path, model, strict=True)
-        devices = _model.rank_devices(self.devices, self.comm)
-        trainer = _trainer.build_trainer(self, model, predictor, training, train, val,
-                                         devices[0])
-        self.trainer = trainer
-        trainer.run()
-        if is_rank_zero(self.comm):
-            serializers.save_model(os.path.join(self.output_dir, files.FINAL_MODEL), model,
-                                   overwrite=True)
-            run_state.write_run_state(self.output_dir, trainer.updater.epoch)
-        if self.comm is not None:
-            self.comm.mpi_comm.barrier()
-        return serializers.load_model(files.model_path(self.output_dir, scored), model,
-                                      strict=True)
+        # Held before anything is read or written there (run_state.json included).
+        with _ownership.hold(self.output_dir, wait=self.wait_for_folder, comm=self.comm):
+            scored = self.val_score_key is not None and val is not None
+            state = run_state.read_run_state(self.output_dir)
+            if state is not None and state['finished']:
+                path = files.model_path(self.output_dir, scored, state)
+                with files.refused_resume(self.output_dir, path):
+                    return serializers.load_model(path, model, strict=True)
+            devices = _model.rank_devices(self.devices, self.comm)
+            trainer = _trainer.build_trainer(self, model, predictor, training, train, val,
+                                             devices[0])
+            self.trainer = trainer
+            trainer.run()
+            if is_rank_zero(self.comm):
+                serializers.save_model(os.path.join(self.output_dir, files.FINAL_MODEL), model,
+                                       overwrite=True)
+                run_state.write_run_state(self.output_dir, trainer.updater.epoch)
+            if self.comm is not None:
+                self.comm.mpi_comm.barrier()
+            return serializers.load_model(files.model_path(self.output_dir, scored), model,
+                                          strict=True)
 
     def test(self, network: chainer.Link, test_data: DataManager,
              metrics: dict[str, Callable[..., Any]],

@@ -17,7 +17,12 @@ from typing import Any, TypeVar
 
 import chainer
 
-from researchutils._checks import check_bool, check_devices, check_positive_int
+from researchutils._checks import (
+    check_bool,
+    check_devices,
+    check_non_negative_float,
+    check_positive_int,
+)
 from researchutils.chainer.data_loading import DataManager
 from researchutils.chainer.training import train_utils
 from researchutils.chainer.training._trees import Tree
@@ -122,6 +127,7 @@ check_checkpoint_freq = functools.partial(check_positive_int, name='checkpoint_f
 check_gpu_ids = functools.partial(check_devices, name='gpu_ids')
 check_stop_on_non_number = functools.partial(check_bool, name='stop_on_non_number')
 check_preemption_snapshot = functools.partial(check_bool, name='preemption_snapshot')
+check_wait_for_folder = functools.partial(check_non_negative_float, name='wait_for_folder')
 
 
 def kept(value: _T) -> _T:

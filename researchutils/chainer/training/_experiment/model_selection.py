@@ -19,7 +19,7 @@ import numpy.typing
 
 from researchutils._checks import check_bool, check_int, check_probability, check_seed
 from researchutils.chainer.data_loading import DataManager
-from researchutils.chainer.training import json_values, train_utils
+from researchutils.chainer.training import _ownership, json_values, train_utils
 from researchutils.chainer.training._experiment import settings
 from researchutils.chainer.training._experiment.model import predictor
 from researchutils.chainer.training._ranks import is_rank_zero
@@ -31,6 +31,8 @@ from researchutils.chainer.training.parameters import Parameters
 # Positions of examples in the dataset, and one label per example.
 _Indices = numpy.typing.NDArray[numpy.intp]
 _Labels = numpy.typing.NDArray[Any]
+# What kfold returns: each fold's predictions and metrics, by the fold's number as a str.
+_KFoldResult = tuple[dict[str, dict[str, numpy.typing.NDArray[Any]]], dict[str, dict[str, float]]]
 
 
 class _Examples(Protocol):
@@ -155,7 +157,7 @@ def kfold(experiment: settings.Experiment, data: DataManager,
           val_split: float | None, label_key: str, train_kwargs: dict[str, Any] | None,
           metric_keys: dict[str, Sequence[str]] | None, test_kwargs: dict[str, Any] | None,
           params: Parameters | None, verbose: bool
-          ) -> tuple[dict[str, dict[str, numpy.typing.NDArray[Any]]], dict[str, dict[str, float]]]:
+          ) -> _KFoldResult:
     """:meth:`ChainerExperiment.kfold`, whose docstring says what each argument does."""
     if not isinstance(data, DataManager):
         raise TypeError('kfold takes the examples as a DataManager (data), got {}'.format(
@@ -178,10 +180,24 @@ def kfold(experiment: settings.Experiment, data: DataManager,
     labels = None
     if split_type == 'stratified':
         labels = _labels(data.dataset, label_key)
+    splits = list(fold_indices(size, num_splits, shuffle, random_seed, labels, val_split))
+    with _ownership.hold(experiment.output_dir, wait=experiment.wait_for_folder,
+                         comm=experiment.comm):
+        return _run_folds(experiment, data, splits, metrics, metric_keys, train_changes,
+                          test_changes, params, num_epochs, random_seed, verbose)
+
+
+def _run_folds(experiment: settings.Experiment, data: DataManager,
+               splits: list[tuple[_Indices, _Indices | None, _Indices]],
+               metrics: dict[str, Callable[..., Any]],
+               metric_keys: dict[str, Sequence[str]] | None, train_changes: dict[str, Any],
+               test_changes: dict[str, Any], params: Parameters, num_epochs: int | None,
+               random_seed: int | None, verbose: bool
+               ) -> _KFoldResult:
+    """Trains and tests each fold of ``splits`` in turn (the folder held)."""
     predictions: dict[str, dict[str, numpy.typing.NDArray[Any]]] = {}
     results: dict[str, dict[str, float]] = {}
-    for i, (train_indices, val_indices, test_indices) in enumerate(
-            fold_indices(size, num_splits, shuffle, random_seed, labels, val_split)):
+    for i, (train_indices, val_indices, test_indices) in enumerate(splits):
         val = None
         if val_indices is not None:
             val = data.get_subset(val_indices).replace(**test_changes)
@@ -225,6 +241,15 @@ def grid_search(experiment: settings.Experiment, train: DataManager,
     if experiment.val_score_key is None or val is None:
         raise ValueError('grid_search compares the val_score_key metric on val: set '
                          'val_score_key and pass a validation manager')
+    with _ownership.hold(experiment.output_dir, wait=experiment.wait_for_folder,
+                         comm=experiment.comm):
+        return _run_grid(experiment, train, val)
+
+
+def _run_grid(experiment: settings.Experiment, train: DataManager,
+              val: DataManager) -> dict[str, Any]:
+    """Trains and scores each combination of the grid in turn (the folder held)."""
+    assert experiment.val_score_key is not None  # grid_search refuses a run without one
     results: list[tuple[dict[str, Any], float]] = []
     best: tuple[Parameters, float] | None = None
     for k, combination in enumerate(experiment.params.grid()):

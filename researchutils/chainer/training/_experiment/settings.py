@@ -103,6 +103,7 @@ SETTINGS = (
             *_PLAIN),
     Setting('preemption_snapshot', True, checks.check_preemption_snapshot, _KEYWORD_ONLY,
             *_PLAIN),
+    Setting('wait_for_folder', 0.0, checks.check_wait_for_folder, _KEYWORD_ONLY, *_PLAIN),
 )
 
 
@@ -129,6 +130,7 @@ class Experiment(Protocol):
     seed: int | None
     stop_on_non_number: bool
     preemption_snapshot: bool
+    wait_for_folder: float
 
     @property
     def output_dir(self) -> str: ...

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import chainer
 import optuna
 
+from researchutils.chainer.training import _ownership
 from researchutils.chainer.training._experiment import settings as _experiment_settings
 from researchutils.chainer.training._experiment.model_selection import score_model
 from researchutils.chainer.training._search import folders, retries, studies
@@ -93,10 +94,13 @@ def _trial_run(experiment: Experiment, params: Parameters, folder: str,
     key = experiment.val_score_key
     assert key is not None  # search refuses an experiment without one, on every rank
     pruning = ChainerPruningExtension(trial, 'val/' + key, (1, 'epoch'), comm=experiment.comm)
+    # The search gave the folder to this trial already: a retry waits for the claim of the
+    # run it takes over from (another host's, whose heartbeat stopped) to expire.
     return _experiment_settings.replace(
         experiment, params=params,
         extensions=list(experiment.extensions) + [pruning, _ResumePoint(trial)],
-        name=os.path.join(experiment.name, folder))
+        name=os.path.join(experiment.name, folder),
+        wait_for_folder=max(experiment.wait_for_folder, _ownership.GRACE_PERIOD))
 
 
 def _take_folder(experiment: Experiment, study: optuna.Study, study_id: str,

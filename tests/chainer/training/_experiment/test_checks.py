@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from researchutils.chainer.training import ChainerExperiment
+from researchutils.chainer.training._experiment import checks
 from tests.chainer.training import tasks
 from tests.chainer.training.tasks import experiment
 
@@ -93,3 +94,13 @@ def test_name_and_save_path_default_to_unnamed_experiment_in_the_working_directo
 def test_a_name_where_delira_puts_n_epochs_is_refused_with_the_order(tmp_path):
     with pytest.raises(TypeError, match="n_epochs.*'exp'.*keyword"):
         ChainerExperiment(tasks.make_params(), tasks.Regressor, 'exp', str(tmp_path))
+
+
+@pytest.mark.parametrize('wait', [-1, float('nan'), float('inf'), '10', True, None])
+def test_wait_for_folder_is_a_finite_number_of_seconds(wait):
+    with pytest.raises((TypeError, ValueError), match='wait_for_folder'):
+        checks.check_wait_for_folder(wait)
+
+
+def test_wait_for_folder_is_kept_in_seconds():
+    assert checks.check_wait_for_folder(0) == 0.0 and checks.check_wait_for_folder(2.5) == 2.5
