@@ -203,9 +203,13 @@ class _ReadAheadArrays(object):
             problem = 'does not cast to the {}\'s {}'.format(self.what,
                                                            numpy.dtype(value.dtype).str)
         if problem is not None:
-            raise _safe_npz.UnreadableFile('{!r}: array {!r} has shape {} and dtype {}, which '
+            raise _Mismatch('{!r}: array {!r} has shape {} and dtype {}, which '
                                            '{}'.format(self.archive.path, key, shape,
                                                        dtype.str, problem))
+
+
+class _Mismatch(ValueError):
+    """An array that does not fit the target; raised to the caller as a plain ValueError."""
 
 
 class _CheckedDeserializer(chainer_npz.NpzDeserializer):
@@ -287,7 +291,7 @@ def _check_trainer(mapping: _ReadAheadArrays, trainer: Trainer) -> None:
             if param is None or param.array is None or not shape:
                 continue
             if tuple(shape) != tuple(param.shape):
-                raise _safe_npz.UnreadableFile(
+                raise _Mismatch(
                     '{!r}: array {!r} has shape {}, which is not the shape {} of the '
                     'parameter {!r} it belongs to: the snapshot is of another architecture'
                     .format(mapping.archive.path, key, tuple(shape), tuple(param.shape),
@@ -309,6 +313,19 @@ def _deserialize(path: str, target: _Serializable, prefix: str, what: str,
     """Loads ``path`` into ``target`` once every check has passed; warns (naming them) of the
     arrays under ``prefix`` that a link lacks, when not ``strict``, as a warning of the frame
     ``stacklevel`` levels up (the public function's caller)."""
+    try:
+        unused = _checked_load(path, target, prefix, what, strict)
+    except _Mismatch as error:
+        raise ValueError(*error.args) from None
+    if unused:
+        warnings.warn('{!r} holds arrays the {} does not have, left unused: {}; load with '
+                      'strict=True to refuse such a file'.format(path, what, _keys(unused)),
+                      stacklevel=stacklevel)
+
+
+def _checked_load(path: str, target: _Serializable, prefix: str, what: str,
+                  strict: bool) -> list[str]:
+    """Checks ``path`` against ``target`` and loads it; the unused keys (see _check_link)."""
     unused: list[str] = []
     with _safe_npz.open_archive(path) as archive:
         if prefix and not any(key.startswith(prefix) for key in archive.shapes):
@@ -327,15 +344,12 @@ def _deserialize(path: str, target: _Serializable, prefix: str, what: str,
         except KeyError as error:
             raise KeyError('{!r} has no array {} needed by the {}'.format(
                 path, error, what)) from error
-        except _safe_npz.UnreadableFile:
+        except (_safe_npz.UnreadableFile, _Mismatch):
             raise
         except (ValueError, TypeError) as error:
             raise type(error)('{!r}: array {!r} does not fit the {}: {}'.format(
                 path, mapping.last_key, what, error)) from error
-    if unused:
-        warnings.warn('{!r} holds arrays the {} does not have, left unused: {}; load with '
-                      'strict=True to refuse such a file'.format(path, what, _keys(unused)),
-                      stacklevel=stacklevel)
+    return unused
 
 
 def _load_into(path: str | os.PathLike[str], target: _Target, what: str,
