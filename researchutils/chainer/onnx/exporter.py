@@ -286,10 +286,12 @@ def export(model: chainer.Link, args: Any, path: str | os.PathLike[str], *,
     See the tutorial ``docs/tutorials/onnx.rst`` for examples with onnxruntime.
 
     Example:
+        >>> import os, tempfile
         >>> import numpy as np
         >>> import chainer.links as L
         >>> from researchutils.chainer.onnx import export
-        >>> graph = export(L.Linear(3, 2), np.zeros((1, 3), np.float32), 'linear.onnx')
+        >>> path = os.path.join(tempfile.mkdtemp(), 'linear.onnx')
+        >>> graph = export(L.Linear(3, 2), np.zeros((1, 3), np.float32), path)
         >>> [value.name for value in graph.graph.input], [v.name for v in graph.graph.output]
         (['input'], ['output'])
     """
