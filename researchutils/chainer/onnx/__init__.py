@@ -1,10 +1,13 @@
 """Export Chainer models to ONNX (the ``onnx`` extra), LSTMs and researchutils' links included.
 
 Importing this package imports neither onnx nor onnx_chainer; :func:`export` does, when
-called. Tutorial: ``docs/tutorials/onnx.rst``.
+called. The converters it adds to onnx_chainer's are
+:data:`researchutils.chainer.onnx.converters.CONVERTERS`. Tutorial:
+``docs/tutorials/onnx.rst``.
 
 Example:
-    >>> from researchutils.chainer.onnx import export, CONVERTERS
+    >>> from researchutils.chainer.onnx import export
+    >>> from researchutils.chainer.onnx.converters import CONVERTERS
     >>> sorted(CONVERTERS)
     ['Flip', 'GradClipLSTM', 'LSTM', '_ClipGradient']
 """
@@ -14,10 +17,8 @@ from researchutils._lazy import lazy_exports
 
 _EXPORTS = {
     'exporter': ['export'],
-    'converters': ['CONVERTERS'],
 }
 __all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 if TYPE_CHECKING:  # the table above, for type checkers and IDEs
-    from researchutils.chainer.onnx.converters import CONVERTERS as CONVERTERS
     from researchutils.chainer.onnx.exporter import export as export

@@ -46,7 +46,7 @@ def _reshape(builder: Any, params: Any, name: str, shape: Sequence[int], label: 
     return builder.op('Reshape', [name, _const(params, shape, label)])
 
 
-def convert_lstm(params: Any) -> tuple[Any, ...]:
+def _convert_lstm(params: Any) -> tuple[Any, ...]:
     """The step of :func:`chainer.functions.lstm` and of
     :func:`~researchutils.chainer.functions.grad_clip_lstm` (whose clip acts in the
     backward pass only): inputs ``(c_prev, x)``, outputs ``(c, h)``.
@@ -96,7 +96,7 @@ def convert_lstm(params: Any) -> tuple[Any, ...]:
     return builder.nodes()
 
 
-def convert_identity(params: Any) -> tuple[Any, ...]:
+def _convert_identity(params: Any) -> tuple[Any, ...]:
     """A function that is the identity in the forward pass (ConvLSTM's gradient clip).
 
     Args:
@@ -109,7 +109,7 @@ def convert_identity(params: Any) -> tuple[Any, ...]:
     return onnx_helper.make_node('Identity', params.input_names, params.output_names),
 
 
-def convert_flip(params: Any) -> tuple[Any, ...]:
+def _convert_flip(params: Any) -> tuple[Any, ...]:
     """:func:`chainer.functions.flip`: the input reversed along ``func.axis`` (opset >= 10).
 
     Args:
@@ -134,8 +134,8 @@ def convert_flip(params: Any) -> tuple[Any, ...]:
 #: ActionConditionedLSTM, ConvLSTM), ``_ClipGradient`` ConvLSTM's clip of its output gate's
 #: gradient, ``Flip`` :func:`chainer.functions.flip` (DeconvolutionPS on the CPU).
 CONVERTERS: dict[str, Callable[[Any], tuple[Any, ...]]] = {
-    'LSTM': convert_lstm,
-    'GradClipLSTM': convert_lstm,
-    '_ClipGradient': convert_identity,
-    'Flip': convert_flip,
+    'LSTM': _convert_lstm,
+    'GradClipLSTM': _convert_lstm,
+    '_ClipGradient': _convert_identity,
+    'Flip': _convert_flip,
 }
