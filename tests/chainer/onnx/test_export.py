@@ -1,5 +1,6 @@
 """researchutils.chainer.onnx.export: every link exported and run in onnxruntime matches
 Chainer's forward pass; bad input is refused before anything is written."""
+import errno
 import os
 import subprocess
 import sys
@@ -270,6 +271,28 @@ def test_a_failed_export_leaves_an_existing_file_as_it_was(tmp_path):
     path.write_bytes(b'the previous model')
     with pytest.raises(ValueError, match='_Custom'):
         export(_model_with_an_unknown_function(), np.zeros((1, 3), np.float32), path)
+    assert path.read_bytes() == b'the previous model'
+    assert os.listdir(tmp_path) == ['model.onnx']
+
+
+def test_a_write_that_fails_midway_leaves_the_existing_file_whole_and_names_it(tmp_path):
+    # A real failing write: the file size limit (RLIMIT_FSIZE) of a process of its own is
+    # below the model's size, so the write stops with EFBIG, as on a full disk.
+    path = tmp_path / 'model.onnx'
+    path.write_bytes(b'the previous model')
+    code = ('import resource, signal, sys\n'
+            'import numpy, chainer.links as L\n'
+            'from researchutils.chainer.onnx import export\n'
+            'signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n'
+            'resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))\n'
+            'try:\n'
+            '    export(L.Linear(200, 200), numpy.zeros((1, 200), numpy.float32), sys.argv[1])\n'
+            'except OSError as e:\n'
+            '    print(e.errno, e.__notes__)\n')
+    out = subprocess.run([sys.executable, '-c', code, str(path)], check=True,
+                         capture_output=True, text=True, cwd=ROOT).stdout
+    assert out.strip() == '{} {!r}'.format(
+        errno.EFBIG, ['while writing the ONNX file {!r}'.format(str(path))])
     assert path.read_bytes() == b'the previous model'
     assert os.listdir(tmp_path) == ['model.onnx']
 
