@@ -257,7 +257,7 @@ def export(model: chainer.Link, args: Any, path: str | os.PathLike[str], *,
         args (ndarray, ~chainer.Variable, or tuple or list of them): Example inputs, the
             model's positional arguments; the graph takes inputs of their shapes and dtypes.
         path (str or os.PathLike): The ``.onnx`` file, written atomically.
-        states (sequence of str): Paths of LSTM links (as in ``model.namedlinks()``:
+        states (list or tuple of str): Paths of LSTM links (as in ``model.namedlinks()``:
             ``'/'`` the model itself, ``'/lstm'`` a child) whose state ``c`` and ``h``
             become inputs (``lstm/c``, ``lstm/h``) after ``args`` and outputs (``lstm/c_out``,
             ``lstm/h_out``) after the model's; each must hold a state (its shape).
@@ -298,9 +298,9 @@ def export(model: chainer.Link, args: Any, path: str | os.PathLike[str], *,
     path = check_path(path, 'path')
     listed = _args_list(args)
     opset_version = check_int(opset_version, 'opset_version', minimum=7, allow_none=True)
-    if isinstance(states, str):
-        raise TypeError('states must be a sequence of link paths, got the str {!r} (write '
-                        '[{!r}])'.format(states, states))
+    if isinstance(states, str) or not isinstance(states, (list, tuple)):
+        raise TypeError('states must be a list or tuple of link paths, got {!r}{}'.format(
+            states, ' (write [{!r}])'.format(states) if isinstance(states, str) else ''))
     if input_names is not None and len(input_names) != len(listed):
         raise ValueError('input_names has {} names for {} inputs: {!r}'.format(
             len(input_names), len(listed), input_names))

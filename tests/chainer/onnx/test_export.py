@@ -327,7 +327,9 @@ def test_a_path_that_cannot_be_written_is_named(tmp_path, where, error):
 @pytest.mark.parametrize('kwargs,error,match', [
     ({'states': ['/nothing']}, ValueError, r"states: '/nothing' is not a link"),
     ({'states': ['/']}, ValueError, r"states: '/' holds no state yet"),
-    ({'states': '/'}, TypeError, 'states must be a sequence'),
+    ({'states': '/'}, TypeError, r"states must be a list or tuple of link paths, got '/' "
+                                 r"\(write \['/'\]\)"),
+    ({'states': None}, TypeError, 'states must be a list or tuple of link paths, got None'),
     ({'input_names': ['a', 'b']}, ValueError, 'input_names has 2 names for 1 inputs'),
     ({'output_names': ['a', 'b']}, ValueError, 'output_names has 2 names'),
 ])
