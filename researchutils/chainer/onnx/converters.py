@@ -41,8 +41,6 @@ def _slice(builder: Any, params: Any, name: str, axis: int, start: int, end: int
 
 
 def _reshape(builder: Any, params: Any, name: str, shape: Sequence[int], label: str) -> str:
-    if params.opset_version < 5:
-        return builder.op('Reshape', [name], shape=list(shape))
     return builder.op('Reshape', [name, _const(params, shape, label)])
 
 

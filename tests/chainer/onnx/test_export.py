@@ -89,6 +89,24 @@ def test_f_lstm_matches_chainer_with_its_interleaved_gates(tmp_path, state_rows)
     np.testing.assert_array_equal(got['output_0'][3:], c_prev[3:])
 
 
+@pytest.mark.parametrize('opset_version', [7, 9, 10, 13])
+def test_f_lstm_in_every_opset_its_operators_changed_in(tmp_path, opset_version):
+    # Slice took attributes before opset 10, Split its sizes as an input from 13.
+    rng = np.random.RandomState(10)
+    x, c_prev = _random(rng, 3, 4 * 4), _random(rng, 5, 4)
+    if opset_version > 11:      # onnx_chainer says so, and converts
+        with pytest.warns(UserWarning, match='tested only with opset_version 7 ~ 11'):
+            export(_LSTMFunction(), (c_prev, x), tmp_path / 'lstm.onnx',
+                   opset_version=opset_version)
+    else:
+        export(_LSTMFunction(), (c_prev, x), tmp_path / 'lstm.onnx',
+               opset_version=opset_version)
+    got = _run(tmp_path / 'lstm.onnx', {'input_0': c_prev, 'input_1': x})
+    c, h = F.lstm(c_prev, x)
+    np.testing.assert_allclose(got['output_0'], c.array, **TOLERANCE)
+    np.testing.assert_allclose(got['output_1'], h.array, **TOLERANCE)
+
+
 def test_l_lstm_step_takes_and_gives_its_state(tmp_path):
     rng = np.random.RandomState(1)
     link = L.LSTM(3, 4)
