@@ -66,7 +66,7 @@ export PIP_BUILD_CONSTRAINT := $(CURDIR)/build-constraints.txt
 export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
 HAVE_MPI := $(shell command -v mpiexec >/dev/null 2>&1 && echo yes)
 # .venv also builds the docs; the other venvs only run the suite, which needs no Sphinx.
-TEST_EXTRAS := test,slack,plot,search,search-db$(if $(HAVE_MPI),$(comma)mpi)
+TEST_EXTRAS := test,slack,plot,search,search-db,onnx$(if $(HAVE_MPI),$(comma)mpi)
 EXTRAS := $(TEST_EXTRAS),docs
 MPIEXEC := mpiexec --allow-run-as-root --oversubscribe -n 2
 PYTEST_ARGS ?=

@@ -58,6 +58,10 @@ extras = {
     # driver of a plain postgresql:// URL (2.0 and older took psycopg2), so the extra asks for
     # both; the binary wheels carry libpq, so no system library is needed.
     'search-db': ['optuna>=4.0', 'sqlalchemy>=2.1', 'psycopg[binary]>=3.1'],
+    # Export to ONNX (researchutils.chainer.onnx): onnx_chainer, inside Chainer, writes the
+    # graph; onnxruntime runs it (the tests compare it with Chainer). onnx 1.19 removed
+    # onnx.mapping, which the compatibility finder supplies to onnx_chainer.
+    'onnx': ['onnx>=1.18', 'onnxruntime>=1.17'],
     'docs': ['sphinx>=5'],
     # pytest-xdist: `make test` runs each stack's suite on two processes a core.
     'test': ['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3', 'ruff>=0.4', 'mypy>=2'],

@@ -62,6 +62,10 @@ PATCHED_MODULES = {
     'chainer.links.activation.maxout': '_changed:maxout',
     'chainer.iterators.multiprocess_iterator': '_changed:multiprocess_iterator',
     'chainer.links.caffe.protobuf3.caffe_pb2': '_changed:caffe_pb2',
+    'onnx_chainer.export': '_removed:onnx_mapping',
+    'onnx_chainer.context': '_removed:onnx_mapping',
+    'onnx_chainer.functions.array': '_removed:onnx_mapping',
+    'onnx_chainer.functions.math': '_removed:onnx_mapping',
 }
 
 

@@ -9,11 +9,12 @@ module's own namespace, never in a shared one:
   ``sys.modules`` never holds a stand-in: a thread importing ``pkg_resources`` while Chainer
   loads gets what the stack has.
 - ``numpy_names``: names the module reads as attributes of NumPy (``numpy.sctypes``). Its
-  ``import numpy`` gets a copy of NumPy's namespace with those names (:class:`_NumpyWith`);
+  ``import numpy`` gets a copy of NumPy's namespace with those names (:func:`numpy_with`);
   NumPy itself never gains them, so a thread reading ``numpy.__dict__`` sees NumPy as it
   is. Once the module's code has run, its globals hold the real NumPy again (Chainer
   compares ``xp is numpy``), and only the functions named in ``readers`` keep the copy,
-  through :func:`give_globals`.
+  through :func:`give_globals`. Another library's modules are given the same way with
+  :func:`module_with` under ``imports`` (onnx_chainer's ``import onnx``).
 
 Failures guarded against: a stand-in left in ``sys.modules`` or in NumPy when the module's
 code raises (nothing is put there to begin with), and a function of the module that imports
@@ -23,29 +24,35 @@ a supplied name when called (the module keeps its ``__builtins__``). Tests:
 """
 import builtins
 import functools
+import importlib
 import types
 
 
-class _NumpyWith(types.ModuleType):
-    """NumPy's namespace plus a few names it lacks, for one Chainer module's globals.
+class _ModuleWith(types.ModuleType):
+    """A module's namespace plus a few names it lacks, for one Chainer module's globals.
 
-    Its ``__dict__`` starts as a copy of NumPy's (so look-ups are as fast as NumPy's own);
-    names NumPy loads lazily (``numpy.linalg``...) are asked of NumPy itself.
+    Its ``__dict__`` starts as a copy of the module's (so look-ups are as fast as the
+    module's own); names the module loads lazily (``numpy.linalg``...) are asked of the
+    module itself.
     """
 
     def __getattr__(self, name):
-        import numpy
-        return getattr(numpy, name)
+        return getattr(importlib.import_module(self.__name__), name)
+
+
+def module_with(module, names):
+    """A module object that reads as ``module`` plus ``names`` ({name: object})."""
+    view = _ModuleWith(module.__name__, module.__doc__)
+    view.__dict__.update((k, v) for k, v in vars(module).items()
+                         if k not in ('__getattr__', '__dir__'))
+    view.__dict__.update(names)
+    return view
 
 
 def numpy_with(names):
     """A module object that reads as NumPy plus ``names`` ({name: object})."""
     import numpy
-    view = _NumpyWith(numpy.__name__, numpy.__doc__)
-    view.__dict__.update((k, v) for k, v in vars(numpy).items()
-                         if k not in ('__getattr__', '__dir__'))
-    view.__dict__.update(names)
-    return view
+    return module_with(numpy, names)
 
 
 def _import_with(imports):

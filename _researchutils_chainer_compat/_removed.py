@@ -1,11 +1,12 @@
 """Patches that supply names a release removed: ``pkg_resources``, ``numpy.distutils``,
-``numpy.sctypes``, ``numpy.float``.
+``numpy.sctypes``, ``numpy.float``, ``onnx.mapping``.
 
 Each patch is ``patch(loader, module)`` (listed in ``PATCHED_MODULES``): it runs the module's
 code through :func:`._module_scope.run`, giving the module alone what the stack lacks, and
 gives nothing where the stack has the name (a name NumPy or setuptools has always wins).
 Tests: ``tests/test_chainer_compat_patches.py``.
 """
+import importlib
 import importlib.util
 import sys
 import warnings
@@ -73,3 +74,17 @@ def resize_images(loader, module):
     names = {'float': float} if _numpy_lacks('float') else {}
     _module_scope.run(loader, module, numpy_names=names,
                       readers=['compute_indices_and_weights'])
+
+
+def onnx_mapping(loader, module):
+    """onnx_chainer (Chainer's ONNX exporter) reads ``onnx.mapping``: ``export``,
+    ``functions.array`` and ``functions.math`` import ``NP_TYPE_TO_TENSOR_TYPE`` at import,
+    ``context`` reads ``STORAGE_TENSOR_TYPE_TO_FIELD`` when it writes a constant."""
+    # onnx.mapping: deprecated in onnx 1.13, removed in onnx 1.19 (onnx_chainer's import then
+    # failed, and its exporter said to install onnx<1.7.0). Where onnx is missing, nothing is
+    # done: onnx_chainer says so itself.
+    imports = {}
+    if _findable('onnx') and not _findable('onnx.mapping'):
+        onnx = importlib.import_module('onnx')
+        imports['onnx'] = _module_scope.module_with(onnx, {'mapping': _stand_ins.onnx_mapping()})
+    _module_scope.run(loader, module, imports)

@@ -107,3 +107,31 @@ def wrapped_int(value, dtype, unsigned_too):
     if dtype.kind == 'i' and value >= 1 << (bits - 1):
         value -= 1 << bits
     return dtype.type(value)
+
+
+# The storage types onnx.mapping's STORAGE_TENSOR_TYPE_TO_FIELD listed (onnx 1.6-1.18).
+_ONNX_STORAGE_TYPES = ('FLOAT', 'INT32', 'INT64', 'UINT16', 'DOUBLE', 'COMPLEX64',
+                       'COMPLEX128', 'UINT32', 'UINT64', 'STRING', 'BOOL')
+
+
+def onnx_mapping():
+    """``onnx.mapping`` with the two tables onnx_chainer reads, made by ``onnx.helper``:
+    ``NP_TYPE_TO_TENSOR_TYPE`` (NumPy dtype -> ``TensorProto`` type) and
+    ``STORAGE_TENSOR_TYPE_TO_FIELD`` (``TensorProto`` type -> the field holding its values).
+    """
+    import numpy
+    from onnx import TensorProto, helper
+    mapping = types.ModuleType('onnx.mapping', 'Stand-in from researchutils for '
+                               'onnx_chainer: this onnx has no onnx.mapping.')
+    dtypes = set()
+    for tensor_type in helper.get_all_tensor_dtypes():
+        try:
+            dtypes.add(numpy.dtype(helper.tensor_dtype_to_np_dtype(tensor_type)))
+        except (KeyError, TypeError, ValueError):      # a type NumPy cannot hold
+            continue
+    mapping.NP_TYPE_TO_TENSOR_TYPE = {dtype: helper.np_dtype_to_tensor_dtype(dtype)
+                                      for dtype in dtypes}
+    mapping.STORAGE_TENSOR_TYPE_TO_FIELD = {
+        getattr(TensorProto, name): helper.tensor_dtype_to_field(getattr(TensorProto, name))
+        for name in _ONNX_STORAGE_TYPES}
+    return mapping

@@ -338,3 +338,23 @@ def check_devices(devices: object, name: str) -> list[object]:
             device = int(device)
         result.append(device)
     return result
+
+
+def check_path(value: object, name: str) -> str:
+    """Returns ``value`` as a str path: a ``str`` or an ``os.PathLike`` of one.
+
+    An int (a file descriptor to ``open``), bytes or None is refused.
+
+    Example:
+        >>> check_path(3, 'path')
+        Traceback (most recent call last):
+        ...
+        TypeError: path must be a str or os.PathLike, got 3
+    """
+    if isinstance(value, str):
+        return value
+    fspath = getattr(type(value), '__fspath__', None)
+    path = fspath(value) if fspath is not None else None
+    if not isinstance(path, str):
+        raise TypeError('{} must be a str or os.PathLike, got {!r}'.format(name, value))
+    return path

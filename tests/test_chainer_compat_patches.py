@@ -8,6 +8,7 @@ import importlib
 import inspect
 import os
 import re
+import sys
 import threading
 import warnings
 
@@ -390,6 +391,39 @@ def test_what_is_supplied_matches_what_the_stack_lacks():
     assert categorical.numpy is np and convert.numpy is np           # the modules' own
 
 
+# --- onnx_chainer on an onnx without onnx.mapping ------------------------------------
+
+def test_onnx_chainer_imports_and_reads_onnxs_tables_of_types():
+    onnx = pytest.importorskip('onnx', reason='the onnx extra')
+    exporter = importlib.import_module('onnx_chainer.export')
+    from onnx_chainer.functions import array, math
+    assert exporter._available
+    for table in (exporter.NP_TYPE_TO_TENSOR_TYPE, array.NP_TYPE_TO_TENSOR_TYPE,
+                  math.NP_TYPE_TO_TENSOR_TYPE):
+        assert table[np.dtype(np.float32)] == onnx.TensorProto.FLOAT
+        assert table[np.dtype(np.int64)] == onnx.TensorProto.INT64
+        assert table[np.dtype(np.float16)] == onnx.TensorProto.FLOAT16
+        assert table[np.dtype(np.bool_)] == onnx.TensorProto.BOOL
+
+
+@pytest.mark.parametrize('dtype,field', [(np.float32, 'float_data'), (np.int64, 'int64_data'),
+                                         (np.int32, 'int32_data'), (np.float64, 'double_data')])
+def test_onnx_chainer_writes_a_constant_into_the_field_of_its_type(dtype, field):
+    pytest.importorskip('onnx', reason='the onnx extra')
+    from onnx_chainer import context
+    tensor = context._tensor_from_array_for_constant(np.array([[1, 2], [3, 4]], dtype), 'k')
+    assert tensor.raw_data == b'' and list(getattr(tensor, field)) == [1, 2, 3, 4]
+
+
+def test_onnx_gains_no_mapping_module():
+    onnx = pytest.importorskip('onnx', reason='the onnx extra')
+    importlib.import_module('onnx_chainer.export')
+    had = [n for n in ('onnx.mapping',) if os.path.exists(
+        os.path.join(os.path.dirname(onnx.__file__), 'mapping.py'))]
+    assert hasattr(onnx, 'mapping') == bool(had)
+    assert ('onnx.mapping' in sys.modules) == bool(had)
+
+
 # --- the table of patches ------------------------------------------------------------
 
 def test_every_patch_in_the_table_is_a_function_of_loader_and_module():
@@ -412,7 +446,7 @@ def test_every_patch_function_is_in_the_table():
     {patch: name for name, patch in compat.PATCHED_MODULES.items()}.items()))
 def test_every_patch_names_the_release_that_changed_what_it_supplies(patch, module_name):
     comments = ' '.join(re.findall(r'#(.*)', inspect.getsource(compat.patch_for(module_name))))
-    assert re.search(r'(NumPy|Python|setuptools|protobuf) \d', comments), patch
+    assert re.search(r'(NumPy|Python|setuptools|protobuf|onnx) \d', comments), patch
 
 
 def test_no_module_of_the_compat_package_is_over_400_lines():

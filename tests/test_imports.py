@@ -11,7 +11,8 @@ import pytest
 from tests.support.import_probe import modules_loaded_after
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OPTIONAL = ('slack_sdk', 'mpi4py', 'matplotlib', 'cupy', 'chainermn', 'optuna')
+OPTIONAL = ('slack_sdk', 'mpi4py', 'matplotlib', 'cupy', 'chainermn', 'optuna', 'onnx',
+            'onnx_chainer', 'onnxruntime')
 
 LIGHT_MODULES = [
     'researchutils',
@@ -29,6 +30,9 @@ LIGHT_MODULES = [
     'researchutils.chainer.training.search_space',
     'researchutils.chainer.training.triggers',
     'researchutils.chainer.training.updaters',
+    'researchutils.chainer.onnx',
+    'researchutils.chainer.onnx.exporter',
+    'researchutils.chainer.onnx.converters',
     'researchutils.arrays',
     'researchutils.files',
     'researchutils.math',
@@ -183,6 +187,7 @@ FUNCTIONS = ('researchutils.chainer.functions', 'researchutils.chainer.functions
 LINKS = FUNCTIONS + ('researchutils.chainer.links', 'researchutils.chainer.links.*')
 SERIALIZERS = ('researchutils.chainer.serializers', 'researchutils.chainer.serializers.*')
 ITERATORS = ('researchutils.chainer.iterators', 'researchutils.chainer.iterators.*')
+ONNX = ('researchutils.chainer.onnx', 'researchutils.chainer.onnx.*')
 
 #        piece: (what it may load besides HELPERS, what it must not load)
 IMPORT_TABLE = {
@@ -195,7 +200,14 @@ IMPORT_TABLE = {
                                           EXPERIMENT + DATA + MODELS + POOL + HEAVY),
     'researchutils.chainer.iterators': (ITERATORS + POOL, TRAINING + DATA + MODELS + HEAVY),
     'researchutils.chainer.models': (MODELS, EXPERIMENT + DATA + POOL + HEAVY),
+    # export() imports onnx and onnx_chainer when called; importing it loads no link.
+    'researchutils.chainer.onnx': (ONNX, EXPERIMENT + DATA + MODELS + POOL + HEAVY + LINKS
+                                   + SERIALIZERS + TRAINING + ('onnx', 'onnx.*', 'onnx_chainer',
+                                                              'onnxruntime')),
 }
+IMPORT_TABLE.update({
+    'researchutils.chainer.onnx.' + name: IMPORT_TABLE['researchutils.chainer.onnx']
+    for name in ('exporter', 'converters')})
 IMPORT_TABLE.update({
     'researchutils.chainer.training.extensions.' + name:
         IMPORT_TABLE['researchutils.chainer.training.extensions']
@@ -214,7 +226,9 @@ def _loaded_by(piece):
             'importlib.import_module({!r})\n'
             'print(" ".join(sorted(m for m in sys.modules\n'
             '                      if m.split(".")[0] in ("researchutils", "optuna",\n'
-            '                                             "matplotlib"))))\n').format(piece)
+            '                                             "matplotlib", "onnx",\n'
+            '                                             "onnx_chainer", "onnxruntime"))))\n'
+            ).format(piece)
     out = subprocess.run([sys.executable, '-c', code], check=True, cwd=REPO,
                          capture_output=True, text=True).stdout
     return out.split()

@@ -20,6 +20,7 @@ PACKAGES = [
     'researchutils.chainer.training.extensions',
     'researchutils.chainer.training.triggers',
     'researchutils.chainer.training.updaters',
+    'researchutils.chainer.onnx',
 ]
 
 

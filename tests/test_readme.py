@@ -65,7 +65,7 @@ def test_readme_snippet_runs(index, tmp_path):
     'ChainerExperiment', 'Predictor', 'researchutils.arrays import',
     'researchutils.files import', 'researchutils.image import',
     'researchutils.math.angle import', 'researchutils.math.normalization import',
-    'researchutils.task import'])
+    'researchutils.task import', 'researchutils.chainer.onnx import export'])
 def test_each_piece_has_a_tutorial_example_that_runs(name):
     # The README once held one snippet per module; they moved into the tutorials as doctests.
     assert name in _doctest_lines(), name

@@ -52,6 +52,7 @@ from researchutils.chainer.data_loading import (
     SequentialSampler,
 )
 from researchutils.chainer.iterators import UnmodifiableDecorableList
+from researchutils.chainer.onnx import export
 from researchutils.chainer.serializers import save_model
 from researchutils.chainer.training import ChainerExperiment, Parameters, Predictor, load_json
 
@@ -205,6 +206,22 @@ def write_frames_png(path, model, clips, last_seen):
         pred = model(model.xp.asarray(data))['pred']
     pred = chainer.backends.cuda.to_cpu(pred.array).reshape(future.shape)
     save_frames_png(path, future, pred, context_frame=last_seen(data))
+
+
+def write_onnx(path, model, clip, input_name):
+    """Writes ``model`` as ONNX, for one clip shaped as ``clip["data"]``; returns a line
+    saying where (or, without the onnx extra, how to get the file)."""
+    try:
+        import onnx  # noqa: F401  (the extra, which export needs)
+    except ImportError:
+        return 'ONNX: pip install researchutils[onnx] to also write {}'.format(path)
+    if model.xp is not np:
+        model = model.copy(mode='copy')
+        model.to_cpu()
+    data = np.asarray(clip['data'])[None]
+    export(model, data, path, input_names=[input_name])
+    return ('ONNX: wrote {} (input {!r} of shape {}, output "pred"; docs/tutorials/onnx.rst '
+            'runs it in onnxruntime)'.format(path, input_name, data.shape))
 
 
 def last_frames(data):
@@ -364,6 +381,8 @@ def train_and_evaluate(args, setup, run_dir):
 
     # The final weights: the same ones the figure shows and the errors below measure.
     save_model(os.path.join(run_dir, 'video_predictor.npz'), model)
+    print(write_onnx(os.path.join(run_dir, 'video_predictor.onnx'), model, figure_clips[0],
+                     next(iter(setup.key_mapping))))
     write_frames_png(os.path.join(run_dir, 'frames.png'), model, figure_clips,
                      setup.last_seen)
 
@@ -389,7 +408,8 @@ def main(argv=None):
     (model_error, baseline), = errors
     print('held-out {}-step error per clip: model {:.4f}, repeat-last-frame baseline {:.4f}'
           .format(MAX_K_STEP, model_error, baseline))
-    print('outputs in {}: video_predictor.npz, frames.png, loss.png, log, snapshots '
+    print('outputs in {}: video_predictor.npz, video_predictor.onnx, frames.png, loss.png, '
+          'log, snapshots '
           '({:.0f} s)'.format(run_dirs[0], time.time() - started))
     if not model_error < baseline:
         print('the model did NOT beat the baseline; train longer (--epochs)')
@@ -403,7 +423,8 @@ def _compare_actions(errors, run_dirs, seconds):
     print('held-out {}-step error per clip: with actions {:.4f}, without actions {:.4f}, '
           'repeat-last-frame baseline {:.4f}'.format(MAX_K_STEP, with_actions,
                                                      without_actions, baseline))
-    print('outputs in {} and {}: video_predictor.npz, frames.png, loss.png, log, snapshots '
+    print('outputs in {} and {}: video_predictor.npz, video_predictor.onnx, frames.png, '
+          'loss.png, log, snapshots '
           '({:.0f} s)'.format(run_dirs[0], run_dirs[1], seconds))
     if not with_actions < min(without_actions, baseline):
         print('the model with actions did NOT beat both the model without them and the '

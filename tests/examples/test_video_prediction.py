@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import numpy
 import pytest
 
 from tests.support.slack_server import TOKEN, SlackServer
@@ -58,6 +59,7 @@ def test_tiny_run_writes_its_outputs_and_beats_the_baseline(tmp_path):
     for name in ('video_predictor.npz', 'frames.png', 'loss.png', 'final_loss.png', 'log',
                  'experiment.json'):
         assert (run_dir / name).stat().st_size > 0, name
+    _check_onnx(run_dir / 'video_predictor.onnx', result.stdout)
     assert (run_dir / 'frames.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     assert any(name.startswith('snapshot_epoch_') for name in os.listdir(str(run_dir)))
     with open(str(run_dir / 'log')) as f:
@@ -66,6 +68,20 @@ def test_tiny_run_writes_its_outputs_and_beats_the_baseline(tmp_path):
     # The horizon grows over the run: 1, then 3, then 5 steps.
     assert [row['k_step'] for row in log] == [1, 1, 3, 3, 5, 5]
     assert 'Slack: set SLACK_BOT_TOKEN' in result.stdout
+
+
+def _check_onnx(path, stdout):
+    """The demo wrote its predictor as ONNX, said where, and the file runs (the numbers are
+    checked against Chainer by tests/chainer/onnx/test_export.py)."""
+    onnx = pytest.importorskip('onnx', reason='the onnx extra')
+    onnxruntime = pytest.importorskip('onnxruntime', reason='the onnx extra')
+    assert 'ONNX: wrote {}'.format(path) in stdout
+    onnx.checker.check_model(onnx.load(str(path)))
+    session = onnxruntime.InferenceSession(str(path), providers=['CPUExecutionProvider'])
+    feed = {value.name: numpy.zeros(value.shape, numpy.float32)
+            for value in session.get_inputs()}
+    prediction, = session.run(['pred'], feed)
+    assert prediction.shape == (1, 5, 16 * 16)
 
 
 def _action_errors(stdout):
@@ -93,6 +109,7 @@ def test_tiny_actions_run_trains_both_models_writes_their_outputs_and_learns(
         for output in ('video_predictor.npz', 'frames.png', 'loss.png', 'log',
                        'experiment.json'):
             assert (run_dir / output).stat().st_size > 0, (name, output)
+        _check_onnx(run_dir / 'video_predictor.onnx', result.stdout)
         with open(str(run_dir / 'log')) as f:
             assert [row['k_step'] for row in json.load(f)] == [1, 3, 5]
     # The action-free demo's folder is not touched.

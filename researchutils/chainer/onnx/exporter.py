@@ -1,0 +1,356 @@
+"""Export a Chainer model to an ONNX file: Chainer's own exporter, LSTMs included.
+
+:func:`export` runs Chainer 7.8.1's exporter (``onnx_chainer``, which the compatibility
+finder completes for today's onnx: docs/installation.rst) with researchutils' converters
+(:mod:`.converters`) for the functions it lacks: the LSTM step of ``F.lstm`` /
+``L.LSTM`` and of researchutils' LSTM links, ConvLSTM's gradient clip and ``F.flip``.
+
+What it adds around onnx_chainer, and the failures it guards against:
+
+- the recurrent state of the links named in ``states`` becomes graph inputs and outputs, so
+  a stateful step runs step by step in onnxruntime; the model's state is left as it was;
+- a function without a converter is named with the link that called it, before anything is
+  converted or written (onnx_chainer says only "X is not supported");
+- the file is written atomically (a failed export never leaves a half-written file, nor
+  touches an existing one), after ``onnx.checker.check_model`` passed; a path that cannot be
+  written is refused, naming it, before the model runs;
+- parameters are initializers only, not graph inputs too (onnx_chainer lists them as both,
+  which keeps onnxruntime from folding constants), and the IR version is the lowest the
+  opsets need, so older runtimes read the file.
+
+onnx (the ``onnx`` extra) is imported when :func:`export` is called. Tutorial:
+``docs/tutorials/onnx.rst``; tests: ``tests/chainer/onnx/test_export.py``.
+"""
+from __future__ import annotations
+
+import errno
+import importlib
+import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+import chainer
+import chainer.functions as F
+
+from researchutils._checks import check_int, check_path
+from researchutils._files import write_atomically
+from researchutils.chainer.onnx.converters import CONVERTERS
+
+EXTRA = 'pip install researchutils[onnx]'
+
+
+def _import_onnx() -> tuple[ModuleType, ModuleType]:
+    """onnx and onnx_chainer's export module, or an ImportError naming the extra."""
+    try:
+        onnx = importlib.import_module('onnx')
+    except ImportError as error:
+        raise ImportError('researchutils.chainer.onnx.export needs onnx: {}'.format(
+            EXTRA)) from error
+    exporter = importlib.import_module('onnx_chainer.export')
+    if not exporter._available:     # its own imports failed (a finder turned off)
+        raise ImportError('onnx_chainer cannot import on onnx {} (is '
+                          'RESEARCHUTILS_CHAINER_COMPAT=0 set?); see researchutils\' '
+                          'installation page'.format(onnx.__version__))
+    return onnx, exporter
+
+
+def _check_writable(path: str) -> None:
+    """Refuses, naming ``path``, a file that cannot be written, before any work is done."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, 'cannot write the ONNX file: it is a folder',
+                                path)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(errno.ENOENT, 'cannot write the ONNX file: its folder {!r} '
+                                'does not exist'.format(folder), path)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, 'cannot write the ONNX file: its folder {!r} '
+                              'is not writable'.format(folder), path)
+
+
+def _function_name(node: Any) -> str:
+    """The name onnx_chainer looks a FunctionNode's converter up by."""
+    if isinstance(node, chainer.function.FunctionAdapter):
+        node = node.function
+    return str(getattr(node, 'custom_function_node_name', type(node).__name__))
+
+
+class _LinkPlaces(chainer.LinkHook):
+    """Keeps the path (``/encoder``) of the innermost link running, during the forward."""
+
+    name = 'researchutils_onnx_link_places'
+
+    def __init__(self, paths: Mapping[int, str]) -> None:
+        self.paths = paths
+        self.running: list[Any] = []
+
+    def forward_preprocess(self, args: Any) -> None:
+        self.running.append(args.link)
+
+    def forward_postprocess(self, args: Any) -> None:
+        self.running.pop()
+
+    def place(self) -> str:
+        for link in reversed(self.running):
+            if id(link) in self.paths:
+                return '{} ({})'.format(self.paths[id(link)], type(link).__name__)
+        return 'the export itself'
+
+
+class _FunctionPlaces(chainer.FunctionHook):
+    """Records, for each function applied, where in the model it was called."""
+
+    name = 'researchutils_onnx_function_places'
+
+    def __init__(self, links: _LinkPlaces) -> None:
+        self.links = links
+        self.places: dict[int, tuple[Any, str]] = {}
+
+    def forward_preprocess(self, function: Any, in_data: Any) -> None:
+        # The node is kept with its place, so that its id is not reused meanwhile.
+        self.places[id(function)] = (function, self.links.place())
+
+
+def _unconvertible(outputs: Sequence[chainer.Variable], known: Mapping[str, Any],
+                   places: _FunctionPlaces) -> list[str]:
+    """'Name (in /link (Class))' for each function of the graph no converter knows."""
+    found: dict[int, Any] = {}
+    pending = [variable.node for variable in outputs]
+    while pending:
+        creator = pending.pop().creator_node
+        if creator is None or id(creator) in found:
+            continue
+        found[id(creator)] = creator
+        pending.extend(creator.inputs)
+    missing = []
+    for creator in sorted(found.values(), key=lambda node: node.rank):
+        name = _function_name(creator)
+        if name not in known:
+            where = places.places.get(id(creator), (None, 'an unknown place'))[1]
+            entry = '{} (called in {})'.format(name, where)
+            if entry not in missing:
+                missing.append(entry)
+    return missing
+
+
+def _named_outputs(outputs: Any, output_names: Sequence[str] | None) -> list[
+        tuple[str, chainer.Variable]]:
+    """The model's outputs as (name, Variable): a dict's keys, else ``output`` or
+    ``output_0``, ``output_1``..., unless ``output_names`` gives them."""
+    if isinstance(outputs, chainer.Variable):
+        named = [('output', outputs)]
+    elif isinstance(outputs, dict):
+        named = [(str(key), value) for key, value in outputs.items()]
+    elif isinstance(outputs, (list, tuple)):
+        named = [('output_{}'.format(i), value) for i, value in enumerate(outputs)]
+    else:
+        raise TypeError('the model must return a Variable, or a tuple, list or dict of them, '
+                        'to be exported; it returned {}'.format(type(outputs).__name__))
+    for name, value in named:
+        if not isinstance(value, chainer.Variable):
+            raise TypeError('the model\'s output {!r} is a {}, not a chainer.Variable: only '
+                            'what the model computes can be exported'.format(
+                                name, type(value).__name__))
+    if output_names is not None:
+        if len(output_names) != len(named):
+            raise ValueError('output_names has {} names, but the model returns {} outputs: '
+                             '{!r}'.format(len(output_names), len(named), output_names))
+        named = [(new, value) for new, (_, value) in zip(output_names, named)]
+    return named
+
+
+class _Graph(chainer.Chain):
+    """What onnx_chainer exports: the model, its states set from the graph's inputs and
+    returned as outputs, and its outputs checked for converters before conversion.
+
+    The model is not a child link (its parameters keep their own names): onnx_chainer asks
+    this wrapper for ``namedparams`` and ``namedlinks``, which are the model's.
+    """
+
+    def __init__(self, model: chainer.Link, n_args: int,
+                 states: Sequence[tuple[str, chainer.Link]], known: Mapping[str, Any],
+                 places: _FunctionPlaces, output_names: Sequence[str] | None) -> None:
+        super().__init__()
+        self._model, self._n_args, self._states = model, n_args, states
+        self._known, self._places, self._output_names = known, places, output_names
+        # Filled by forward; onnx_chainer reads output_names after the forward pass.
+        self.names: list[str] = []
+
+    def namedparams(self, include_uninit: bool = True) -> Any:
+        return self._model.namedparams(include_uninit)
+
+    def namedlinks(self, skipself: bool = False) -> Any:
+        return self._model.namedlinks(skipself)
+
+    def forward(self, *inputs: chainer.Variable) -> list[chainer.Variable]:
+        args, state = inputs[:self._n_args], inputs[self._n_args:]
+        for (_, link), c, h in zip(self._states, state[::2], state[1::2]):
+            link.set_state(c, h)
+        named = _named_outputs(self._model(*args), self._output_names)
+        for path, link in self._states:
+            named += [(_state_name(path, 'c_out'), link.c), (_state_name(path, 'h_out'), link.h)]
+        outputs, seen = [], {id(value) for value in inputs}
+        for _, value in named:
+            # One ONNX value per output: a Variable returned twice (L.LSTM's y is its h), or
+            # an input returned unchanged, gets an Identity of its own.
+            outputs.append(F.identity(value) if id(value) in seen else value)
+            seen.add(id(value))
+        missing = _unconvertible(outputs, self._known, self._places)
+        if missing:
+            raise ValueError(
+                'cannot export {} to ONNX: no converter for {}. Pass converters={{name: '
+                'converter}} to export (see the ONNX tutorial of researchutils), or compute '
+                'this part another way'.format(type(self._model).__name__, '; '.join(missing)))
+        self.names[:] = [name for name, _ in named]
+        if len(set(self.names)) != len(self.names):
+            raise ValueError('the outputs must have distinct names, got {}'.format(self.names))
+        return outputs
+
+
+def _state_name(path: str, which: str) -> str:
+    """``lstm/c`` for the state ``c`` of the link ``/lstm``; ``c`` for the model's own."""
+    prefix = path.strip('/')
+    return '{}/{}'.format(prefix, which) if prefix else which
+
+
+def _stateful_links(model: chainer.Link, states: Sequence[str]) -> list[tuple[str, Any]]:
+    links = dict(model.namedlinks())
+    found = []
+    for path in states:
+        link = links.get(path)
+        if link is None:
+            raise ValueError('states: {!r} is not a link of the model; its links are {}'.format(
+                path, sorted(links)))
+        if not (hasattr(link, 'set_state') and hasattr(link, 'c') and hasattr(link, 'h')):
+            raise ValueError('states: {!r} is a {}, which has no LSTM state (c, h, '
+                             'set_state)'.format(path, type(link).__name__))
+        if link.c is None or link.h is None:
+            raise ValueError('states: {!r} holds no state yet: run a step or call its '
+                             'set_state(c, h) before exporting, to give the state its shape'
+                             .format(path))
+        found.append((path, link))
+    return found
+
+
+def _args_list(args: Any) -> list[Any]:
+    array_types = chainer.get_array_types() + (chainer.Variable,)
+    listed = list(args) if isinstance(args, (list, tuple)) else [args]
+    for i, arg in enumerate(listed):
+        if not isinstance(arg, array_types):
+            raise TypeError('args must be an array or Variable, or a tuple or list of them '
+                            '(the model\'s positional arguments), got {!r} at {}'.format(
+                                type(arg).__name__, i))
+    return listed
+
+
+def export(model: chainer.Link, args: Any, path: str | os.PathLike[str], *,
+           states: Sequence[str] = (), input_names: Sequence[str] | None = None,
+           output_names: Sequence[str] | None = None,
+           converters: Mapping[str, Callable[[Any], Any]] | None = None,
+           opset_version: int | None = None) -> Any:
+    """Exports ``model(*args)`` (in evaluation mode) as an ONNX file.
+
+    Args:
+        model (~chainer.Link): The model; its forward pass on ``args`` is traced.
+        args (ndarray, ~chainer.Variable, or tuple or list of them): Example inputs, the
+            model's positional arguments; the graph takes inputs of their shapes and dtypes.
+        path (str or os.PathLike): The ``.onnx`` file, written atomically.
+        states (list or tuple of str): Paths of LSTM links (as in ``model.namedlinks()``:
+            ``'/'`` the model itself, ``'/lstm'`` a child) whose state ``c`` and ``h``
+            become inputs (``lstm/c``, ``lstm/h``) after ``args`` and outputs (``lstm/c_out``,
+            ``lstm/h_out``) after the model's; each must hold a state (its shape).
+        input_names (sequence of str or None): Names of the inputs ``args``; by default
+            ``input`` for one, ``input_0``, ``input_1``... for several.
+        output_names (sequence of str or None): Names of the outputs; by default a dict's
+            keys, ``output`` for one Variable, ``output_0``... for a tuple.
+        converters (dict or None): More converters, FunctionNode class name -> converter
+            (onnx_chainer's ``external_converters``), over onnx_chainer's and
+            :data:`~researchutils.chainer.onnx.converters.CONVERTERS`.
+        opset_version (int or None): ONNX opset; ``None`` is onnx_chainer's newest, 11.
+
+    Returns:
+        onnx.ModelProto: the model written, already checked by ``onnx.checker``.
+
+    Raises:
+        ImportError: onnx is not installed (``pip install researchutils[onnx]``).
+        TypeError: ``path`` is not a str or os.PathLike; ``args`` holds something else than
+            arrays and Variables.
+        ValueError: a function of the graph has no converter (named, with the link that
+            called it); a path in ``states`` that is not an LSTM link holding a state;
+            names that do not fit.
+        OSError: ``path`` cannot be written (named); nothing is written then.
+
+    The model's state (the ``c`` and ``h`` of its LSTM links) is as it was before the call.
+    See the tutorial ``docs/tutorials/onnx.rst`` for examples with onnxruntime.
+
+    Example:
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> import chainer.links as L
+        >>> from researchutils.chainer.onnx import export
+        >>> path = os.path.join(tempfile.mkdtemp(), 'linear.onnx')
+        >>> graph = export(L.Linear(3, 2), np.zeros((1, 3), np.float32), path)
+        >>> [value.name for value in graph.graph.input], [v.name for v in graph.graph.output]
+        (['input'], ['output'])
+    """
+    path = check_path(path, 'path')
+    listed = _args_list(args)
+    opset_version = check_int(opset_version, 'opset_version', minimum=7, allow_none=True)
+    if isinstance(states, str) or not isinstance(states, (list, tuple)):
+        raise TypeError('states must be a list or tuple of link paths, got {!r}{}'.format(
+            states, ' (write [{!r}])'.format(states) if isinstance(states, str) else ''))
+    if input_names is not None and len(input_names) != len(listed):
+        raise ValueError('input_names has {} names for {} inputs: {!r}'.format(
+            len(input_names), len(listed), input_names))
+    _check_writable(path)
+    onnx, onnx_chainer_export = _import_onnx()
+    state_links = _stateful_links(model, states)
+    if input_names is None:
+        input_names = ['input'] if len(listed) == 1 else [
+            'input_{}'.format(i) for i in range(len(listed))]
+    input_names = list(input_names)
+    for state_path, link in state_links:
+        listed += [link.c.array, link.h.array]
+        input_names += [_state_name(state_path, 'c'), _state_name(state_path, 'h')]
+
+    extra = {**CONVERTERS, **dict(converters or {})}
+    known = {**onnx_chainer_export.mapping.converters, **extra}
+    links = _LinkPlaces({id(link): name for name, link in model.namedlinks()})
+    functions = _FunctionPlaces(links)
+    graph = _Graph(model, len(listed) - 2 * len(state_links), state_links, known, functions,
+                   output_names)
+    saved = {link: (link.c, link.h) for _, link in model.namedlinks()
+             if hasattr(link, 'c') and hasattr(link, 'h')}
+    try:
+        with warnings.catch_warnings(), links, functions:
+            # onnx_chainer calls its converter hook experimental, and warns each time.
+            warnings.filterwarnings('ignore', r'.*external_converters.* is experimental',
+                                    FutureWarning)
+            proto = onnx_chainer_export.export(
+                graph, listed, filename=None, opset_version=opset_version,
+                input_names=input_names, output_names=graph.names,
+                external_converters=extra)
+    finally:
+        for link, (c, h) in saved.items():
+            link.c, link.h = c, h
+    _finish(onnx, proto)
+    data = proto.SerializeToString()
+    try:
+        write_atomically(path, lambda file: file.write(data))
+    except OSError as error:
+        error.add_note('while writing the ONNX file {!r}'.format(path))
+        raise
+    return proto
+
+
+def _finish(onnx: ModuleType, proto: Any) -> None:
+    """Parameters as initializers only; the lowest IR version the opsets need; checked."""
+    initializers = {tensor.name for tensor in proto.graph.initializer}
+    inputs = [value for value in proto.graph.input if value.name not in initializers]
+    del proto.graph.input[:]
+    proto.graph.input.extend(inputs)
+    proto.ir_version = max(4, onnx.helper.find_min_ir_version_for(
+        list(proto.opset_import), ignore_unknown=True))
+    onnx.checker.check_model(proto)
