@@ -66,8 +66,10 @@ def save_model(path: str | os.PathLike[str], model: _Serializable, compression: 
     The file is first written to a temporary file in the same folder, flushed
     to disk and then moved to ``path`` (a hard link made only if the name is still
     free, then the temporary name removed), so a crash or
-    a full disk never leaves a partial file at ``path``, nor a temporary file
-    beside it. Missing parent folders are created. An existing file is never
+    a full disk never leaves a partial file at ``path``; a failed write leaves no
+    temporary file beside it either, and the one a hard kill (SIGKILL) leaves is
+    removed by the next save to ``path`` (never a live writer's). Missing parent
+    folders are created. An existing file is never
     overwritten, unless ``overwrite`` says so: then the complete new file
     replaces it in one step (``os.replace``), keeping its mode, so a reader
     sees the old model or the new one, never a mix (the best model a
