@@ -58,7 +58,9 @@ extras = {
     # driver of a plain postgresql:// URL (2.0 and older took psycopg2), so the extra asks for
     # both; the binary wheels carry libpq, so no system library is needed.
     'search-db': ['optuna>=4.0', 'sqlalchemy>=2.1', 'psycopg[binary]>=3.1'],
-    'docs': ['sphinx>=5'],
+    # furo: a maintained theme whose column fits the tutorials' code at a laptop's width
+    # (tests/test_docs.py); Sphinx 7.1 wraps long signatures (docs/conf.py).
+    'docs': ['sphinx>=7.1', 'furo>=2024.8'],
     # pytest-xdist: `make test` runs each stack's suite on two processes a core.
     'test': ['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3', 'ruff>=0.4', 'mypy>=2'],
 }
