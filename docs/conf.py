@@ -32,7 +32,8 @@ autodoc_member_order = 'bysource'
 # ("Variable or ndarray") stay in the parameter lists.
 autodoc_typehints = 'signature'
 autodoc_typehints_format = 'short'
-autodoc_type_aliases = {name: 'researchutils._typing.' + name for name in (
+# The module of those aliases is private: they show by their names alone.
+autodoc_type_aliases = {name: name for name in (
     'Array', 'DeviceSpec', 'FloatArray', 'Indices', 'Initializer', 'SavePath', 'Variable',
     'VariableOrArray')}
 autodoc_type_aliases.update({'ArrayLike': 'numpy.typing.ArrayLike',
@@ -51,6 +52,7 @@ exclude_patterns = ['_build']
 # furo: a maintained theme, whose column fits 90 characters of code at 1280 px
 # (tests/test_docs.py).
 html_theme = 'furo'
+html_title = 'researchutils ' + version
 html_static_path = ['_static']
 
 
