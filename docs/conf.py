@@ -53,7 +53,8 @@ exclude_patterns = ['_build']
 # (tests/test_docs.py).
 html_theme = 'furo'
 html_title = 'researchutils ' + version
-html_static_path = ['_static']
+# The pictures live in docs/images: Sphinx copies each one a page shows into the built
+# site once (_images/); a static path would copy them a second time, shown by no page.
 
 
 def _readable_bases(app, name, obj, options, bases):
