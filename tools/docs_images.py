@@ -85,6 +85,8 @@ def loss_image(log_path):
     with open(log_path, encoding='utf-8') as f:
         log = json.load(f)
     epochs = [entry['epoch'] for entry in log]
+    # Optuna's figures switch pyplot to a style of their own for the whole process.
+    plt.style.use('default')
     figure, axes = plt.subplots(2, 1, sharex=True, figsize=(4.8, 3.6))
     curves = [('main/k_step_error', 'training loss (k-step error)'),
               ('val/k_step_error', 'validation 5-step error')]
@@ -161,6 +163,7 @@ def decorated_batch_image():
 
     from researchutils.chainer.iterators import DecorableSerialIterator
 
+    plt.style.use('default')
     frames = render_clip(np.arange(1), 0, n_frames=40)[:, None]      # (T, C, H, W)
     iterator = DecorableSerialIterator(frames, batch_size=4, decor_fun=previous_four,
                                        end_index=len(frames) - 1, shuffle=False)
