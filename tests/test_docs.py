@@ -62,6 +62,14 @@ def test_the_front_page_lists_every_tutorial_in_the_order():
     assert front_page_tutorials() == tutorials_in_order()
 
 
+def test_the_front_page_has_a_slot_for_each_tutorial_still_to_come():
+    # A name in the order without its page yet: the front page says where it goes.
+    index = _read(os.path.join(DOCS, 'index.rst'))
+    coming = [name for name in TUTORIAL_ORDER if name not in tutorials_on_disk()]
+    assert [name for name in coming
+            if '.. Slot for tutorials/{} '.format(name) not in index] == []
+
+
 def test_the_front_page_lists_the_tutorials_by_name_not_by_glob():
     # A glob lists them in the alphabet's order, which is not a reader's.
     assert 'tutorials/*' not in _read(os.path.join(DOCS, 'index.rst'))

@@ -8,7 +8,8 @@
 * ``search_history.png`` and ``search_importances.png``: the figures the search writes
   itself, from the small search docs/tutorials/search.rst describes (the tests' linear
   regression, a log-range learning rate and two hidden sizes, 20 trials of 5 epochs,
-  ``TPESampler(seed=0)``; half a minute or so).
+  ``TPESampler(seed=0)``; a few minutes on two busy cores). The trials whose weights
+  overflow print Chainer's traceback as they stop: that is the search pruning them.
 * ``decorated_batch.png``: a batch that ``previous_four`` of
   docs/tutorials/decorable_iterators.rst decorates, from a video of bouncing balls.
 
