@@ -92,7 +92,7 @@ MPI_TESTS ?= $(shell grep -rl --include='test_*.py' 'mark\.mpi' tests | sort)
 # `make test` prints the time of each step at the end (tools/step_times.sh).
 TIMED := tools/step_times.sh run
 
-.PHONY: all install venvs test test-unit test-mpi lint typecheck docs bench demo clean
+.PHONY: all install venvs test test-unit test-mpi lint typecheck docs docs-images bench demo clean
 
 all: test
 
@@ -172,6 +172,15 @@ test:
 	else echo 'mpiexec not found: MPI tests not run (install openmpi-bin libopenmpi-dev)'; fi \
 	|| status=$$?; \
 	tools/step_times.sh table "$$STEP_TIMES"; exit $$status
+
+# The documentation's pictures in docs/images (tools/docs_images.py says which): the main
+# example runs as `make demo` runs it (a few minutes on 2 cores), then its frames and loss
+# curve, a small search's figures and a decorated batch are written as small PNG files.
+# DOCS_IMAGES_ARGS='--demo-run result/video_prediction' takes the demo's pictures from a
+# run already made.
+DOCS_IMAGES_ARGS ?=
+docs-images: install
+	$(PY) tools/docs_images.py $(DOCS_IMAGES_ARGS)
 
 bench: install
 	$(PY) benchmarks/run_all.py

@@ -62,7 +62,9 @@ extras = {
     # graph; onnxruntime runs it (the tests compare it with Chainer). onnx 1.19 removed
     # onnx.mapping, which the compatibility finder supplies to onnx_chainer.
     'onnx': ['onnx>=1.18', 'onnxruntime>=1.17'],
-    'docs': ['sphinx>=5'],
+    # furo: a maintained theme whose column fits the tutorials' code at a laptop's width
+    # (tests/test_docs.py); Sphinx 7.1 wraps long signatures (docs/conf.py).
+    'docs': ['sphinx>=7.1', 'furo>=2024.8'],
     # pytest-xdist: `make test` runs each stack's suite on two processes a core.
     'test': ['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3', 'ruff>=0.4', 'mypy>=2'],
 }

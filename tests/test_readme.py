@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from tests.support.doc_pages import tutorials_in_order
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, 'README.md')
 TUTORIALS = sorted(glob.glob(os.path.join(ROOT, 'docs', 'tutorials', '*.rst')))
@@ -77,3 +79,22 @@ def test_readme_links_lead_to_files_of_the_repository():
     assert local
     missing = [t for t in local if not os.path.exists(os.path.join(ROOT, t))]
     assert missing == []
+
+
+def test_readme_links_the_tutorials_in_the_front_pages_order():
+    section = _readme()[_readme().index('\n## Documentation\n'):]
+    linked = re.findall(r'\]\(docs/tutorials/(\w+)\.rst\)', section)
+    assert linked == tutorials_in_order()
+
+
+def test_the_front_page_shows_the_readme_example():
+    # The same example at both front doors; the README's runs as a test.
+    with open(os.path.join(ROOT, 'docs', 'index.rst'), encoding='utf-8') as f:
+        page = f.read()
+    block = page[page.index('.. code-block:: python\n\n'):].split('\n\n', 1)[1]
+    lines = []
+    for line in block.splitlines():
+        if line and not line.startswith('   '):
+            break
+        lines.append(line[3:])
+    assert '\n'.join(lines).strip() == RUNNABLE[0].strip()

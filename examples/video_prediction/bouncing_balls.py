@@ -70,8 +70,9 @@ def render_clip(seeds, index, n_frames=8, n_balls=2, size=FRAME_SIZE):
     return frames
 
 
-def render_pushed_clip(seeds, index, n_frames=8, n_balls=2, size=FRAME_SIZE, actions=None):
-    """Renders clip ``index`` of ``seeds`` with the balls pushed by an action at every frame.
+def render_pushed_clip(seeds, index, n_frames=8, n_balls=2, size=FRAME_SIZE,
+                       actions=None):
+    """Renders clip ``index`` of ``seeds``, the balls pushed by an action at every frame.
 
     The balls start as in :func:`render_clip`. Between frames ``t`` and ``t + 1`` action
     ``actions[t]`` pushes every ball ``PUSH`` pixels in its direction (``ACTION_NAMES``:
@@ -106,8 +107,8 @@ def render_pushed_clip(seeds, index, n_frames=8, n_balls=2, size=FRAME_SIZE, act
         actions = rng.randint(len(ACTION_NAMES), size=n_frames - 1)
     actions = np.asarray(actions, np.int64)
     if actions.shape != (n_frames - 1,):
-        raise ValueError('actions must hold n_frames - 1 = {} action indices, got shape {}'
-                         .format(n_frames - 1, actions.shape))
+        raise ValueError('actions must hold n_frames - 1 = {} action indices, got '
+                         'shape {}'.format(n_frames - 1, actions.shape))
     if len(actions) and not (0 <= actions.min() and actions.max() < len(ACTION_NAMES)):
         raise ValueError('actions must lie in [0, {}), got {}'.format(
             len(ACTION_NAMES), actions.tolist()))

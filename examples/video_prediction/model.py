@@ -51,7 +51,7 @@ class VideoPredictor(AbstractChainerNetwork):
         return F.sigmoid(self.decoder(self.lstm(F.relu(self.encoder(frame)))))
 
     def forward(self, frames, k_step=None):
-        """Reads ``context`` frames of ``frames`` (B, T, H, W) and predicts ``k_step`` more.
+        """Reads ``context`` frames of ``frames`` (B, T, H, W), predicts ``k_step`` more.
 
         Args:
             frames: Array of shape ``(B, T, H, W)`` with ``T >= context``.
@@ -126,7 +126,7 @@ class ActionConditionedVideoPredictor(AbstractChainerNetwork):
             self.to_frame = DeconvolutionPS(channels // 2, 1, ksize=4, stride=2, pad=1)
 
     def step(self, frame, action):
-        """Reads one frame (B, H * W) and its action (B or 1, n_actions); returns the next."""
+        """Reads a frame (B, H * W) and its action (B or 1, n_actions): the next frame."""
         h = self.lstm(F.relu(self.encoder(frame)), action)
         side = self.frame_size // 4
         h = F.reshape(F.relu(self.decoder(h)), (len(h), self.channels, side, side))
@@ -134,7 +134,7 @@ class ActionConditionedVideoPredictor(AbstractChainerNetwork):
         return F.sigmoid(F.reshape(h, (len(h), self.n_pixels)))
 
     def forward(self, steps, k_step=None):
-        """Reads ``context`` frames of ``steps`` and predicts ``k_step`` more under its actions.
+        """Reads ``context`` frames of ``steps``, predicts ``k_step`` more, under actions.
 
         Args:
             steps: Array of shape ``(B, T, H * W + n_actions)`` with
@@ -152,8 +152,8 @@ class ActionConditionedVideoPredictor(AbstractChainerNetwork):
         if self.use_actions:
             actions = steps[:, :, self.n_pixels:]
         else:
-            actions = self.xp.full((1, steps.shape[1], self.n_actions), 1 / self.n_actions,
-                                   steps.dtype)
+            actions = self.xp.full((1, steps.shape[1], self.n_actions),
+                                   1 / self.n_actions, steps.dtype)
         for t in range(self.context - 1):
             self.step(frames[:, t], actions[:, t])
         frame = frames[:, self.context - 1]

@@ -99,7 +99,8 @@ MIRRORED_ACTION_Y, MIRRORED_ACTION_X = _mirror_table(0), _mirror_table(1)
 
 
 def steps_example(frames, actions):
-    """A pushed clip as ``{"data": steps, "label": future}`` for the action-conditioned model.
+    """A pushed clip as ``{"data": steps, "label": future}``, for the action-conditioned
+    model.
 
     Row ``t`` of ``steps`` (``(CONTEXT + MAX_K_STEP - 1, H * W + N_ACTIONS)``) holds frame
     ``t`` while it is observed (zeros after) and the one-hot action taken at frame ``t``.
@@ -111,7 +112,7 @@ def steps_example(frames, actions):
 
 
 def render_pushed_example(seeds, index):
-    """``decor_fun`` of the --actions runs: a pushed clip, randomly mirrored with its actions.
+    """``decor_fun`` of the --actions runs: a pushed clip, randomly mirrored, actions too.
 
     Mirroring the frames along an axis turns each push along that axis around.
     """
@@ -129,7 +130,7 @@ def render_pushed_plain(seeds, index):
 
 
 class BouncingBallsClips(AbstractDataset):
-    """Clips as dicts ``{"data": ..., "label": (MAX_K_STEP, H, W)}``, made by ``decor_fun``.
+    """Clips as dicts ``{"data": ..., "label": (MAX_K_STEP, H, W)}`` from ``decor_fun``.
 
     Nothing is stored but the seeds: each example is rendered when it is read.
     """
@@ -246,8 +247,8 @@ def run_setups(args):
     model_params = {'frame_size': FRAME_SIZE, 'n_hidden': args.hidden, 'context': CONTEXT,
                     'clip': 1.0, 'eval_k_step': MAX_K_STEP}
     if not args.actions:
-        return [RunSetup(EXPERIMENT_NAME, VideoPredictor, model_params, {'frames': 'data'},
-                         render_example, render_plain, last_frames)]
+        return [RunSetup(EXPERIMENT_NAME, VideoPredictor, model_params,
+                         {'frames': 'data'}, render_example, render_plain, last_frames)]
     return [RunSetup(name, ActionConditionedVideoPredictor,
                      dict(model_params, n_actions=N_ACTIONS, use_actions=use_actions),
                      {'steps': 'data'}, render_pushed_example, render_pushed_plain,

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy
 
+__all__ = ['CONVERTERS']
+
 # ONNX's largest int64, the end of a Slice that runs to the front with step -1.
 _INT64_MAX = 2 ** 63 - 1
 
