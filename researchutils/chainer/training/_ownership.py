@@ -260,9 +260,11 @@ def hold(folder: str, *, wait: float = 0.0, comm: Any = None) -> Iterator[None]:
         except FolderInUseError as refused:
             error = refused
     if comm is not None:
-        refusal = comm.bcast_obj(None if error is None else str(error), root=0)
-        if refusal is not None and error is None:
-            error = FolderInUseError(refusal)
+        # ChainerMN's bcast_obj takes an object (never None) from the root, None elsewhere.
+        said = (str(error),) if error is not None else ()
+        refusal = comm.bcast_obj(said if is_rank_zero(comm) else None, root=0)
+        if refusal and error is None:
+            error = FolderInUseError(refusal[0])
     if error is not None:
         raise error
     with _held_lock:
