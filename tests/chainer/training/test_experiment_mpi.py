@@ -1,5 +1,7 @@
 """ChainerExperiment with a ChainerMN communicator; run by `make test-mpi` (mpiexec -n 2)."""
+import json
 import os
+import time
 import warnings
 
 import chainer
@@ -9,6 +11,7 @@ import pytest
 
 from researchutils.chainer.data_loading import DataManager, SequentialSampler
 from researchutils.chainer.training import ChainerExperiment
+from researchutils.chainer.training._ownership import OWNER_FILE, FolderInUseError
 from tests.chainer.training import tasks
 
 pytestmark = [pytest.mark.mpi, pytest.mark.timeout(120)]
@@ -102,3 +105,20 @@ def test_a_resumed_run_ends_like_an_uninterrupted_one(comm, shared_path):
     for name, param in reference_model.namedparams():
         np.testing.assert_allclose(dict(resumed_model.namedparams())[name].array, param.array,
                                    rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_a_folder_held_by_another_run_is_refused_on_every_rank(comm, shared_path):
+    # A live run on another node holds the folder (its claim, as that run publishes it):
+    # every rank raises the same error, and none hangs in a collective call.
+    folder = os.path.join(shared_path, 'mpi')
+    if comm.rank == 0:
+        os.makedirs(folder)
+        with open(os.path.join(folder, OWNER_FILE), 'w') as f:
+            json.dump({'host': 'another-node', 'pid': 99, 'token': 'theirs',
+                       'since': '2026-12-06T10:00:00+00:00', 'heartbeat': time.time()}, f)
+    comm.mpi_comm.barrier()
+    exp = make(comm, shared_path, num_epochs=1)
+    train, val = tasks.make_managers()
+    with pytest.raises(FolderInUseError, match='pid 99 on host another-node'):
+        exp.run(train, val)
+    assert not os.path.exists(os.path.join(folder, 'log'))
