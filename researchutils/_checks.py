@@ -19,6 +19,7 @@ Tests: ``tests/test_checks.py``; that every public argument goes through them:
 import math
 import numbers
 import os
+import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, overload
 
@@ -564,3 +565,34 @@ def check_float_dtype(value: object, name: str, *, allow_none: bool = False) -> 
     if dtype.kind != 'f':
         raise TypeError(message)
     return dtype
+
+
+def check_number_array(value: object, name: str) -> Any:
+    """Returns ``value`` as a NumPy array of numbers (bool, integer or floating dtype).
+
+    NumPy is imported here, where it is used. The message shows at most 80 characters
+    of the value.
+
+    Raises:
+        TypeError: ``value`` is None, holds strings or objects, or is ragged.
+
+    Example:
+        >>> check_number_array([1, 2], 'angles')
+        array([1, 2])
+        >>> check_number_array(None, 'angles')
+        Traceback (most recent call last):
+        ...
+        TypeError: angles must be numbers (an array of int or float), got None
+    """
+    import numpy
+    message = '{} must be numbers (an array of int or float), got {}'.format(
+        name, reprlib.repr(value))
+    if value is None:
+        raise TypeError(message)
+    try:
+        array = numpy.asarray(value)
+    except (TypeError, ValueError):  # ragged nested lists (NumPy >= 1.24)
+        raise TypeError(message) from None
+    if array.dtype.kind not in 'biuf':
+        raise TypeError('{} (dtype {})'.format(message, array.dtype))
+    return array

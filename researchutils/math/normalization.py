@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from researchutils._checks import check_float
+from researchutils._checks import check_float, check_number_array
 from researchutils._typing import FloatArray
 
 __all__ = ['normalize_by_min_max', 'standardize']
@@ -125,7 +125,7 @@ def _bounds_in(dtype: np.dtype[Any], **bounds: float) -> FloatArray:
 
 
 def _finite_floats(data: ArrayLike) -> FloatArray:
-    data = np.asarray(data)
+    data = check_number_array(data, 'data')
     if data.size == 0:
         raise ValueError('data is empty (shape {}): there is nothing to scale'.format(
             data.shape))
