@@ -40,9 +40,10 @@ def one_hot(indices: Iterable[int | np.integer[Any]], shape: Sequence[int],
         numpy.ndarray: The matrix, of shape ``shape``.
 
     Raises:
-        ValueError: ``shape`` does not have two entries (non-negative integers), the number of indices is not
-            the number of columns, an index is outside ``[0, rows)``, or
-            ``on_value`` or ``off_value`` does not fit ``dtype``: out of an integer
+        ValueError: ``shape`` does not have two entries (non-negative integers), the
+            number of indices is not the number of columns, an index is outside
+            ``[0, rows)``, or ``on_value`` or ``off_value`` does not fit ``dtype``: out
+            of an integer
             type's range (300 in ``int8`` would wrap to 44), not a whole number for
             an integer type, not 0 or 1 for ``bool``, or finite but beyond a float
             type's range (it would become infinity).
