@@ -596,3 +596,46 @@ def check_number_array(value: object, name: str) -> Any:
     if array.dtype.kind not in 'biuf':
         raise TypeError('{} (dtype {})'.format(message, array.dtype))
     return array
+
+
+def check_indices(value: object, name: str) -> Any:
+    """Returns dataset indices: a ``range`` as it is, else a 1-d int64 NumPy array.
+
+    Every index is an integer >= 0: floats (which ``int64`` would round), bools and
+    negative numbers (which would count from the end) are refused.
+
+    Raises:
+        TypeError: ``value`` is not a sequence of integers.
+        ValueError: ``value`` is not flat, or an index is negative.
+
+    Example:
+        >>> check_indices([2, 0, 1], 'indices')
+        array([2, 0, 1])
+        >>> check_indices([0.5], 'indices')
+        Traceback (most recent call last):
+        ...
+        TypeError: indices must be a flat sequence of integers >= 0, got [0.5]
+    """
+    import numpy
+    message = '{} must be a flat sequence of integers >= 0, got {}'.format(
+        name, reprlib.repr(value))
+    if isinstance(value, range):
+        if len(value) and min(value[0], value[-1]) < 0:
+            raise ValueError(message)
+        return value
+    if value is None or isinstance(value, (str, bytes, Mapping)) or not isinstance(
+            value, Iterable):
+        raise TypeError(message)
+    try:
+        array = numpy.asarray(value if isinstance(value, numpy.ndarray) else list(value))
+    except ValueError:  # ragged
+        raise TypeError(message) from None
+    if array.size == 0 and array.ndim == 1:
+        return numpy.zeros(0, numpy.int64)
+    if array.dtype.kind not in 'iu':
+        raise TypeError(message)
+    if array.ndim != 1:
+        raise ValueError('{} (shape {})'.format(message, array.shape))
+    if (array < 0).any():
+        raise ValueError(message)
+    return array.astype(numpy.int64, copy=False)
