@@ -52,3 +52,35 @@ def check_array(name: str, value: VariableOrArray, what: str) -> None:
                             what, type(value).__name__, name))
     if value.ndim == 0:
         raise ValueError('{} must have a batch axis, shape (B, ...), got shape ()'.format(what))
+
+
+def check_initializer(value: object, name: str) -> None:
+    """Refuses what Chainer would not take as an initializer, naming the argument.
+
+    Chainer takes None (its default), a callable such as
+    :class:`chainer.initializers.Normal`, a number or an array (a constant); a string
+    passes its own test of a scalar and fails later without the argument's name.
+    """
+    if value is None or callable(value):
+        return
+    if isinstance(value, bool) or not (
+            isinstance(value, numbers.Real)
+            or (isinstance(value, chainer.get_array_types())
+                and value.dtype.kind in 'biuf')):
+        raise TypeError('{} must be an initializer (such as chainer.initializers.Normal()), a '
+                        'number, an array of numbers or None, got {!r}'.format(name, value))
+
+
+def check_sizes(in_size: object, out_size: object) -> tuple[int | None, int | None]:
+    """Checks the sizes of an LSTM link: ``(in_size, out_size)`` or ``(out_size,)`` alone.
+
+    As in :class:`chainer.links.LSTM`, with ``out_size`` None the one size given is the
+    output size and the input size is inferred at the first step. A size of 0 is refused
+    (Chainer's own ``L.LSTM(0, 4)`` fails with a ZeroDivisionError).
+    """
+    if out_size is None:
+        check_int(in_size, 'in_size', minimum=1)
+    else:
+        check_int(in_size, 'in_size', minimum=1, allow_none=True)
+        check_int(out_size, 'out_size', minimum=1)
+    return in_size, out_size  # type: ignore[return-value]
