@@ -16,6 +16,7 @@ from chainer.utils import type_check
 
 from researchutils._checks import check_int
 from researchutils._typing import VariableOrArray
+from researchutils.chainer._array_checks import check_array  # noqa: F401 (the links' import)
 
 
 def check_pair(name: str, value: int | Sequence[int], minimum: int) -> tuple[int, int]:
@@ -37,21 +38,6 @@ def check_image_batch(x: VariableOrArray) -> None:
     if x.ndim != 4:
         raise type_check.InvalidType('x.ndim == 4', 'x.ndim = {} (shape {})'.format(
             x.ndim, x.shape))
-
-
-def check_array(name: str, value: VariableOrArray, what: str) -> None:
-    """Refuses what is not an array or a :class:`chainer.Variable` (a list, say), naming it.
-
-    ``what`` says what the value is in the message ("the input x"). Lists are refused, not
-    converted: the dtype a list would become (float64) is rarely the link's.
-    """
-    if not isinstance(value, chainer.Variable) and not isinstance(
-            value, chainer.get_array_types()):
-        raise TypeError('{} must be an array or a chainer.Variable, got {} (convert it: '
-                        'numpy.asarray({}, numpy.float32))'.format(
-                            what, type(value).__name__, name))
-    if value.ndim == 0:
-        raise ValueError('{} must have a batch axis, shape (B, ...), got shape ()'.format(what))
 
 
 def check_initializer(value: object, name: str) -> None:
