@@ -549,12 +549,12 @@ def check_float_dtype(value: object, name: str, *, allow_none: bool = False) -> 
         >>> check_float_dtype('int32', 'dtype')
         Traceback (most recent call last):
         ...
-        TypeError: dtype must be a floating point dtype (float16, float32, float64), got 'int32'
+        TypeError: dtype must be a floating point dtype, float16, float32 or float64, got 'int32'
     """
     if value is None and allow_none:
         return None
     import numpy
-    message = '{} must be a floating point dtype (float16, float32, float64), got {!r}'.format(
+    message = '{} must be a floating point dtype, float16, float32 or float64, got {!r}'.format(
         name, value)
     if value is None or isinstance(value, bool):
         raise TypeError(message)
