@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from researchutils._checks import check_float, check_number_array
 from researchutils._typing import FloatArray
@@ -95,14 +96,14 @@ def _fit(angles: ArrayLike, min_angle: float, max_angle: float, turn: float,
     if max_angle - min_angle < turn:
         raise ValueError('max_angle - min_angle must hold one turn ({}), got [{!r}, {!r}]'.format(
             turn_text, min_angle, max_angle))
-    angles = check_number_array(angles, 'angles')
-    if np.isinf(angles).any():
+    values: NDArray[Any] = check_number_array(angles, 'angles')
+    if np.isinf(values).any():
         raise ValueError('angles must not be infinite (an infinite angle points nowhere), got '
-                         '{} infinite of {}'.format(np.count_nonzero(np.isinf(angles)),
-                                                    angles.size))
-    dtype = angles.dtype if angles.dtype == np.float32 else np.float64
-    angles = angles.astype(dtype, copy=False)
-    offset = np.mod(angles - min_angle, turn)
+                         '{} infinite of {}'.format(np.count_nonzero(np.isinf(values)),
+                                                    values.size))
+    dtype = values.dtype if values.dtype == np.float32 else np.float64
+    values = values.astype(dtype, copy=False)
+    offset = np.mod(values - min_angle, turn)
     # Rounding can make a tiny negative offset exactly one turn.
     offset = np.where(offset >= turn, 0.0, offset).astype(dtype, copy=False)
     return np.clip(offset + min_angle, min_angle, max_angle).astype(dtype, copy=False)
