@@ -93,3 +93,56 @@ def test_name_and_save_path_default_to_unnamed_experiment_in_the_working_directo
 def test_a_name_where_delira_puts_n_epochs_is_refused_with_the_order(tmp_path):
     with pytest.raises(TypeError, match="n_epochs.*'exp'.*keyword"):
         ChainerExperiment(tasks.make_params(), tasks.Regressor, 'exp', str(tmp_path))
+
+
+def _make(tmp_path, **kwargs):
+    kwargs.setdefault('save_path', str(tmp_path / 'runs'))
+    return ChainerExperiment(tasks.make_params(), tasks.Regressor, **kwargs)
+
+
+@pytest.mark.parametrize('name', ['..', '.', 'a/b', '../escape', '/etc', 'a\0b', ''])
+def test_a_name_is_one_folder_name(tmp_path, name):
+    with pytest.raises(ValueError, match='^name must be one file or folder name'):
+        _make(tmp_path, name=name)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('name', [5, b'exp', ['exp']])
+def test_a_name_that_is_not_a_str_is_refused(tmp_path, name):
+    with pytest.raises(TypeError, match='^name must be a str'):
+        _make(tmp_path, name=name)
+
+
+def test_a_save_path_with_a_nul_byte_is_refused(tmp_path):
+    with pytest.raises(ValueError, match='^save_path must not hold a NUL byte'):
+        _make(tmp_path, name='exp', save_path=str(tmp_path / 'a\0b'))
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('below', ['', 'sub/deeper'])
+def test_a_save_path_that_is_or_is_below_a_file_is_refused(tmp_path, below):
+    (tmp_path / 'file').write_text('not a folder')
+    save_path = os.path.join(str(tmp_path / 'file'), below)
+    with pytest.raises(ValueError, match="^save_path must be a folder or a place where one "
+                                         "can be made, .*'.*file' is a file"):
+        _make(tmp_path, name='exp', save_path=save_path)
+    assert os.listdir(tmp_path) == ['file']
+
+
+def test_a_save_path_that_does_not_exist_yet_is_taken_and_not_made(tmp_path):
+    experiment = _make(tmp_path, name='exp', save_path=str(tmp_path / 'new' / 'runs'))
+    assert experiment.output_dir == os.path.join(str(tmp_path / 'new' / 'runs'), 'exp')
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('key_mapping', [{'x': 5}, {5: 'data'}])
+def test_key_mapping_maps_str_to_str(tmp_path, key_mapping):
+    with pytest.raises(TypeError, match='^key_mapping must map names'):
+        _make(tmp_path, name='exp', key_mapping=key_mapping)
+
+
+@pytest.mark.parametrize('val_score_key, error', [(['MSE'], TypeError), (5, TypeError),
+                                                  ('', ValueError)])
+def test_val_score_key_is_a_non_empty_str(tmp_path, val_score_key, error):
+    with pytest.raises(error, match='^val_score_key must be a non-empty str'):
+        _make(tmp_path, name='exp', val_score_key=val_score_key)
