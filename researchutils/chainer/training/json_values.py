@@ -214,13 +214,28 @@ def _strict_json_value(data: JSONData) -> JSONData:
 
 
 def dumps_json(value: JSONData) -> str:
-    """Formats JSON-ready data readably (indented, keys in their order).
+    """Formats JSON-ready data readably (indented, keys in their order), as strict JSON.
+
+    Every JSON file researchutils writes (``experiment.json``, ``run_state.json``,
+    ``search.json``, ``grid_search.json``) is strict JSON (RFC 8259), which any JSON
+    reader takes: it holds no ``NaN`` or ``Infinity``, which :func:`json.dumps`
+    would write, and every object key is a string, which :func:`json.dumps` would
+    make of a number silently. Data that may hold such floats is converted first:
+    parameters to ``{"__float__": "nan"}`` (read back as the float by
+    :func:`from_json_value`), scores to ``null``.
 
     Args:
-        value: Data for :func:`json.dumps`.
+        value: Data for :func:`json.dumps`: None, bools, ints, finite floats,
+            strings, and lists (tuples) and dicts with string keys of these.
 
     Returns:
         str: The text, ending with a newline.
+
+    Raises:
+        ValueError: ``value`` holds a NaN or infinite float; the message gives
+            where (``value['loss'][2]``).
+        TypeError: ``value`` holds a key that is not a str, or a value JSON has
+            no type for (a NumPy scalar, a set, an object); the message gives where.
 
     Example:
         >>> print(dumps_json({"a": 1}), end='')
@@ -228,7 +243,33 @@ def dumps_json(value: JSONData) -> str:
           "a": 1
         }
     """
-    return json.dumps(value, indent=2) + '\n'
+    _check_strict_json(value)
+    return json.dumps(value, indent=2, allow_nan=False) + '\n'
+
+
+def _check_strict_json(data: object) -> None:
+    """Refuses what strict JSON cannot hold, naming where (without recursion)."""
+    pending: list[tuple[object, str]] = [(data, 'value')]
+    while pending:
+        value, where = pending.pop()
+        if value is None or isinstance(value, (bool, int, str)):
+            continue
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise ValueError('{} is {!r}: strict JSON has no NaN or infinity (write null, '
+                                 'or what _strict_json_value writes)'.format(where, value))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise TypeError('{} has the key {!r} of type {}: JSON object keys are '
+                                    'strings'.format(where, key, type(key).__name__))
+                pending.append((item, '{}[{!r}]'.format(where, key)))
+        elif isinstance(value, (list, tuple)):
+            pending.extend((item, '{}[{}]'.format(where, index))
+                           for index, item in enumerate(value))
+        else:
+            raise TypeError('{} is {!r} of type {}, which JSON has no type for'.format(
+                where, value, type(value).__name__))
 
 
 class _RepeatedKey(ValueError):
@@ -270,8 +311,8 @@ def load_json(path: str | os.PathLike[str]) -> Any:
     one object (``json`` keeps the last silently, so what a reader of the file
     sees is not what runs) and lists and objects nested deeper than
     :data:`MAX_JSON_DEPTH` levels (``json`` raises RecursionError far down).
-    ``NaN`` and ``Infinity``, which :func:`dumps_json` writes for such floats,
-    are read.
+    ``NaN`` and ``Infinity``, which files written by researchutils before its
+    JSON files became strict may hold, are read.
 
     Args:
         path (str or os.PathLike): The file, UTF-8 encoded.
