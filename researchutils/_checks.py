@@ -639,3 +639,24 @@ def check_indices(value: object, name: str) -> Any:
     if (array < 0).any():
         raise ValueError(message)
     return array.astype(numpy.int64, copy=False)
+
+
+def check_comm(value: object, name: str = 'comm') -> Any:
+    """Returns ``value``: None or a ChainerMN communicator (an object with int rank and size).
+
+    Raises:
+        TypeError: ``value`` is something else.
+
+    Example:
+        >>> check_comm(None) is None
+        True
+        >>> check_comm(5)
+        Traceback (most recent call last):
+        ...
+        TypeError: comm must be a ChainerMN communicator (with int rank and size), got 5
+    """
+    if value is None or (isinstance(getattr(value, 'rank', None), int)
+                         and isinstance(getattr(value, 'size', None), int)):
+        return value
+    raise TypeError('{} must be a ChainerMN communicator (with int rank and size), got '
+                    '{!r}'.format(name, value))

@@ -21,6 +21,7 @@ from typing import Any, TypeAlias
 import numpy
 import numpy.typing
 
+from researchutils._checks import check_path, check_str
 from researchutils._errors import add_note
 from researchutils.chainer.training import search_space
 from researchutils.chainer.training.references import (
@@ -61,6 +62,7 @@ def to_json_value(value: object, where: str = 'value') -> JSONData:
         >>> to_json_value({"lr": numpy.float64(0.5), "trigger": (1, "epoch")})
         {'lr': 0.5, 'trigger': {'__tuple__': [1, 'epoch']}}
     """
+    check_str(where, 'where')
     # NumPy scalars first: numpy.float64 is also a float, and would stay a NumPy scalar.
     if isinstance(value, numpy.generic):
         return value.item()
@@ -182,7 +184,9 @@ def from_json_value(value: object, where: str = 'value', allowed_modules: Sequen
         >>> from_json_value({'__tuple__': [1, 'epoch']})
         (1, 'epoch')
     """
+    check_str(where, 'where')
     allowed_modules = _check_allowed_modules(allowed_modules)
+    check_str(model_package, 'model_package', allow_none=True)
     return _decode(value, where, allowed_modules, model_package,
                    where.rsplit('/', 1)[-1] in _PLAIN_KEYS)
 
@@ -328,6 +332,8 @@ def load_json(path: str | os.PathLike[str]) -> Any:
             ``sys.get_int_max_str_digits()``); the message names the file.
         UnicodeDecodeError: The file is not UTF-8; a note names the file.
         OSError: The file cannot be read (the error names it).
+        TypeError: ``path`` is not a str or an ``os.PathLike`` (a NUL byte in it is
+            a ValueError).
 
     Example:
         >>> import os, tempfile
@@ -339,7 +345,7 @@ def load_json(path: str | os.PathLike[str]) -> Any:
         ...
         ValueError: ...settings.json: the key 'alpha' appears twice in one object ...
     """
-    path = os.fspath(path)
+    path = check_path(path, 'path')
     with open(path, encoding='utf-8') as stream:
         try:
             text = stream.read()

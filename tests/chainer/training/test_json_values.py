@@ -142,3 +142,10 @@ def test_load_json_of_an_integer_longer_than_python_reads_names_the_file(tmp_pat
     path.write_text('{"seed": ' + '9' * 5000 + '}')
     with pytest.raises(ValueError, match=r'experiment\.json: a value cannot be read: .*4300'):
         json_values.load_json(str(path))
+
+
+@pytest.mark.parametrize('path, error', [(5, TypeError), (True, TypeError), (None, TypeError),
+                                         (b'a.json', TypeError), ('a\0b.json', ValueError)])
+def test_load_json_names_a_path_that_is_not_one(path, error):
+    with pytest.raises(error, match='^path must'):
+        json_values.load_json(path)

@@ -19,6 +19,7 @@ import chainer
 
 from researchutils._checks import (
     check_bool,
+    check_comm,  # noqa: F401 (the check of the comm setting, settings.SETTINGS)
     check_devices,
     check_file_name,
     check_path,

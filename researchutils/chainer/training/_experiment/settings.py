@@ -97,7 +97,7 @@ SETTINGS = (
     Setting('checkpoint_freq', 1, checks.check_checkpoint_freq, _POSITIONAL, *_PLAIN),
     Setting('gpu_ids', None, checks.check_gpu_ids, _KEYWORD_ONLY, *_PLAIN),
     Setting('val_score_mode', 'lowest', check_val_score_mode, _KEYWORD_ONLY, *_PLAIN),
-    Setting('comm', None, checks.kept, _KEYWORD_ONLY, *_NOT_SAVED),
+    Setting('comm', None, checks.check_comm, _KEYWORD_ONLY, *_NOT_SAVED),
     Setting('extensions', (), checks.check_extensions, _KEYWORD_ONLY, *_NOT_SAVED),
     Setting('seed', None, check_seed, _KEYWORD_ONLY, *_PLAIN),
     Setting('stop_on_non_number', True, checks.check_stop_on_non_number, _KEYWORD_ONLY,

@@ -24,6 +24,7 @@ from chainer.training.extensions import log_report as log_report_module
 
 from researchutils._checks import (
     check_bool,
+    check_comm,
     check_int,
     check_non_negative_int,
     check_positive_float,
@@ -187,10 +188,7 @@ class SlackReport(extension.Extension):
         if not isinstance(log_report, (str, log_report_module.LogReport)):
             raise TypeError('log_report must be the name of a LogReport or a LogReport, got '
                             '{!r}'.format(log_report))
-        if comm is not None and not (isinstance(getattr(comm, 'rank', None), int)
-                                     and isinstance(getattr(comm, 'size', None), int)):
-            raise TypeError('comm must be a ChainerMN communicator (with int rank and size), '
-                            'got {!r}'.format(comm))
+        check_comm(comm)
         thread = check_bool(thread, 'thread')
         upload = check_str_list(upload, 'upload')
         for filename in upload:

@@ -92,6 +92,10 @@ class ClosureUpdater(chainer.training.updaters.StandardUpdater):
         if not isinstance(optimizers, dict) or 'default' not in optimizers:
             raise TypeError('optimizers must be a dict with a "default" optimizer, got '
                             '{!r}'.format(optimizers))
+        for optimizer_name, optimizer in optimizers.items():
+            if not isinstance(optimizer, chainer.Optimizer):
+                raise TypeError('optimizers[{!r}] must be a chainer.Optimizer, got {!r}'.format(
+                    optimizer_name, optimizer))
         named = {'main': optimizers['default']}
         named.update((name, optimizer) for name, optimizer in optimizers.items()
                      if name != 'default')

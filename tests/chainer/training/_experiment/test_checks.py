@@ -146,3 +146,9 @@ def test_key_mapping_maps_str_to_str(tmp_path, key_mapping):
 def test_val_score_key_is_a_non_empty_str(tmp_path, val_score_key, error):
     with pytest.raises(error, match='^val_score_key must be a non-empty str'):
         _make(tmp_path, name='exp', val_score_key=val_score_key)
+
+
+@pytest.mark.parametrize('comm', [object(), 5])
+def test_comm_that_is_not_a_communicator_is_refused(tmp_path, comm):
+    with pytest.raises(TypeError, match='^comm must be a ChainerMN communicator'):
+        _make(tmp_path, name='exp', comm=comm)

@@ -107,6 +107,7 @@ def _updater_arguments(**changes):
     ({'metrics': [F.mean_squared_error]}, TypeError, '^metrics must be a mapping'),
     ({'device': 'nosuchdevice'}, ValueError, "^device must be a Chainer device .*'nosuchdevice'"),
     ({'device': 1.5}, ValueError, '^device must be a Chainer device'),
+    ({'optimizers': {'default': 5}}, TypeError, r"^optimizers\['default'\] must be a chainer"),
 ])
 def test_bad_arguments_are_refused_when_made_naming_them(changes, error, message):
     with pytest.raises(error, match=message):
