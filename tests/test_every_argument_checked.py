@@ -383,6 +383,27 @@ OVERRIDES = {
         ['@nosuchdevice', 1.5, [0]],
 }
 
+# Arguments without bad values to try: (callable, argument) -> why.
+NO_BAD_VALUES = {
+    ('researchutils.arrays.one_hot', 'on_value'):
+        'any value of dtype; checked against dtype (tests/test_arrays.py)',
+    ('researchutils.arrays.one_hot', 'off_value'):
+        'any value of dtype; checked against dtype (tests/test_arrays.py)',
+    ('researchutils.chainer.training.extensions.chainer_pruning_extension.'
+     'ChainerPruningExtension', 'trial'):
+        'duck-typed Optuna trial; None is refused on rank 0 (its own tests)',
+    ('researchutils.chainer.training.json_values.from_json_value', 'value'):
+        'any JSON data; what it cannot read is refused naming where (test_json_values.py)',
+    ('researchutils.chainer.training.json_values.to_json_value', 'value'):
+        'any value; what JSON cannot hold is refused naming where (test_json_values.py)',
+    ('researchutils.chainer.training.predictor.convert_to_numpy', 'value'):
+        'any value: what is not an array is returned as it is',
+    ('researchutils.chainer.training.references.object_reference', 'value'):
+        'any value; what cannot be a reference is refused naming where (test_references.py)',
+    ('researchutils.files.save_pickle', 'data'):
+        'anything pickle takes; what it cannot pickle leaves no file (test_files.py)',
+}
+
 # Arguments that do not hold the rule yet: (callable, argument) -> why.
 _NPZ = 'researchutils.chainer.serializers.npz.'
 KNOWN = {
@@ -401,6 +422,21 @@ def inputs(tmp_path_factory):
     folder = _files(tmp_path_factory.mktemp('inputs') / 'in')
     chainer.serializers.save_npz(str(folder / 'model.npz'), _model())
     return folder
+
+
+def test_every_argument_has_bad_values_or_says_why_not():
+    untried = []
+    for name, function in public_callables():
+        if name not in VALID:
+            continue
+        for parameter in inspect.signature(function).parameters.values():
+            key = (name, parameter.name)
+            if (key in KNOWN or key in NO_BAD_VALUES
+                    or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)):
+                continue
+            if not bad_values(name, parameter):
+                untried.append('{}({}: {})'.format(name, parameter.name, parameter.annotation))
+    assert untried == []
 
 
 def test_every_public_callable_has_valid_arguments():
