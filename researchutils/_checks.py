@@ -11,11 +11,17 @@ the same values with the same words. All of them:
   range. ``type_error=ValueError`` keeps the ValueError of a module whose
   callers already rely on it.
 
-Each returns the value converted (``int``, ``float``, ``bool``, ``list``).
+Each returns the value converted (``int``, ``float``, ``bool``, ``list``, ``str``).
+
+Tests: ``tests/test_checks.py``; that every public argument goes through them:
+``tests/test_every_argument_checked.py``.
 """
 import math
 import numbers
-from typing import Literal, overload
+import os
+import reprlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, overload
 
 
 def _none_or(allow_none: bool, kind: str) -> str:
@@ -340,21 +346,317 @@ def check_devices(devices: object, name: str) -> list[object]:
     return result
 
 
-def check_path(value: object, name: str) -> str:
-    """Returns ``value`` as a str path: a ``str`` or an ``os.PathLike`` of one.
+@overload
+def check_str(value: object, name: str, *, allow_empty: bool = True,
+              allow_none: Literal[False] = False) -> str: ...
+@overload
+def check_str(value: object, name: str, *, allow_empty: bool = True,
+              allow_none: bool) -> str | None: ...
+def check_str(value: object, name: str, *, allow_empty: bool = True,
+              allow_none: bool = False) -> str | None:
+    """Returns ``value``, a str (non-empty unless ``allow_empty``).
 
-    An int (a file descriptor to ``open``), bytes or None is refused.
+    Raises:
+        TypeError: ``value`` is not a str (bytes included).
+        ValueError: ``value`` is empty and ``allow_empty`` is False.
 
     Example:
-        >>> check_path(3, 'path')
+        >>> check_str('val/loss', 'monitor', allow_empty=False)
+        'val/loss'
+        >>> check_str(5, 'title')
         Traceback (most recent call last):
         ...
-        TypeError: path must be a str or os.PathLike, got 3
+        TypeError: title must be a str, got 5
     """
-    if isinstance(value, str):
-        return value
-    fspath = getattr(type(value), '__fspath__', None)
-    path = fspath(value) if fspath is not None else None
+    if value is None and allow_none:
+        return None
+    kind = 'a str' if allow_empty else 'a non-empty str'
+    message = '{} must be {}, got {!r}'.format(name, _none_or(allow_none, kind), value)
+    if not isinstance(value, str):
+        raise TypeError(message)
+    if not value and not allow_empty:
+        raise ValueError(message)
+    return value
+
+
+@overload
+def check_path(value: object, name: str, *, allow_none: Literal[False] = False) -> str: ...
+@overload
+def check_path(value: object, name: str, *, allow_none: bool) -> str | None: ...
+def check_path(value: object, name: str, *, allow_none: bool = False) -> str | None:
+    """Returns a path given as a ``str`` or an ``os.PathLike`` as a str.
+
+    Integers (which ``open`` would take as a file descriptor, ``True`` being
+    standard output), bytes and NUL bytes are refused, the same on every Python.
+
+    Raises:
+        TypeError: ``value`` is neither a str nor an ``os.PathLike`` giving a str.
+        ValueError: ``value`` is empty or holds a NUL byte.
+
+    Example:
+        >>> check_path('runs/model.npz', 'path')
+        'runs/model.npz'
+        >>> check_path(1, 'file_path')
+        Traceback (most recent call last):
+        ...
+        TypeError: file_path must be a path (a str or an os.PathLike), got 1
+        >>> check_path('a\\0b', 'path')
+        Traceback (most recent call last):
+        ...
+        ValueError: path must not hold a NUL byte, got 'a\\x00b'
+    """
+    if value is None and allow_none:
+        return None
+    path = os.fspath(value) if isinstance(value, os.PathLike) else value
     if not isinstance(path, str):
-        raise TypeError('{} must be a str or os.PathLike, got {!r}'.format(name, value))
+        raise TypeError('{} must be a path ({}), got {!r}'.format(
+            name, _none_or(allow_none, 'a str or an os.PathLike'), value))
+    if '\0' in path:
+        raise ValueError('{} must not hold a NUL byte, got {!r}'.format(name, path))
+    if not path:
+        raise ValueError('{} must be a path, got an empty str'.format(name))
     return path
+
+
+def check_file_name(value: object, name: str) -> str:
+    """Returns ``value``, the name of one file or folder: no separator, not '.' or '..'.
+
+    Raises:
+        TypeError: ``value`` is not a str.
+        ValueError: ``value`` is empty, '.', '..', or holds a path separator or a NUL byte.
+
+    Example:
+        >>> check_file_name('exp', 'name')
+        'exp'
+        >>> check_file_name('..', 'name')  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: name must be one file or folder name (...), got '..'
+    """
+    text = check_str(value, name)
+    separators = [sep for sep in (os.sep, os.altsep, '/') if sep]
+    if text in ('', '.', '..') or '\0' in text or any(sep in text for sep in separators):
+        raise ValueError("{} must be one file or folder name (not empty, '.' or '..', no path "
+                         "separator or NUL byte), got {!r}".format(name, text))
+    return text
+
+
+def check_choice(value: object, name: str, choices: Sequence[str]) -> str:
+    """Returns ``value``, one of the strings ``choices``.
+
+    Raises:
+        TypeError: ``value`` is not a str.
+        ValueError: ``value`` is not one of ``choices``.
+
+    Example:
+        >>> check_choice('max', 'mode', ('auto', 'min', 'max'))
+        'max'
+        >>> check_choice('best', 'mode', ('auto', 'min', 'max'))
+        Traceback (most recent call last):
+        ...
+        ValueError: mode must be one of 'auto', 'min', 'max', got 'best'
+    """
+    message = '{} must be one of {}, got {!r}'.format(
+        name, ', '.join(repr(choice) for choice in choices), value)
+    if not isinstance(value, str):
+        raise TypeError(message)
+    if value not in choices:
+        raise ValueError(message)
+    return value
+
+
+def check_callable(value: object, name: str, *, allow_none: bool = False) -> object:
+    """Returns ``value``, a callable (or None with ``allow_none``).
+
+    Example:
+        >>> check_callable(5, 'load_fn')
+        Traceback (most recent call last):
+        ...
+        TypeError: load_fn must be a callable, got 5
+    """
+    if (value is None and allow_none) or callable(value):
+        return value
+    raise TypeError('{} must be {}, got {!r}'.format(
+        name, _none_or(allow_none, 'a callable'), value))
+
+
+def check_str_list(value: object, name: str, *, allow_empty: bool = True) -> list[str]:
+    """Returns ``value``, a list, tuple or other iterable of str (not a str itself), as a list.
+
+    Raises:
+        TypeError: ``value`` is a str, not iterable, or holds something else than a str.
+        ValueError: ``value`` is empty and ``allow_empty`` is False.
+
+    Example:
+        >>> check_str_list(('epoch', 'main/loss'), 'entries')
+        ['epoch', 'main/loss']
+        >>> check_str_list(5, 'entries')
+        Traceback (most recent call last):
+        ...
+        TypeError: entries must be a list of str, got 5
+    """
+    message = '{} must be a list of str, got {!r}'.format(name, value)
+    if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):
+        raise TypeError(message)
+    items = list(value)
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError('{} must be a list of str, got {!r} in {!r}'.format(
+                name, item, value))
+    if not items and not allow_empty:
+        raise ValueError('{} must not be empty, got {!r}'.format(name, value))
+    return items
+
+
+def check_mapping(value: object, name: str, *, allow_none: bool = False,
+                  allow_empty: bool = True) -> dict[Any, Any] | None:
+    """Returns ``value``, a mapping (a dict, say), as a dict; None with ``allow_none``.
+
+    Raises:
+        TypeError: ``value`` is not a mapping.
+        ValueError: ``value`` is empty and ``allow_empty`` is False.
+
+    Example:
+        >>> check_mapping({'seed': 0}, 'sampler_kwargs')
+        {'seed': 0}
+        >>> check_mapping([('seed', 0)], 'sampler_kwargs')
+        Traceback (most recent call last):
+        ...
+        TypeError: sampler_kwargs must be a mapping (a dict), got [('seed', 0)]
+    """
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError('{} must be {}, got {!r}'.format(
+            name, _none_or(allow_none, 'a mapping (a dict)'), value))
+    if not value and not allow_empty:
+        raise ValueError('{} must not be empty, got {!r}'.format(name, value))
+    return dict(value)
+
+
+def check_float_dtype(value: object, name: str, *, allow_none: bool = False) -> Any:
+    """Returns ``value`` as a NumPy floating dtype (None with ``allow_none``).
+
+    NumPy is imported here, where it is used: the other checks need the standard
+    library only.
+
+    Raises:
+        TypeError: ``value`` is not a dtype NumPy knows, or not a floating one.
+
+    Example:
+        >>> check_float_dtype('float32', 'dtype')
+        dtype('float32')
+        >>> check_float_dtype('int32', 'dtype')
+        Traceback (most recent call last):
+        ...
+        TypeError: dtype must be a floating point dtype, float16, float32 or float64, got 'int32'
+    """
+    if value is None and allow_none:
+        return None
+    import numpy
+    message = '{} must be a floating point dtype, float16, float32 or float64, got {!r}'.format(
+        name, value)
+    if value is None or isinstance(value, bool):
+        raise TypeError(message)
+    try:
+        dtype = numpy.dtype(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        raise TypeError(message) from None
+    if dtype.kind != 'f':
+        raise TypeError(message)
+    return dtype
+
+
+def check_number_array(value: object, name: str) -> Any:
+    """Returns ``value`` as a NumPy array of numbers (bool, integer or floating dtype).
+
+    NumPy is imported here, where it is used. The message shows at most 80 characters
+    of the value.
+
+    Raises:
+        TypeError: ``value`` is None, holds strings or objects, or is ragged.
+
+    Example:
+        >>> check_number_array([1, 2], 'angles')
+        array([1, 2])
+        >>> check_number_array(None, 'angles')
+        Traceback (most recent call last):
+        ...
+        TypeError: angles must be numbers (an array of int or float), got None
+    """
+    import numpy
+    message = '{} must be numbers (an array of int or float), got {}'.format(
+        name, reprlib.repr(value))
+    if value is None:
+        raise TypeError(message)
+    try:
+        array = numpy.asarray(value)
+    except (TypeError, ValueError):  # ragged nested lists (NumPy >= 1.24)
+        raise TypeError(message) from None
+    if array.dtype.kind not in 'biuf':
+        raise TypeError('{} (dtype {})'.format(message, array.dtype))
+    return array
+
+
+def check_indices(value: object, name: str) -> Any:
+    """Returns dataset indices: a ``range`` as it is, else a 1-d int64 NumPy array.
+
+    Every index is an integer >= 0: floats (which ``int64`` would round), bools and
+    negative numbers (which would count from the end) are refused.
+
+    Raises:
+        TypeError: ``value`` is not a sequence of integers.
+        ValueError: ``value`` is not flat, or an index is negative.
+
+    Example:
+        >>> check_indices([2, 0, 1], 'indices')
+        array([2, 0, 1])
+        >>> check_indices([0.5], 'indices')
+        Traceback (most recent call last):
+        ...
+        TypeError: indices must be a flat sequence of integers >= 0, got [0.5]
+    """
+    import numpy
+    message = '{} must be a flat sequence of integers >= 0, got {}'.format(
+        name, reprlib.repr(value))
+    if isinstance(value, range):
+        if len(value) and min(value[0], value[-1]) < 0:
+            raise ValueError(message)
+        return value
+    if value is None or isinstance(value, (str, bytes, Mapping)) or not isinstance(
+            value, Iterable):
+        raise TypeError(message)
+    try:
+        array = numpy.asarray(value if isinstance(value, numpy.ndarray) else list(value))
+    except ValueError:  # ragged
+        raise TypeError(message) from None
+    if array.size == 0 and array.ndim == 1:
+        return numpy.zeros(0, numpy.int64)
+    if array.dtype.kind not in 'iu':
+        raise TypeError(message)
+    if array.ndim != 1:
+        raise ValueError('{} (shape {})'.format(message, array.shape))
+    if (array < 0).any():
+        raise ValueError(message)
+    return array.astype(numpy.int64, copy=False)
+
+
+def check_comm(value: object, name: str = 'comm') -> Any:
+    """Returns ``value``: None or a ChainerMN communicator (an object with int rank and size).
+
+    Raises:
+        TypeError: ``value`` is something else.
+
+    Example:
+        >>> check_comm(None) is None
+        True
+        >>> check_comm(5)
+        Traceback (most recent call last):
+        ...
+        TypeError: comm must be a ChainerMN communicator (with int rank and size), got 5
+    """
+    if value is None or (isinstance(getattr(value, 'rank', None), int)
+                         and isinstance(getattr(value, 'size', None), int)):
+        return value
+    raise TypeError('{} must be a ChainerMN communicator (with int rank and size), got '
+                    '{!r}'.format(name, value))

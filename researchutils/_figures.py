@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from types import FrameType, ModuleType
 from typing import TYPE_CHECKING, Literal
 
+from researchutils._checks import check_path
 from researchutils._files import write_atomically
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def check_save_path(name: str, value: object, extensions: Sequence[str]
         return value
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError('{} must be True, False or a file path, got {!r}'.format(name, value))
-    path = os.fspath(value)
+    path = check_path(value, name)
     if os.path.splitext(path)[1].lower() not in extensions:
         raise ValueError('{} must be a file name ending with {}, got {!r}'.format(
             name, ' or '.join(extensions), path))

@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
+from researchutils._checks import check_int
+
 __all__ = ['one_hot', 'unzip']
 
 _INTEGER_TYPES = (np.int8, np.int16, np.int32, np.int64)
@@ -38,14 +40,16 @@ def one_hot(indices: Iterable[int | np.integer[Any]], shape: Sequence[int],
         numpy.ndarray: The matrix, of shape ``shape``.
 
     Raises:
-        ValueError: ``shape`` does not have two entries, the number of indices is not
-            the number of columns, an index is outside ``[0, rows)``, or
-            ``on_value`` or ``off_value`` does not fit ``dtype``: out of an integer
+        ValueError: ``shape`` does not have two entries (non-negative integers), the
+            number of indices is not the number of columns, an index is outside
+            ``[0, rows)``, or ``on_value`` or ``off_value`` does not fit ``dtype``: out
+            of an integer
             type's range (300 in ``int8`` would wrap to 44), not a whole number for
             an integer type, not 0 or 1 for ``bool``, or finite but beyond a float
             type's range (it would become infinity).
-        TypeError: An index is not an integer, or ``on_value`` or ``off_value``
-            is not a number where ``dtype`` holds numbers.
+        TypeError: ``indices`` is not a sequence of integers, ``shape`` not a pair of
+            integers (a bool is not one), ``dtype`` not a NumPy dtype, or ``on_value``
+            or ``off_value`` is not a number where ``dtype`` holds numbers.
 
     Example:
 
@@ -58,17 +62,24 @@ def one_hot(indices: Iterable[int | np.integer[Any]], shape: Sequence[int],
         array([[0. ],
                [0.5]], dtype=float32)
     """
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Iterable):
+        raise TypeError('shape must be (rows, columns), got {!r}'.format(shape))
     shape = tuple(shape)
     if len(shape) != 2:
         raise ValueError('shape must be (rows, columns), got {!r}'.format(shape))
-    rows, columns = shape
+    rows, columns = (check_int(size, 'shape[{}]'.format(position), minimum=0)
+                     for position, size in enumerate(shape))
+    shape = (rows, columns)
     indices = _row_indices(indices, rows)
     if len(indices) != columns:
         raise ValueError('one_hot needs one index per column: got {} indices for {} columns '
                          '(shape={!r})'.format(len(indices), columns, shape))
     if dtype is None:
         dtype = _default_dtype(on_value, off_value)
-    dtype = np.dtype(dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError('dtype must be a NumPy dtype, got {!r}'.format(dtype)) from None
     for name, value in (('on_value', on_value), ('off_value', off_value)):
         _check_fits(name, value, dtype)
     result = np.full(shape, off_value, dtype=dtype)
@@ -78,6 +89,9 @@ def one_hot(indices: Iterable[int | np.integer[Any]], shape: Sequence[int],
 
 def _row_indices(indices: Iterable[int | np.integer[Any]],
                  rows: int) -> NDArray[np.integer[Any]]:
+    if isinstance(indices, (str, bytes)) or not isinstance(indices, Iterable):
+        raise TypeError('indices must be a flat sequence of integers, got {!r}'.format(
+            indices))
     values = np.asarray(list(indices) if not isinstance(indices, np.ndarray) else indices)
     if values.size == 0:
         return np.zeros(0, dtype=np.intp)
@@ -155,7 +169,7 @@ def unzip(zipped_array: Iterable[Sequence[_T]]) -> tuple[tuple[_T, ...], ...]:
 
     Raises:
         ValueError: The elements differ in length (``zip`` would silently cut them).
-        TypeError: An element is not a sequence.
+        TypeError: ``zipped_array`` is not iterable, or an element is not a sequence.
 
     Example:
 
@@ -164,6 +178,9 @@ def unzip(zipped_array: Iterable[Sequence[_T]]) -> tuple[tuple[_T, ...], ...]:
         >>> names, counts
         (('cat', 'dog'), (3, 5))
     """
+    if not isinstance(zipped_array, Iterable):
+        raise TypeError('zipped_array must be an iterable of sequences, got {!r}'.format(
+            zipped_array))
     rows = list(zipped_array)
     lengths = []
     for position, row in enumerate(rows):

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
+from researchutils._checks import check_path, check_str
 from researchutils._errors import add_note
 from researchutils._files import write_atomically, write_text
 
@@ -52,8 +53,10 @@ def search_all_files_under(pathstr: str | os.PathLike[str],
         list of pathlib.Path: The files, sorted, each starting with ``pathstr``.
 
     Raises:
-        ValueError: ``pathstr`` does not exist or is not a folder, or an extension
-            does not start with a dot.
+        TypeError: ``pathstr`` is not a str or an ``os.PathLike``, or ``exts`` is
+            not a str or a list of them.
+        ValueError: ``pathstr`` does not exist, is not a folder or holds a NUL
+            byte, or an extension does not start with a dot.
         OSError: A subfolder cannot be read.
 
     Example:
@@ -68,7 +71,7 @@ def search_all_files_under(pathstr: str | os.PathLike[str],
         ...  for path in search_all_files_under(data, exts=['.txt'])]
         ['a.txt', 'sub/b.txt']
     """
-    root = pathlib.Path(pathstr)
+    root = pathlib.Path(check_path(pathstr, 'pathstr'))
     if not root.exists():
         raise ValueError('pathstr {!r} does not exist'.format(str(pathstr)))
     if not root.is_dir():
@@ -90,11 +93,17 @@ def search_all_files_under(pathstr: str | os.PathLike[str],
 def _extensions(exts: str | Iterable[str] | None) -> tuple[str, ...] | None:
     if exts is None:
         return None
-    if isinstance(exts, (str, bytes)):
+    if isinstance(exts, str):
         exts = [exts]
+    if isinstance(exts, (bytes, dict)) or not isinstance(exts, collections.abc.Iterable):
+        raise TypeError('exts must be an extension such as ".txt", a list of them or None, '
+                        'got {!r}'.format(exts))
     exts = list(exts)
     for ext in exts:
-        if not isinstance(ext, str) or not ext.startswith('.') or len(ext) < 2:
+        if not isinstance(ext, str):
+            raise TypeError('exts must be extensions (str) with their dot, such as [".txt"], '
+                            'got {!r}'.format(ext))
+        if not ext.startswith('.') or len(ext) < 2:
             raise ValueError('exts must be extensions with their dot, such as [".txt"], '
                              'got {!r}'.format(ext))
     return tuple(exts)
@@ -109,13 +118,18 @@ def file_exists(path: str | os.PathLike[str]) -> bool:
     Returns:
         bool: True when something (a file or a folder) is there.
 
+    Raises:
+        TypeError: ``path`` is not a str or an ``os.PathLike`` (an int would be
+            taken as a file descriptor).
+        ValueError: ``path`` is empty or holds a NUL byte.
+
     Example:
 
         >>> from researchutils.files import file_exists
         >>> file_exists('no/such/file.txt')
         False
     """
-    return os.path.exists(path)
+    return os.path.exists(check_path(path, 'path'))
 
 
 def create_dir_if_not_exist(outdir: str | os.PathLike[str]) -> None:
@@ -129,6 +143,8 @@ def create_dir_if_not_exist(outdir: str | os.PathLike[str]) -> None:
     Raises:
         RuntimeError: Something other than a folder is at ``outdir`` (the error is
             also a ValueError).
+        TypeError: ``outdir`` is not a str or an ``os.PathLike``.
+        ValueError: ``outdir`` is empty or holds a NUL byte.
 
     Example:
 
@@ -140,11 +156,15 @@ def create_dir_if_not_exist(outdir: str | os.PathLike[str]) -> None:
         >>> os.path.isdir(outdir)
         True
     """
+    _make_folder(check_path(outdir, 'outdir'), 'outdir')
+
+
+def _make_folder(path: str, name: str) -> None:
     try:
-        os.makedirs(outdir, exist_ok=True)
+        os.makedirs(path, exist_ok=True)
     except FileExistsError:
-        raise _NotADirectory('outdir {!r} exists and is not a directory'.format(
-            os.fspath(outdir))) from None
+        raise _NotADirectory('{} {!r} exists and is not a directory'.format(
+            name, path)) from None
 
 
 def write_text_to_file(file_path: str | os.PathLike[str], data: str) -> None:
@@ -158,7 +178,9 @@ def write_text_to_file(file_path: str | os.PathLike[str], data: str) -> None:
         data (str): The text.
 
     Raises:
-        TypeError: ``data`` is not a str.
+        TypeError: ``data`` is not a str, or ``file_path`` is not a str or an
+            ``os.PathLike``.
+        ValueError: ``file_path`` is empty or holds a NUL byte.
         FileNotFoundError: The folder of ``file_path`` does not exist.
 
     Example:
@@ -170,6 +192,7 @@ def write_text_to_file(file_path: str | os.PathLike[str], data: str) -> None:
         >>> read_text_from_file(path)
         'lr=0.1\\n'
     """
+    file_path = check_path(file_path, 'file_path')
     if not isinstance(data, str):
         raise TypeError('data must be a str, got {}'.format(type(data).__name__))
     _check_folder(file_path)
@@ -186,6 +209,9 @@ def read_text_from_file(file_path: str | os.PathLike[str]) -> str:
         str: Its text.
 
     Raises:
+        TypeError: ``file_path`` is not a str or an ``os.PathLike`` (an int would
+            be taken as a file descriptor: 0 is standard input).
+        ValueError: ``file_path`` is empty or holds a NUL byte.
         UnicodeDecodeError: The file is not UTF-8 (Latin-1, say); the error
             carries a note naming the file.
 
@@ -198,6 +224,7 @@ def read_text_from_file(file_path: str | os.PathLike[str]) -> str:
         >>> read_text_from_file(path)
         'hello'
     """
+    file_path = check_path(file_path, 'file_path')
     with open(file_path, 'r', encoding='utf-8', newline='') as f:
         try:
             return f.read()
@@ -218,6 +245,8 @@ def save_pickle(file_path: str | os.PathLike[str], data: object) -> None:
         data: Anything ``pickle`` can write.
 
     Raises:
+        TypeError: ``file_path`` is not a str or an ``os.PathLike``.
+        ValueError: ``file_path`` is empty or holds a NUL byte.
         FileNotFoundError: The folder of ``file_path`` does not exist.
 
     Example:
@@ -229,6 +258,7 @@ def save_pickle(file_path: str | os.PathLike[str], data: object) -> None:
         >>> load_pickle(path)
         {'loss': [0.9, 0.5]}
     """
+    file_path = check_path(file_path, 'file_path')
     _check_folder(file_path)
     write_atomically(file_path, lambda f: pickle.dump(data, f))
 
@@ -251,6 +281,8 @@ def load_pickle(file_path: str | os.PathLike[str]) -> Any:
         The unpickled object.
 
     Raises:
+        TypeError: ``file_path`` is not a str or an ``os.PathLike``.
+        ValueError: ``file_path`` is empty or holds a NUL byte.
         pickle.UnpicklingError, EOFError: The file is not a complete pickle; the
             error carries a note naming the file.
 
@@ -263,6 +295,7 @@ def load_pickle(file_path: str | os.PathLike[str]) -> Any:
         >>> load_pickle(path)
         [1, 2, 3]
     """
+    file_path = check_path(file_path, 'file_path')
     with open(file_path, 'rb') as f:
         try:
             return pickle.load(f, encoding='bytes')
@@ -271,11 +304,11 @@ def load_pickle(file_path: str | os.PathLike[str]) -> Any:
             raise
 
 
-def _check_folder(file_path: str | os.PathLike[str]) -> None:
+def _check_folder(file_path: str) -> None:
     folder = os.path.dirname(os.path.abspath(file_path))
     if not os.path.isdir(folder):
         raise FileNotFoundError('the folder {!r} of file_path {!r} does not exist'.format(
-            folder, os.fspath(file_path)))
+            folder, file_path))
 
 
 def prepare_output_dir(base_dir: str | os.PathLike[str],
@@ -303,8 +336,12 @@ def prepare_output_dir(base_dir: str | os.PathLike[str],
         str: The new folder.
 
     Raises:
-        TypeError: ``args`` is neither a Namespace nor a mapping (nor None).
-        ValueError: ``time_format`` gives an empty name or one with a separator.
+        TypeError: ``args`` is neither a Namespace nor a mapping (nor None),
+            ``base_dir`` is not a str or an ``os.PathLike``, or ``time_format`` is
+            not a str.
+        ValueError: ``time_format`` holds a NUL byte or gives an empty name or one
+            with a separator; ``base_dir`` holds a NUL byte, or is a file (the
+            error is also a RuntimeError).
 
     Example:
 
@@ -321,6 +358,7 @@ def prepare_output_dir(base_dir: str | os.PathLike[str],
         >>> json.loads(read_text_from_file(os.path.join(first, 'args.txt')))
         {'lr': 0.1, 'epochs': 20}
     """
+    base_dir = check_path(base_dir, 'base_dir')
     if isinstance(args, argparse.Namespace):
         args = vars(args)
     elif isinstance(args, collections.abc.Mapping):
@@ -328,16 +366,17 @@ def prepare_output_dir(base_dir: str | os.PathLike[str],
     elif args is not None:
         raise TypeError('args must be an argparse.Namespace or a dict, got {}'.format(
             type(args).__name__))
-    if not isinstance(time_format, str):
-        raise TypeError('time_format must be a str, got {!r}'.format(time_format))
+    check_str(time_format, 'time_format')
+    if '\0' in time_format:
+        raise ValueError('time_format must not hold a NUL byte, got {!r}'.format(time_format))
     name = datetime.datetime.now().strftime(time_format)
     if name in ('', '.', '..') or os.sep in name or (os.altsep and os.altsep in name):
         raise ValueError('time_format {!r} gives the folder name {!r}: it must be a name '
                          'without path separators'.format(time_format, name))
     args_text = json.dumps(args, default=str)
     command_text = shlex.join(sys.argv)
-    create_dir_if_not_exist(base_dir)
-    outdir = _new_folder(os.fspath(base_dir), name)
+    _make_folder(base_dir, 'base_dir')
+    outdir = _new_folder(base_dir, name)
     try:
         write_text_to_file(os.path.join(outdir, 'args.txt'), args_text)
         write_text_to_file(os.path.join(outdir, 'command.txt'), command_text)

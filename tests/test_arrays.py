@@ -151,3 +151,34 @@ def test_unzip_of_numpy_rows():
     first, second = arrays.unzip(matrix)
     assert list(first) == list(matrix[:, 0])
     assert list(second) == list(matrix[:, 1])
+
+
+@pytest.mark.parametrize('shape, name', [
+    ((True, 2), r'shape\[0\]'), ((2, 2.0), r'shape\[1\]'), (('2', 2), r'shape\[0\]'),
+    (5, 'shape'), (None, 'shape'),
+])
+def test_one_hot_shape_must_be_two_integers(shape, name):
+    with pytest.raises(TypeError, match='^' + name + ' must be'):
+        arrays.one_hot([0, 1], shape)
+
+
+def test_one_hot_negative_shape_is_refused_naming_it():
+    with pytest.raises(ValueError, match=r'^shape\[1\] must be an integer >= 0, got -2'):
+        arrays.one_hot([], (2, -2))
+
+
+@pytest.mark.parametrize('indices', [5, None, ['a', 'b'], 'ab'])
+def test_one_hot_indices_that_are_not_integers_are_refused_naming_them(indices):
+    with pytest.raises(TypeError, match='^indices must be a flat sequence of integers'):
+        arrays.one_hot(indices, (2, 2))
+
+
+def test_one_hot_unknown_dtype_is_refused_naming_it():
+    with pytest.raises(TypeError, match="^dtype must be a NumPy dtype, got 'notadtype'"):
+        arrays.one_hot([0], (1, 1), dtype='notadtype')
+
+
+@pytest.mark.parametrize('zipped', [5, None])
+def test_unzip_of_what_is_not_iterable_is_refused_naming_it(zipped):
+    with pytest.raises(TypeError, match='^zipped_array must be an iterable'):
+        arrays.unzip(zipped)

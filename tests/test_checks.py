@@ -132,3 +132,88 @@ def test_a_device_list_refuses_bools_and_floats(devices):
 def test_a_negative_gpu_number_is_refused():
     with pytest.raises(ValueError, match='gpu_ids.*-1'):
         _checks.check_devices([-1], 'gpu_ids')
+
+
+@pytest.mark.parametrize('value', [5, b'x', None, ['a']])
+def test_a_str_argument_refuses_other_kinds(value):
+    with pytest.raises(TypeError, match='^title must be a str, got'):
+        _checks.check_str(value, 'title')
+
+
+def test_a_non_empty_str_refuses_the_empty_one():
+    with pytest.raises(ValueError, match="^monitor must be a non-empty str, got ''"):
+        _checks.check_str('', 'monitor', allow_empty=False)
+
+
+def test_a_path_is_a_str_or_pathlike_returned_as_str(tmp_path):
+    assert _checks.check_path(tmp_path, 'path') == str(tmp_path)
+    assert _checks.check_path('a.txt', 'path') == 'a.txt'
+
+
+@pytest.mark.parametrize('value', [0, 1, True, b'a.txt', None, 1.5])
+def test_a_path_refuses_descriptors_and_bytes(value):
+    with pytest.raises(TypeError, match='^file_path must be a path'):
+        _checks.check_path(value, 'file_path')
+
+
+@pytest.mark.parametrize('value', ['a\0b', ''])
+def test_a_path_refuses_a_nul_byte_and_the_empty_path(value):
+    with pytest.raises(ValueError, match='^file_path must'):
+        _checks.check_path(value, 'file_path')
+
+
+@pytest.mark.parametrize('value', ['', '.', '..', 'a/b', '/a', 'a\0b'])
+def test_a_file_name_is_one_name(value):
+    with pytest.raises(ValueError, match='^name must be one file or folder name'):
+        _checks.check_file_name(value, 'name')
+
+
+def test_a_choice_names_the_choices():
+    with pytest.raises(ValueError, match="^mode must be one of 'min', 'max', got 'best'"):
+        _checks.check_choice('best', 'mode', ('min', 'max'))
+    with pytest.raises(TypeError, match='^mode must be one of'):
+        _checks.check_choice(None, 'mode', ('min', 'max'))
+
+
+@pytest.mark.parametrize('value', [5, 'epoch', {'a': 'b'}, ['epoch', 5]])
+def test_a_str_list_refuses_a_str_and_other_items(value):
+    with pytest.raises(TypeError, match='^entries must be a list of str'):
+        _checks.check_str_list(value, 'entries')
+
+
+def test_a_mapping_refuses_pairs_and_may_refuse_empty():
+    with pytest.raises(TypeError, match='^losses must be a mapping'):
+        _checks.check_mapping([('a', 1)], 'losses')
+    with pytest.raises(ValueError, match='^losses must not be empty'):
+        _checks.check_mapping({}, 'losses', allow_empty=False)
+
+
+@pytest.mark.parametrize('value', ['notadtype', 'int32', np.int64, True, None])
+def test_a_float_dtype_refuses_names_numpy_does_not_know_and_integer_dtypes(value):
+    with pytest.raises(TypeError, match='^dtype must be a floating point dtype'):
+        _checks.check_float_dtype(value, 'dtype')
+
+
+@pytest.mark.parametrize('value', [None, 'abc', ['a'], [[1], [1, 2]], [object()]])
+def test_a_number_array_refuses_what_is_not_numbers(value):
+    with pytest.raises(TypeError, match='^data must be numbers'):
+        _checks.check_number_array(value, 'data')
+
+
+@pytest.mark.parametrize('value, error', [([0.5], TypeError), ([True], TypeError),
+                                          ([-1], ValueError), ([[0]], ValueError),
+                                          (range(-1, 2), ValueError), (None, TypeError)])
+def test_indices_are_flat_integers_at_least_zero(value, error):
+    with pytest.raises(error, match='^indices must be a flat sequence of integers >= 0'):
+        _checks.check_indices(value, 'indices')
+
+
+def test_indices_keep_a_range_and_give_int64_arrays():
+    assert _checks.check_indices(range(3), 'indices') == range(3)
+    assert _checks.check_indices(np.array([2, 1], np.int32), 'indices').dtype == np.int64
+
+
+@pytest.mark.parametrize('value', [object(), 5])
+def test_a_communicator_has_int_rank_and_size(value):
+    with pytest.raises(TypeError, match='^comm must be a ChainerMN communicator'):
+        _checks.check_comm(value)

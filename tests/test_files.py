@@ -5,6 +5,7 @@ import multiprocessing
 import os
 import pathlib
 import pickle
+import re
 import shlex
 import shutil
 import subprocess
@@ -358,3 +359,53 @@ def test_output_dir_is_removed_when_writing_the_arguments_fails(tmp_path):
         files.prepare_output_dir(tmp_path, {'x': _Unprintable()}, time_format='fixed')
     assert os.listdir(tmp_path) == []
 
+
+# Paths are a str or an os.PathLike: an int would be a file descriptor (True is standard
+# output, 0 standard input), and a NUL byte is refused by name on every Python (3.11's
+# os.stat says "embedded null byte" and names nothing).
+PATH_CALLS = [
+    ('pathstr', lambda path: files.search_all_files_under(path)),
+    ('path', lambda path: files.file_exists(path)),
+    ('outdir', lambda path: files.create_dir_if_not_exist(path)),
+    ('file_path', lambda path: files.write_text_to_file(path, 'text')),
+    ('file_path', lambda path: files.read_text_from_file(path)),
+    ('file_path', lambda path: files.save_pickle(path, 1)),
+    ('file_path', lambda path: files.load_pickle(path)),
+    ('base_dir', lambda path: files.prepare_output_dir(path, None)),
+]
+
+
+@pytest.mark.parametrize('name, call', PATH_CALLS)
+@pytest.mark.parametrize('path', [True, 0, 1, b'bytes', None])
+def test_a_path_that_is_not_a_str_or_pathlike_is_refused_naming_it(name, call, path,
+                                                                    tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TypeError, match='{} must be a path .*got {}'.format(
+            name, re.escape(repr(path)))):
+        call(path)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('name, call', PATH_CALLS)
+def test_a_path_with_a_nul_byte_is_refused_naming_it(name, call, tmp_path):
+    with pytest.raises(ValueError, match='{} must not hold a NUL byte'.format(name)):
+        call(str(tmp_path / 'with\0nul'))
+    assert os.listdir(tmp_path) == []
+
+
+def test_file_exists_of_true_is_refused_not_standard_output():
+    with pytest.raises(TypeError, match='path must be a path'):
+        files.file_exists(True)
+
+
+def test_output_dir_refuses_a_nul_byte_in_the_time_format(tmp_path):
+    with pytest.raises(ValueError, match='time_format must not hold a NUL byte'):
+        files.prepare_output_dir(str(tmp_path), None, time_format='%Y\0junk')
+    assert os.listdir(tmp_path) == []
+
+
+def test_output_dir_over_a_file_names_base_dir(tmp_path):
+    base_dir = tmp_path / 'runs'
+    base_dir.write_text('a file')
+    with pytest.raises(ValueError, match="^base_dir '.*runs' exists and is not a directory"):
+        files.prepare_output_dir(base_dir, None)

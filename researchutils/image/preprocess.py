@@ -6,6 +6,8 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from researchutils._checks import check_number_array
+
 __all__ = ['compute_mean_image']
 
 
@@ -25,6 +27,7 @@ def compute_mean_image(frames: Iterable[ArrayLike]) -> NDArray[np.float32]:
 
     Raises:
         ValueError: ``frames`` is empty, or a frame's shape differs from the first's.
+        TypeError: ``frames`` is not iterable, or a frame is not numbers (strings).
 
     Example:
 
@@ -36,8 +39,11 @@ def compute_mean_image(frames: Iterable[ArrayLike]) -> NDArray[np.float32]:
     """
     total = None
     count = 0
+    if isinstance(frames, (str, bytes)) or not isinstance(frames, Iterable):
+        raise TypeError('frames must be a list of frames or an array (N, ...), got {!r}'.format(
+            frames))
     for frame in frames:
-        frame = np.asarray(frame)
+        frame = check_number_array(frame, 'frames[{}]'.format(count))
         if total is None:
             total = np.zeros(frame.shape, np.float64)
         elif frame.shape != total.shape:

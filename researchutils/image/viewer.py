@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from researchutils import _figures
+from researchutils._checks import check_bool, check_str
 from researchutils._typing import SavePath
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ def show_image(image: ArrayLike, title: str = '', is_gray: bool = False, *,
     Raises:
         ValueError: ``image`` is not an image (a 0 x 0 array included), or
             ``save_path`` has an extension matplotlib cannot write.
+        TypeError: ``title`` is not a str or ``is_gray`` not a bool.
         FileNotFoundError: The folder of ``save_path`` does not exist.
 
     Example:
@@ -94,7 +96,10 @@ def show_images(images: Iterable[ArrayLike], title: str = '',
         str or None: The file saved, or None when the images were only shown.
 
     Raises:
-        ValueError: ``images`` is empty or holds something that is not an image.
+        ValueError: ``images`` is empty or holds something that is not an image,
+            or ``comparisons`` holds more images than ``images``.
+        TypeError: ``images`` or ``comparisons`` is not a list of images, a title
+            is not a str, or ``is_gray`` or ``vertical`` is not a bool.
 
     Example:
 
@@ -111,6 +116,14 @@ def show_images(images: Iterable[ArrayLike], title: str = '',
     images = _images('images', images)
     comparisons = [] if comparisons is None else _images('comparisons', comparisons,
                                                          allow_empty=True)
+    if len(comparisons) > len(images):
+        raise ValueError('comparisons must hold at most one image per image ({}), got {}: each '
+                         'comparison is shown under its image'.format(len(images),
+                                                                     len(comparisons)))
+    title = check_str(title, 'title')
+    comparison_title = check_str(comparison_title, 'comparison_title')
+    is_gray = check_bool(is_gray, 'is_gray')
+    vertical = check_bool(vertical, 'vertical')
     save_path = _figures.check_save_path('save_path', save_path,
                                            _figures.figure_extensions())
     plt = _figures.pyplot()
@@ -170,6 +183,8 @@ def animate(images: ArrayLike, comparisons: ArrayLike | None = None,
     Raises:
         ValueError: A video is not a sequence of images, the videos differ in
             length, or an argument is out of range.
+        TypeError: A title is not a str, or a flag (``is_gray``, ``repeat``,
+            ``auto_close``) is not a bool.
         RuntimeError: ``save_mp4`` was asked for and ffmpeg is missing (raised
             before anything is drawn or saved).
 
@@ -185,7 +200,7 @@ def animate(images: ArrayLike, comparisons: ArrayLike | None = None,
         ...                save_gif=path) == [path]
         True
     """
-    video = np.asarray(images)
+    video = _video_array(images)
     videos = [video]
     if comparisons is not None:
         if (isinstance(comparisons, (list, tuple)) and len(comparisons) > 0
@@ -233,6 +248,7 @@ def animate_in_matrix_form(images: Iterable[ArrayLike] | None = None,
     Raises:
         ValueError: ``images`` is missing or empty, a video is not a sequence of
             images, the videos differ in length, or an argument is out of range.
+        TypeError: A title is not a str, or a flag is not a bool.
         RuntimeError: ``save_mp4`` was asked for and ffmpeg is missing.
 
     Example:
@@ -247,6 +263,10 @@ def animate_in_matrix_form(images: Iterable[ArrayLike] | None = None,
         True
     """
     videos = _videos(images)
+    is_gray = check_bool(is_gray, 'is_gray')
+    repeat = check_bool(repeat, 'repeat')
+    auto_close = check_bool(auto_close, 'auto_close')
+    remove_axis = check_bool(remove_axis, 'remove_axis')
     frame_count = len(videos[0])
     titles = _titles(titles, len(videos), frame_count)
     fps = _positive_number('fps', fps)
@@ -326,8 +346,18 @@ def _is_image(array: NDArray[Any]) -> bool:
             and array.shape[0] > 0 and array.shape[1] > 0)
 
 
+def _video_array(video: ArrayLike) -> NDArray[Any]:
+    try:
+        return np.asarray(video)
+    except ValueError:  # frames of several shapes (NumPy >= 1.24)
+        raise ValueError('images must be a video: frames of one shape, {}'.format(
+            _IMAGE_SHAPES)) from None
+
+
 def _images(name: str, images: Iterable[ArrayLike],
             allow_empty: bool = False) -> list[NDArray[Any]]:
+    if isinstance(images, (str, bytes)) or not isinstance(images, Iterable):
+        raise TypeError('{} must be a list of images, got {!r}'.format(name, images))
     arrays = [np.asarray(image) for image in images]
     if not arrays and not allow_empty:
         raise ValueError('{} is empty: there is nothing to show'.format(name))
@@ -341,6 +371,8 @@ def _images(name: str, images: Iterable[ArrayLike],
 def _videos(images: Iterable[ArrayLike] | None) -> list[NDArray[Any]]:
     if images is None:
         raise ValueError('images is required: a list of videos, each a sequence of frames')
+    if isinstance(images, (str, bytes)) or not isinstance(images, Iterable):
+        raise TypeError('images must be a list of videos, got {!r}'.format(images))
     videos = [np.asarray(video) for video in images]
     if not videos:
         raise ValueError('images is empty: there is no video to animate')
@@ -360,10 +392,17 @@ def _titles(titles: _Titles | None, video_count: int,
         return []
     if isinstance(titles, str):
         titles = [titles]
+    if not isinstance(titles, Iterable):
+        raise TypeError('titles must be a str or a list of them, got {!r}'.format(titles))
     titles = list(titles)
     if len(titles) > video_count:
         raise ValueError('titles has {} titles for {} videos'.format(len(titles), video_count))
     for index, title in enumerate(titles):
+        if not isinstance(title, (str, list, tuple)) or (
+                isinstance(title, (list, tuple))
+                and not all(isinstance(text, str) for text in title)):
+            raise TypeError('titles[{}] must be a str or a list of them, got {!r}'.format(
+                index, title))
         if isinstance(title, (list, tuple)) and len(title) != frame_count:
             raise ValueError('titles[{}] has {} titles for {} frames: give one per frame, or '
                              'one str'.format(index, len(title), frame_count))

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
-from researchutils._checks import check_float
+from researchutils._checks import check_float, check_number_array
 from researchutils._typing import FloatArray
 
 __all__ = ['fit_angle_in_rad_range', 'fit_angle_in_deg_range']
@@ -33,9 +34,10 @@ def fit_angle_in_rad_range(angles: ArrayLike, min_angle: float = 0.0,
 
     Raises:
         ValueError: A bound is NaN or infinite (every angle would come back NaN),
-            ``min_angle`` is above ``max_angle``, or the range is narrower than a
-            turn.
-        TypeError: A bound is not a real number.
+            ``min_angle`` is above ``max_angle``, the range is narrower than a
+            turn, or an angle is infinite (NaN angles stay NaN).
+        TypeError: A bound is not a real number, or ``angles`` is not numbers
+            (None, strings).
 
     Example:
 
@@ -69,8 +71,9 @@ def fit_angle_in_deg_range(angles: ArrayLike, min_angle: float = 0.0,
 
     Raises:
         ValueError: A bound is NaN or infinite, ``min_angle`` is above
-            ``max_angle``, or the range is narrower than 360 degrees.
-        TypeError: A bound is not a real number.
+            ``max_angle``, the range is narrower than 360 degrees, or an angle is
+            infinite.
+        TypeError: A bound is not a real number, or ``angles`` is not numbers.
 
     Example:
 
@@ -93,10 +96,14 @@ def _fit(angles: ArrayLike, min_angle: float, max_angle: float, turn: float,
     if max_angle - min_angle < turn:
         raise ValueError('max_angle - min_angle must hold one turn ({}), got [{!r}, {!r}]'.format(
             turn_text, min_angle, max_angle))
-    angles = np.asarray(angles)
-    dtype = angles.dtype if angles.dtype == np.float32 else np.float64
-    angles = angles.astype(dtype, copy=False)
-    offset = np.mod(angles - min_angle, turn)
+    values: NDArray[Any] = check_number_array(angles, 'angles')
+    if np.isinf(values).any():
+        raise ValueError('angles must not be infinite (an infinite angle points nowhere), got '
+                         '{} infinite of {}'.format(np.count_nonzero(np.isinf(values)),
+                                                    values.size))
+    dtype = values.dtype if values.dtype == np.float32 else np.float64
+    values = values.astype(dtype, copy=False)
+    offset = np.mod(values - min_angle, turn)
     # Rounding can make a tiny negative offset exactly one turn.
     offset = np.where(offset >= turn, 0.0, offset).astype(dtype, copy=False)
     return np.clip(offset + min_angle, min_angle, max_angle).astype(dtype, copy=False)

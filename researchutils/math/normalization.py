@@ -4,9 +4,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
-from researchutils._checks import check_float
+from researchutils._checks import check_float, check_number_array
 from researchutils._typing import FloatArray
 
 __all__ = ['normalize_by_min_max', 'standardize']
@@ -124,8 +124,8 @@ def _bounds_in(dtype: np.dtype[Any], **bounds: float) -> FloatArray:
     return values
 
 
-def _finite_floats(data: ArrayLike) -> FloatArray:
-    data = np.asarray(data)
+def _finite_floats(values: ArrayLike) -> FloatArray:
+    data: NDArray[Any] = check_number_array(values, 'data')
     if data.size == 0:
         raise ValueError('data is empty (shape {}): there is nothing to scale'.format(
             data.shape))

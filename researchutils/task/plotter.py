@@ -10,6 +10,7 @@ import numbers
 from typing import TYPE_CHECKING
 
 from researchutils import _figures
+from researchutils._checks import check_bool, check_str
 from researchutils._errors import add_note
 from researchutils._typing import SavePath
 
@@ -60,7 +61,8 @@ def draw_task(id: float, start_time: float, end_time: float, color: ColorType, t
             ``line_width`` is not positive, or matplotlib cannot draw ``task_name``
             or ``title`` (mathtext such as ``'$x^$'``); the chart is then left as
             it was before the call.
-        TypeError: A position or time is not a real number.
+        TypeError: A position or time is not a real number, ``task_name`` or
+            ``title`` is not a str, or ``block`` is not a bool.
 
     Example:
 
@@ -77,6 +79,9 @@ def draw_task(id: float, start_time: float, end_time: float, color: ColorType, t
         if isinstance(value, bool) or not isinstance(value, numbers.Real) \
                 or not math.isfinite(value):
             raise TypeError('{} must be a finite real number, got {!r}'.format(name, value))
+    task_name = check_str(task_name, 'task_name')
+    title = check_str(title, 'title')
+    block = check_bool(block, 'block')
     if end_time < start_time:
         raise ValueError('end_time ({!r}) is before start_time ({!r})'.format(
             end_time, start_time))

@@ -40,3 +40,13 @@ def test_frames_of_different_shapes_are_refused_naming_the_frame():
 def test_no_frames_is_refused():
     with pytest.raises(ValueError, match='frames is empty'):
         preprocess.compute_mean_image([])
+
+
+@pytest.mark.parametrize('frames, name', [
+    (5, 'frames'), (None, 'frames'), ('abc', 'frames'),
+    ([np.zeros(2), np.array(['a', 'b'])], r'frames\[1\]'),
+    ([None], r'frames\[0\]'),
+])
+def test_frames_that_are_not_numbers_are_refused_naming_them(frames, name):
+    with pytest.raises(TypeError, match='^' + name + ' must be'):
+        preprocess.compute_mean_image(frames)

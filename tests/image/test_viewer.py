@@ -385,3 +385,61 @@ def test_importing_the_viewer_does_not_choose_a_backend():
     out = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
     assert out.strip() == 'False'
+
+
+FLAG_CALLS = [
+    ('is_gray', lambda value: viewer.show_image(_solid(RED), is_gray=value)),
+    ('is_gray', lambda value: viewer.show_images([_solid(RED)], is_gray=value)),
+    ('vertical', lambda value: viewer.show_images([_solid(RED)], vertical=value)),
+    ('is_gray', lambda value: viewer.animate(np.zeros((2, 4, 4)), is_gray=value)),
+    ('repeat', lambda value: viewer.animate(np.zeros((2, 4, 4)), repeat=value)),
+    ('auto_close', lambda value: viewer.animate(np.zeros((2, 4, 4)), auto_close=value)),
+    ('remove_axis', lambda value: viewer.animate_in_matrix_form([np.zeros((2, 4, 4))],
+                                                                remove_axis=value)),
+]
+
+
+@pytest.mark.parametrize('name, call', FLAG_CALLS)
+@pytest.mark.parametrize('value', ['False', 2, 0.5, None, [True]])
+def test_a_flag_that_is_not_a_bool_is_refused_and_saves_nothing(name, call, value, tmp_path):
+    with pytest.raises(TypeError, match='^{} must be True or False, got {}'.format(
+            name, re.escape(repr(value)))):
+        call(value)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('call', [
+    lambda: viewer.show_image(_solid(RED), title=5),
+    lambda: viewer.show_images([_solid(RED)], title=5),
+    lambda: viewer.show_images([_solid(RED)], comparisons=[_solid(RED)], comparison_title=5),
+])
+def test_a_title_that_is_not_a_str_is_refused(call, tmp_path):
+    with pytest.raises(TypeError, match='title must be a str, got 5'):
+        call()
+    assert os.listdir(tmp_path) == []
+
+
+def test_show_images_refuses_more_comparisons_than_images(tmp_path):
+    with pytest.raises(ValueError, match='^comparisons must hold at most one image per image '
+                                         r'\(2\), got 3'):
+        viewer.show_images([_solid(RED)] * 2, comparisons=[_solid(BLUE)] * 3)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('images', [5, None])
+def test_show_images_of_what_is_not_a_list_is_refused_naming_it(images):
+    with pytest.raises(TypeError, match='^images must be a list of images'):
+        viewer.show_images(images)
+
+
+@pytest.mark.parametrize('titles', [5, [5], [['a', 5]]])
+def test_animate_titles_that_are_not_str_are_refused(titles, tmp_path):
+    with pytest.raises(TypeError, match=r'^titles(\[0\])? must be a str or a list of them'):
+        viewer.animate(np.zeros((2, 4, 4)), titles=titles)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_save_path_with_a_nul_byte_is_refused_naming_it(tmp_path):
+    with pytest.raises(ValueError, match='^save_path must not hold a NUL byte'):
+        viewer.show_image(_solid(RED), save_path=str(tmp_path / 'a\0b.png'))
+    assert os.listdir(tmp_path) == []

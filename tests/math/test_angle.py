@@ -126,3 +126,24 @@ def test_deg_range_narrower_than_a_turn_is_refused():
 def test_deg_min_above_max_is_refused():
     with pytest.raises(ValueError, match='min_angle'):
         fit_angle_in_deg_range([1.0], min_angle=180.0, max_angle=-180.0)
+
+
+@pytest.mark.parametrize('fit', [fit_angle_in_rad_range, fit_angle_in_deg_range])
+@pytest.mark.parametrize('angles', [None, 'abc', ['a', 'b'], [[1.0], [1.0, 2.0]]])
+def test_angles_that_are_not_numbers_are_refused_naming_them(fit, angles):
+    with pytest.raises(TypeError, match='^angles must be numbers'):
+        fit(angles)
+
+
+@pytest.mark.parametrize('fit', [fit_angle_in_rad_range, fit_angle_in_deg_range])
+@pytest.mark.parametrize('angle', [math.inf, -math.inf])
+def test_an_infinite_angle_is_refused_naming_it(fit, angle, recwarn):
+    with pytest.raises(ValueError, match='^angles must not be infinite'):
+        fit([1.0, angle])
+    assert len(recwarn) == 0
+
+
+def test_a_nan_angle_stays_nan_without_a_warning(recwarn):
+    result = fit_angle_in_rad_range([math.nan, 7.0])
+    assert math.isnan(result[0]) and result[1] == pytest.approx(7.0 - 2 * math.pi)
+    assert len(recwarn) == 0

@@ -146,3 +146,22 @@ def test_with_a_display_the_chart_is_shown_as_in_the_original(tmp_path):
     assert out.stdout.strip() == 'None'
     assert log.read_text().splitlines() == ['show block=False', 'show block=True']
     assert sorted(os.listdir(tmp_path)) == ['log']
+
+
+@pytest.mark.parametrize('name, kwargs', [
+    ('task_name', {'task_name': 5}), ('title', {'title': 5}),
+    ('title', {'title': None}), ('task_name', {'task_name': b'a'}),
+])
+def test_a_label_that_is_not_a_str_is_refused_and_draws_nothing(name, kwargs, tmp_path):
+    arguments = dict(id=0, start_time=0, end_time=1, color='red', task_name='a', title='t')
+    arguments.update(kwargs)
+    with pytest.raises(TypeError, match='^{} must be a str'.format(name)):
+        plotter.draw_task(**arguments)
+    assert plt.get_fignums() == [] and os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('block', ['False', 2, None, [True]])
+def test_block_that_is_not_a_bool_is_refused(block, tmp_path):
+    with pytest.raises(TypeError, match='^block must be True or False'):
+        plotter.draw_task(0, 0, 1, 'red', 'a', 't', block=block)
+    assert plt.get_fignums() == [] and os.listdir(tmp_path) == []

@@ -8,6 +8,7 @@ from typing import Any, Self
 import numpy
 from numpy.typing import NDArray
 
+from researchutils._checks import check_indices
 from researchutils._typing import Indices
 
 
@@ -20,8 +21,14 @@ class AbstractSampler(abc.ABC):
     :meth:`epoch_order`; :meth:`serialize` stores whatever state that needs.
 
     Args:
-        indices (sequence of int): The dataset indices to visit. A ``range``
-            is kept as it is (no array of one index per example is made).
+        indices (sequence of int): The dataset indices to visit, each an integer
+            >= 0. A ``range`` is kept as it is (no array of one index per example
+            is made).
+
+    Raises:
+        TypeError: ``indices`` is not a sequence of integers (floats and bools
+            are refused, not rounded).
+        ValueError: ``indices`` is not flat, or holds a negative index.
 
     Example:
         >>> import numpy
@@ -34,13 +41,7 @@ class AbstractSampler(abc.ABC):
     """
 
     def __init__(self, indices: Indices) -> None:
-        self.indices: range | NDArray[numpy.int64]
-        if isinstance(indices, range):
-            self.indices = indices
-            return
-        self.indices = numpy.asarray(indices, dtype=numpy.int64)
-        if self.indices.ndim != 1:
-            raise ValueError('indices must be 1-d, got shape {}'.format(self.indices.shape))
+        self.indices: range | NDArray[numpy.int64] = check_indices(indices, 'indices')
 
     @classmethod
     def from_dataset(cls, dataset: Sized, **kwargs: Any) -> Self:

@@ -10,6 +10,7 @@ from typing import Any
 
 from researchutils._checks import (
     check_bool,
+    check_mapping,
     check_non_negative_int,
     check_positive_int,
     check_seed,
@@ -73,7 +74,9 @@ class DataManager(object):
         sampler_cls (type): An :class:`AbstractSampler` subclass, built with
             ``sampler_cls.from_dataset(dataset, **sampler_kwargs)``.
         sampler_kwargs (dict or None): Extra arguments of the sampler, for
-            instance ``{"seed": 0}`` for :class:`RandomSampler`.
+            instance ``{"seed": 0}`` for :class:`RandomSampler`; a mapping
+            whose keys are arguments of ``sampler_cls`` (else a TypeError naming
+            ``sampler_kwargs``).
         drop_last (bool): Drop the last batch of an epoch when it is short.
         seed (int or None): With an integer in ``[0, 2**32)``, the ``numpy.random``
             draws made by the dataset and ``transforms`` while building batch ``b``
@@ -135,9 +138,15 @@ class DataManager(object):
         self.sampler_cls = sampler_cls
         self.n_process_augmentation = int(n_process_augmentation)
         self.drop_last = bool(drop_last)
-        self.sampler_kwargs = dict(sampler_kwargs or {})
+        self.sampler_kwargs = check_mapping(sampler_kwargs, 'sampler_kwargs',
+                                            allow_none=True) or {}
         self.seed = check_seed(seed)
         # Fail now, not at the first epoch, on sampler arguments it does not take.
+        try:
+            inspect.signature(sampler_cls).bind(dataset, **self.sampler_kwargs)
+        except TypeError as error:
+            raise TypeError('sampler_kwargs {!r} are not arguments of {}: {}'.format(
+                self.sampler_kwargs, sampler_cls.__name__, error)) from None
         sampler_cls.from_dataset(dataset, **self.sampler_kwargs)
         self._kept_pass: BatchIterator | None = None
         self._pass_running = False

@@ -4,21 +4,11 @@ Tests: ``tests/chainer/initializers/test_normal_with_loc.py``.
 """
 from __future__ import annotations
 
-import math
-import numbers
-
 from chainer import initializer, initializers
 from numpy.typing import DTypeLike
 
+from researchutils._checks import check_float, check_float_dtype
 from researchutils._typing import Array
-
-
-def _finite_real(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError('{} must be a real number, not {!r}'.format(name, value))
-    if not math.isfinite(value):
-        raise ValueError('{} must be finite, got {!r}'.format(name, value))
-    return float(value)
 
 
 class NormalWithLoc(initializer.Initializer):
@@ -34,10 +24,12 @@ class NormalWithLoc(initializer.Initializer):
     Args:
         loc (float): Mean of the distribution.
         scale (float): Standard deviation, ``>= 0`` (zero fills with ``loc``).
-        dtype: Data type the filled arrays must have, or ``None`` for any float type.
+        dtype: Data type the filled arrays must have (float16, float32 or float64),
+            or ``None`` for any float type.
 
     Raises:
-        TypeError: ``loc`` or ``scale`` is not a real number.
+        TypeError: ``loc`` or ``scale`` is not a real number, or ``dtype`` is not a
+            floating point dtype (an integer dtype, a name NumPy does not know).
         ValueError: ``loc`` or ``scale`` is not finite, or ``scale`` is negative.
 
     Example:
@@ -50,10 +42,9 @@ class NormalWithLoc(initializer.Initializer):
 
     def __init__(self, loc: float = 0.0, scale: float = 0.05,
                  dtype: DTypeLike | None = None) -> None:
-        self.loc = _finite_real('loc', loc)
-        self.scale = _finite_real('scale', scale)
-        if self.scale < 0:
-            raise ValueError('scale must not be negative, got {!r}'.format(scale))
+        self.loc = check_float(loc, 'loc')
+        self.scale = check_float(scale, 'scale', minimum=0)
+        check_float_dtype(dtype, 'dtype', allow_none=True)
         super().__init__(dtype)
 
     def __call__(self, array: Array) -> None:

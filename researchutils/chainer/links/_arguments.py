@@ -16,6 +16,7 @@ from chainer.utils import type_check
 
 from researchutils._checks import check_int
 from researchutils._typing import VariableOrArray
+from researchutils.chainer._array_checks import check_array  # noqa: F401 (the links' import)
 
 
 def check_pair(name: str, value: int | Sequence[int], minimum: int) -> tuple[int, int]:
@@ -39,16 +40,33 @@ def check_image_batch(x: VariableOrArray) -> None:
             x.ndim, x.shape))
 
 
-def check_array(name: str, value: VariableOrArray, what: str) -> None:
-    """Refuses what is not an array or a :class:`chainer.Variable` (a list, say), naming it.
+def check_initializer(value: object, name: str) -> None:
+    """Refuses what Chainer would not take as an initializer, naming the argument.
 
-    ``what`` says what the value is in the message ("the input x"). Lists are refused, not
-    converted: the dtype a list would become (float64) is rarely the link's.
+    Chainer takes None (its default), a callable such as
+    :class:`chainer.initializers.Normal`, a number or an array (a constant); a string
+    passes its own test of a scalar and fails later without the argument's name.
     """
-    if not isinstance(value, chainer.Variable) and not isinstance(
-            value, chainer.get_array_types()):
-        raise TypeError('{} must be an array or a chainer.Variable, got {} (convert it: '
-                        'numpy.asarray({}, numpy.float32))'.format(
-                            what, type(value).__name__, name))
-    if value.ndim == 0:
-        raise ValueError('{} must have a batch axis, shape (B, ...), got shape ()'.format(what))
+    if value is None or callable(value):
+        return
+    if isinstance(value, bool) or not (
+            isinstance(value, numbers.Real)
+            or (isinstance(value, chainer.get_array_types())
+                and value.dtype.kind in 'biuf')):
+        raise TypeError('{} must be an initializer (such as chainer.initializers.Normal()), a '
+                        'number, an array of numbers or None, got {!r}'.format(name, value))
+
+
+def check_sizes(in_size: object, out_size: object) -> tuple[int | None, int | None]:
+    """Checks the sizes of an LSTM link: ``(in_size, out_size)`` or ``(out_size,)`` alone.
+
+    As in :class:`chainer.links.LSTM`, with ``out_size`` None the one size given is the
+    output size and the input size is inferred at the first step. A size of 0 is refused
+    (Chainer's own ``L.LSTM(0, 4)`` fails with a ZeroDivisionError).
+    """
+    if out_size is None:
+        check_int(in_size, 'in_size', minimum=1)
+    else:
+        check_int(in_size, 'in_size', minimum=1, allow_none=True)
+        check_int(out_size, 'out_size', minimum=1)
+    return in_size, out_size  # type: ignore[return-value]

@@ -26,7 +26,7 @@ from chainer.training import Trainer
 from numpy.typing import NDArray
 
 from researchutils import _files
-from researchutils._checks import check_bool
+from researchutils._checks import check_bool, check_path
 from researchutils._typing import Array, Variable
 from researchutils.chainer.serializers import _safe_npz
 
@@ -48,9 +48,7 @@ _Value: TypeAlias = Array | Variable | numbers.Number | str | bytes | None
 
 
 def _check_path(path: object) -> str:
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError('path must be a str or os.PathLike, got {!r}'.format(path))
-    return os.fspath(path)
+    return check_path(path, 'path')
 
 
 def _check_serializable(value: object, name: str) -> None:

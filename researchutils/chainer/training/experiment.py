@@ -53,10 +53,11 @@ class ChainerExperiment(settings.Experiment):
             subclass (anything with ``closure`` and ``prepare_batch``).
         n_epochs (int or None): Epochs to train, instead of the training
             parameter ``num_epochs`` (which may then be left out).
-        name (str or None): The experiment's folder name; None:
-            ``"UnnamedExperiment"``.
-        save_path (str or None): The folder holding experiments; None: the
-            working directory (when the experiment is made).
+        name (str or None): The experiment's folder name, one name (not
+            ``'..'``, ``'.'`` or ``'a/b'``); None: ``"UnnamedExperiment"``.
+        save_path (str or None): The folder holding experiments, or where one can
+            be made (not a file); None: the working directory (when the
+            experiment is made).
         key_mapping (dict or None): Model argument to batch key for
             prediction; None maps the first argument of ``forward`` to
             ``"data"``.

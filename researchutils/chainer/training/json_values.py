@@ -21,6 +21,7 @@ from typing import Any, TypeAlias
 import numpy
 import numpy.typing
 
+from researchutils._checks import check_path, check_str
 from researchutils._errors import add_note
 from researchutils.chainer.training import search_space
 from researchutils.chainer.training.references import (
@@ -61,6 +62,7 @@ def to_json_value(value: object, where: str = 'value') -> JSONData:
         >>> to_json_value({"lr": numpy.float64(0.5), "trigger": (1, "epoch")})
         {'lr': 0.5, 'trigger': {'__tuple__': [1, 'epoch']}}
     """
+    check_str(where, 'where')
     # NumPy scalars first: numpy.float64 is also a float, and would stay a NumPy scalar.
     if isinstance(value, numpy.generic):
         return value.item()
@@ -182,7 +184,9 @@ def from_json_value(value: object, where: str = 'value', allowed_modules: Sequen
         >>> from_json_value({'__tuple__': [1, 'epoch']})
         (1, 'epoch')
     """
+    check_str(where, 'where')
     allowed_modules = _check_allowed_modules(allowed_modules)
+    check_str(model_package, 'model_package', allow_none=True)
     return _decode(value, where, allowed_modules, model_package,
                    where.rsplit('/', 1)[-1] in _PLAIN_KEYS)
 
@@ -214,13 +218,28 @@ def _strict_json_value(data: JSONData) -> JSONData:
 
 
 def dumps_json(value: JSONData) -> str:
-    """Formats JSON-ready data readably (indented, keys in their order).
+    """Formats JSON-ready data readably (indented, keys in their order), as strict JSON.
+
+    Every JSON file researchutils writes (``experiment.json``, ``run_state.json``,
+    ``search.json``, ``grid_search.json``) is strict JSON (RFC 8259), which any JSON
+    reader takes: it holds no ``NaN`` or ``Infinity``, which :func:`json.dumps`
+    would write, and every object key is a string, which :func:`json.dumps` would
+    make of a number silently. Data that may hold such floats is converted first:
+    parameters to ``{"__float__": "nan"}`` (read back as the float by
+    :func:`from_json_value`), scores to ``null``.
 
     Args:
-        value: Data for :func:`json.dumps`.
+        value: Data for :func:`json.dumps`: None, bools, ints, finite floats,
+            strings, and lists (tuples) and dicts with string keys of these.
 
     Returns:
         str: The text, ending with a newline.
+
+    Raises:
+        ValueError: ``value`` holds a NaN or infinite float; the message gives
+            where (``value['loss'][2]``).
+        TypeError: ``value`` holds a key that is not a str, or a value JSON has
+            no type for (a NumPy scalar, a set, an object); the message gives where.
 
     Example:
         >>> print(dumps_json({"a": 1}), end='')
@@ -228,7 +247,33 @@ def dumps_json(value: JSONData) -> str:
           "a": 1
         }
     """
-    return json.dumps(value, indent=2) + '\n'
+    _check_strict_json(value)
+    return json.dumps(value, indent=2, allow_nan=False) + '\n'
+
+
+def _check_strict_json(data: object) -> None:
+    """Refuses what strict JSON cannot hold, naming where (without recursion)."""
+    pending: list[tuple[object, str]] = [(data, 'value')]
+    while pending:
+        value, where = pending.pop()
+        if value is None or isinstance(value, (bool, int, str)):
+            continue
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise ValueError('{} is {!r}: strict JSON has no NaN or infinity (write null, '
+                                 'or what _strict_json_value writes)'.format(where, value))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise TypeError('{} has the key {!r} of type {}: JSON object keys are '
+                                    'strings'.format(where, key, type(key).__name__))
+                pending.append((item, '{}[{!r}]'.format(where, key)))
+        elif isinstance(value, (list, tuple)):
+            pending.extend((item, '{}[{}]'.format(where, index))
+                           for index, item in enumerate(value))
+        else:
+            raise TypeError('{} is {!r} of type {}, which JSON has no type for'.format(
+                where, value, type(value).__name__))
 
 
 class _RepeatedKey(ValueError):
@@ -270,8 +315,8 @@ def load_json(path: str | os.PathLike[str]) -> Any:
     one object (``json`` keeps the last silently, so what a reader of the file
     sees is not what runs) and lists and objects nested deeper than
     :data:`MAX_JSON_DEPTH` levels (``json`` raises RecursionError far down).
-    ``NaN`` and ``Infinity``, which :func:`dumps_json` writes for such floats,
-    are read.
+    ``NaN`` and ``Infinity``, which files written by researchutils before its
+    JSON files became strict may hold, are read.
 
     Args:
         path (str or os.PathLike): The file, UTF-8 encoded.
@@ -287,6 +332,8 @@ def load_json(path: str | os.PathLike[str]) -> Any:
             ``sys.get_int_max_str_digits()``); the message names the file.
         UnicodeDecodeError: The file is not UTF-8; a note names the file.
         OSError: The file cannot be read (the error names it).
+        TypeError: ``path`` is not a str or an ``os.PathLike`` (a NUL byte in it is
+            a ValueError).
 
     Example:
         >>> import os, tempfile
@@ -298,7 +345,7 @@ def load_json(path: str | os.PathLike[str]) -> Any:
         ...
         ValueError: ...settings.json: the key 'alpha' appears twice in one object ...
     """
-    path = os.fspath(path)
+    path = check_path(path, 'path')
     with open(path, encoding='utf-8') as stream:
         try:
             text = stream.read()

@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 import chainer
 
+from researchutils._checks import check_str, check_str_list
+
 # What a reference read from a file may name, by its key. A key expects a kind of object, from
 # a few namespaces of Chainer and researchutils (module prefixes) or a few named objects, or
 # from the modules the caller allows. Anything else is refused before any import. Named
@@ -98,6 +100,7 @@ def object_reference(value: object, where: str) -> str:
         >>> object_reference(chainer.optimizers.Adam, 'optimizer_cls')
         'chainer.optimizers.adam:Adam'
     """
+    check_str(where, 'where')
     module = getattr(value, '__module__', None)
     qualname = getattr(value, '__qualname__', None)
     if module is None or qualname is None or '<' in qualname:
@@ -130,7 +133,7 @@ def _loaded_object(module: str, qualname: str) -> object:
 
 def _check_allowed_modules(allowed_modules: Sequence[str]) -> tuple[str, ...]:
     if isinstance(allowed_modules, str) or not all(
-            isinstance(name, str) and _NAME.match(name) for name in allowed_modules):
+            _NAME.match(name) for name in check_str_list(allowed_modules, 'allowed_modules')):
         raise TypeError('allowed_modules must be a list of module names such as ["mypackage"], '
                         'got {!r}'.format(allowed_modules))
     return tuple(allowed_modules)
@@ -173,6 +176,8 @@ def model_package(model_cls: type) -> str | None:
         >>> model_package(chainer.links.Linear) is None
         True
     """
+    if not isinstance(model_cls, type):
+        raise TypeError('model_cls must be a class, got {!r}'.format(model_cls))
     package = getattr(model_cls, '__module__', '').split('.')[0]
     return None if not package or package in _LIBRARY_PACKAGES else package
 
@@ -227,7 +232,8 @@ def resolve_reference(reference: str, where: str, allowed_modules: Sequence[str]
         ValueError: The reference is malformed, names a module that is not
             allowed, cannot be found, or is not of the expected kind; the
             message names ``where`` and the reference.
-        TypeError: ``allowed_modules`` is not a list of module names.
+        TypeError: ``allowed_modules`` is not a list of module names, or
+            ``where``, ``key`` or ``model_package`` is not a str.
 
     Example:
         >>> resolve_reference('chainer.optimizers.adam:Adam', 'optimizer_cls').__name__
@@ -237,7 +243,10 @@ def resolve_reference(reference: str, where: str, allowed_modules: Sequence[str]
         ...
         ValueError: losses/L1: the reference 'os:system' names the module 'os', ...
     """
+    check_str(where, 'where')
     allowed = _check_allowed_modules(allowed_modules)
+    check_str(key, 'key', allow_none=True)
+    check_str(model_package, 'model_package', allow_none=True)
     if key is None:
         key = re.split(r'[/ ]', where)[-1]
     rule = _RULES.get(key, _DEFAULT_RULE)

@@ -15,6 +15,8 @@ import math
 import numbers
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from researchutils._checks import check_str
+
 if TYPE_CHECKING:
     from researchutils.chainer.training.json_values import JSONData
 
@@ -62,7 +64,7 @@ class _Range(object):
 
     def __init__(self, low: float, high: float, log: bool, step: float | None,
                  where: str | None) -> None:
-        where = where or type(self).__name__
+        where = check_str(where, 'where', allow_none=True) or type(self).__name__
         self.low = _number(low, 'low', where, self._integer)
         self.high = _number(high, 'high', where, self._integer)
         if not isinstance(log, bool):

@@ -16,6 +16,7 @@ from typing import Any
 import chainer
 
 from researchutils import _files
+from researchutils._checks import check_path
 
 
 def create_optims_default_chainer(model: chainer.Link, optim_cls: type[chainer.Optimizer],
@@ -36,7 +37,8 @@ def create_optims_default_chainer(model: chainer.Link, optim_cls: type[chainer.O
         dict: ``{"default": optimizer}``, the optimizer set up on ``model``.
 
     Raises:
-        TypeError: ``optim_cls`` is not a Chainer optimizer class, or it does
+        TypeError: ``model`` is not a Link, ``optim_cls`` is not a Chainer optimizer
+            class, or it does
             not take ``optim_params`` (the message names them).
 
     Example:
@@ -45,8 +47,10 @@ def create_optims_default_chainer(model: chainer.Link, optim_cls: type[chainer.O
         >>> optims["default"].lr
         0.1
     """
+    if not isinstance(model, chainer.Link):
+        raise TypeError('model must be a chainer.Link, got {!r}'.format(model))
     if not (isinstance(optim_cls, type) and issubclass(optim_cls, chainer.Optimizer)):
-        raise TypeError('optimizer_cls must be a Chainer optimizer class such as '
+        raise TypeError('optimizer_cls (optim_cls) must be a Chainer optimizer class such as '
                         'chainer.optimizers.Adam, got {!r}'.format(optim_cls))
     data_parallel = sys.modules.get('researchutils.chainer.models.data_parallel')
     try:
@@ -74,7 +78,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         text (str): The content, written as UTF-8.
 
     Raises:
-        TypeError: ``text`` is not a str.
+        TypeError: ``text`` is not a str, or ``path`` not a str or an ``os.PathLike``.
+        ValueError: ``path`` holds a NUL byte.
 
     Example:
         >>> import tempfile
@@ -84,6 +89,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         ...     stream.read()
         '{}'
     """
+    path = check_path(path, 'path')
     if not isinstance(text, str):
         raise TypeError('text must be a str, got {}'.format(type(text).__name__))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

@@ -394,6 +394,11 @@ def test_batch_keys_are_the_keys_after_transforms():
     ({'batch_size': 2, 'seed': 2 ** 32}, ValueError, 'seed'),
     ({'batch_size': 2, 'seed': 1.5}, TypeError, 'seed'),
     ({'batch_size': 2, 'seed': True}, TypeError, 'seed'),
+    ({'batch_size': 2, 'sampler_kwargs': 5}, TypeError, '^sampler_kwargs must be a mapping'),
+    ({'batch_size': 2, 'sampler_kwargs': [('seed', 1)]}, TypeError,
+     '^sampler_kwargs must be a mapping'),
+    ({'batch_size': 2, 'sampler_kwargs': {'shuffle': True}}, TypeError,
+     r"^sampler_kwargs \{'shuffle': True\} are not arguments of SequentialSampler"),
 ])
 def test_bad_arguments_are_refused_at_construction(kwargs, error, message):
     with pytest.raises(error, match=message):

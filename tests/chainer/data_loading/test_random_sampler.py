@@ -75,3 +75,14 @@ def test_order_of_epoch_permutes_the_given_indices_by_the_seeded_rule():
     indices = np.array([40, 10, 30, 20])
     expected = indices[np.random.RandomState([3, 1]).permutation(4)]
     np.testing.assert_array_equal(RandomSampler(indices, seed=3).epoch_order(1), expected)
+
+
+@pytest.mark.parametrize('indices', [[0.5, 1.0], [True, False], ['a'], None, 5])
+def test_indices_that_are_not_integers_are_refused_not_rounded(indices):
+    with pytest.raises(TypeError, match='^indices must be a flat sequence of integers >= 0'):
+        RandomSampler(indices, seed=0)
+
+
+def test_negative_indices_are_refused():
+    with pytest.raises(ValueError, match='^indices must be a flat sequence of integers >= 0'):
+        RandomSampler([3, -1], seed=0)

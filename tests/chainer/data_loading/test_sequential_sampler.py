@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from researchutils.chainer.data_loading import SequentialSampler
 
@@ -15,3 +16,21 @@ def test_given_indices_keep_their_order():
 
 def test_length_is_the_number_of_indices():
     assert len(SequentialSampler.from_dataset(range(7))) == 7
+
+
+@pytest.mark.parametrize('indices', [[0.5, 1.0], [True, False], ['a'], None, 5, [[0, 1]]])
+def test_indices_that_are_not_integers_are_refused_not_rounded(indices):
+    with pytest.raises((TypeError, ValueError), match='^indices must be a flat sequence of '
+                                                      'integers >= 0'):
+        SequentialSampler(indices)
+
+
+@pytest.mark.parametrize('indices', [[-1, 0], np.array([2, -3]), range(-2, 2)])
+def test_negative_indices_are_refused(indices):
+    with pytest.raises(ValueError, match='^indices must be a flat sequence of integers >= 0'):
+        SequentialSampler(indices)
+
+
+@pytest.mark.parametrize('indices', [[], np.array([], np.int32), range(0)])
+def test_no_indices_is_an_empty_epoch(indices):
+    assert list(SequentialSampler(indices).epoch_order(0)) == []

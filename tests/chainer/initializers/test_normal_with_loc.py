@@ -81,6 +81,10 @@ def test_zero_scale_fills_with_loc():
     ({'loc': float('nan')}, ValueError, 'loc'),
     ({'loc': None}, TypeError, 'loc'),
     ({'loc': True}, TypeError, 'loc'),
+    ({'dtype': 'notadtype'}, TypeError, "^dtype must be a floating point dtype, .*'notadtype'"),
+    ({'dtype': np.int32}, TypeError, '^dtype must be a floating point dtype'),
+    ({'dtype': 'int64'}, TypeError, '^dtype must be a floating point dtype'),
+    ({'dtype': True}, TypeError, '^dtype must be a floating point dtype'),
 ])
 def test_bad_arguments_are_refused_with_their_name(kwargs, error, name):
     with pytest.raises(error, match=name):
@@ -98,3 +102,8 @@ def test_fills_cupy_arrays(dtype):
     assert array.dtype == dtype
     assert abs(values.mean() - 3.0) < 0.01
     assert abs(values.std() - 0.5) < 0.01
+
+
+@pytest.mark.parametrize('dtype', [None, np.float16, 'float32', np.dtype(np.float64)])
+def test_float_dtypes_are_taken(dtype):
+    assert NormalWithLoc(dtype=dtype).dtype is dtype

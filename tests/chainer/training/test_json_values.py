@@ -46,11 +46,45 @@ def test_load_json_refuses_a_repeated_key_in_a_nested_object_naming_key_and_file
         json_values.load_json(path)
 
 
-def test_load_json_reads_what_dumps_json_writes_nan_included(tmp_path):
-    value = {'best_score': float('nan'), 'results': [{'score': 1.5}], 'name': 'é'}
+def test_load_json_reads_what_dumps_json_writes(tmp_path):
+    value = {'best_score': None, 'results': [{'score': 1.5}], 'name': 'é'}
     loaded = json_values.load_json(_written(tmp_path, json_values.dumps_json(value)))
-    assert np.isnan(loaded['best_score'])
-    assert loaded['results'] == [{'score': 1.5}] and loaded['name'] == 'é'
+    assert loaded == value
+
+
+def test_load_json_reads_nan_that_files_of_older_versions_hold(tmp_path):
+    loaded = json_values.load_json(_written(tmp_path, '{"best_score": NaN, "x": -Infinity}'))
+    assert np.isnan(loaded['best_score']) and loaded['x'] == -np.inf
+
+
+@pytest.mark.parametrize('value, where', [
+    (float('nan'), 'value'), (float('inf'), 'value'),
+    ({'best_score': float('nan')}, r"value\['best_score'\]"),
+    ({'results': [1.0, {'score': -float('inf')}]}, r"value\['results'\]\[1\]\['score'\]"),
+])
+def test_dumps_json_writes_strict_json_refusing_nan_and_infinity(value, where):
+    with pytest.raises(ValueError, match='^{} is .*strict JSON has no NaN'.format(where)):
+        json_values.dumps_json(value)
+
+
+@pytest.mark.parametrize('value, message', [
+    ({1: 'a'}, "^value has the key 1 of type int: JSON object keys are strings"),
+    ({'a': {None: 1}}, r"^value\['a'\] has the key None"),
+    ({'a': np.float32(1)}, r"^value\['a'\] is .* of type float32, which JSON has no type"),
+    ({'a': {1, 2}}, r"^value\['a'\] is .* of type set"),
+])
+def test_dumps_json_refuses_keys_and_values_json_would_change_or_cannot_hold(value, message):
+    with pytest.raises(TypeError, match=message):
+        json_values.dumps_json(value)
+
+
+def test_dumps_json_output_is_read_by_a_strict_reader():
+    value = {'a': [1, 2.5, None, True, 'x'], 'b': {'c': (1, 2)}}
+
+    def refuse(constant):
+        raise AssertionError('not strict JSON: ' + constant)
+    assert json.loads(json_values.dumps_json(value), parse_constant=refuse) == {
+        'a': [1, 2.5, None, True, 'x'], 'b': {'c': [1, 2]}}
 
 
 def test_load_json_reads_the_deepest_nesting_allowed_and_refuses_one_level_more(tmp_path):
@@ -108,3 +142,10 @@ def test_load_json_of_an_integer_longer_than_python_reads_names_the_file(tmp_pat
     path.write_text('{"seed": ' + '9' * 5000 + '}')
     with pytest.raises(ValueError, match=r'experiment\.json: a value cannot be read: .*4300'):
         json_values.load_json(str(path))
+
+
+@pytest.mark.parametrize('path, error', [(5, TypeError), (True, TypeError), (None, TypeError),
+                                         (b'a.json', TypeError), ('a\0b.json', ValueError)])
+def test_load_json_names_a_path_that_is_not_one(path, error):
+    with pytest.raises(error, match='^path must'):
+        json_values.load_json(path)

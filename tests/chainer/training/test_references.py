@@ -319,3 +319,24 @@ def test_references_into_main_are_trusted_only_when_main_is_allowed(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     assert out.split('\n')[:5] == ['refused', 'trusted', 'refused', 'refused', 'refused']
+
+
+@pytest.mark.parametrize('call, message', [
+    (lambda: references.model_package(5), '^model_cls must be a class, got 5'),
+    (lambda: references.object_reference(F.relu, 5), '^where must be a str, got 5'),
+    (lambda: references.resolve_reference('chainer.functions:relu', None),
+     '^where must be a str'),
+    (lambda: references.resolve_reference('chainer.functions:relu', 'a', allowed_modules=5),
+     '^allowed_modules must be a list of str, got 5'),
+    (lambda: references.resolve_reference('chainer.functions:relu', 'a', key=['a']),
+     '^key must be a str or None'),
+    (lambda: references.resolve_reference('chainer.functions:relu', 'a', model_package=5),
+     '^model_package must be a str or None'),
+    (lambda: json_values.to_json_value(1, where=None), '^where must be a str'),
+    (lambda: json_values.from_json_value(1, where=5), '^where must be a str'),
+    (lambda: json_values.from_json_value(1, model_package=['a']),
+     '^model_package must be a str or None'),
+])
+def test_arguments_of_the_reference_helpers_are_named(call, message):
+    with pytest.raises(TypeError, match=message):
+        call()

@@ -236,3 +236,10 @@ def test_candidates_equal_in_python_but_of_other_types_stay_apart_in_a_search(tm
     summary = experiment.search(*tasks.make_managers(n_train=32, n_val=16), n_trials=3)
     picked = [choice['model/marker'] for choice, _ in summary['results']]
     assert [type(marker) for marker in picked] == [bool, float, int]
+
+
+@pytest.mark.parametrize('range_cls', [FloatRange, IntRange])
+@pytest.mark.parametrize('where', [5, b'lr', ['lr']])
+def test_where_that_is_not_a_str_is_refused(range_cls, where):
+    with pytest.raises(TypeError, match='^where must be a str or None'):
+        range_cls(0, 1, where=where)

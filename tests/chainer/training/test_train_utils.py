@@ -102,3 +102,23 @@ def test_atomic_write_text_of_bytes_is_refused_and_leaves_nothing(tmp_path):
     with pytest.raises(TypeError, match='text must be a str, got bytes'):
         train_utils.atomic_write_text(str(tmp_path / 'settings.json'), b'{}')
     assert os.listdir(str(tmp_path)) == []
+
+
+@pytest.mark.parametrize('model', [None, 5])
+def test_create_optims_names_a_model_that_is_not_a_link(model):
+    with pytest.raises(TypeError, match='^model must be a chainer.Link'):
+        create_optims_default_chainer(model, chainer.optimizers.SGD)
+
+
+def test_create_optims_names_optim_cls():
+    with pytest.raises(TypeError, match=r'^optimizer_cls \(optim_cls\) must be'):
+        create_optims_default_chainer(L.Linear(2, 1), int)
+
+
+@pytest.mark.parametrize('path, error', [(5, TypeError), (None, TypeError),
+                                         ('a\0b.json', ValueError)])
+def test_atomic_write_text_names_a_path_that_is_not_one(tmp_path, monkeypatch, path, error):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(error, match='^path must'):
+        train_utils.atomic_write_text(path, 'text')
+    assert os.listdir(tmp_path) == []

@@ -14,6 +14,7 @@ from chainer.backends import cuda
 from chainer.utils import type_check
 
 from researchutils._typing import Array, FloatArray, Variable, VariableOrArray
+from researchutils.chainer._array_checks import check_array
 from researchutils.chainer._clip_bounds import check_clip_bounds
 
 
@@ -377,7 +378,9 @@ def grad_clip_lstm(c_prev: VariableOrArray, x: VariableOrArray, clip_min: float 
 
     Raises:
         ValueError: ``clip_min > clip_max``, checked when the function is called.
-        TypeError: a bound that is not a real number.
+        TypeError: a bound that is not a real number, or ``c_prev`` or ``x`` that is
+            not an array or a Variable (None, a list).
+        chainer.utils.type_check.InvalidType: arrays of the wrong dtype or shape.
 
     Example:
         >>> import numpy as np
@@ -388,4 +391,6 @@ def grad_clip_lstm(c_prev: VariableOrArray, x: VariableOrArray, clip_min: float 
         >>> c.shape, h.shape
         ((2, 3), (2, 3))
     """
+    check_array('c_prev', c_prev, 'c_prev')
+    check_array('x', x, 'x')
     return GradClipLSTM(clip_min, clip_max).apply((c_prev, x))

@@ -12,6 +12,7 @@ from chainer.utils import type_check
 
 from researchutils._checks import check_positive_int
 from researchutils._typing import Array, Variable, VariableOrArray
+from researchutils.chainer._array_checks import check_array
 
 
 def _validate_k_step(k_step: int) -> int:
@@ -86,6 +87,8 @@ def average_k_step_squared_error(x1: VariableOrArray, x2: VariableOrArray,
 
     Raises:
         ValueError: ``k_step`` is not a positive integer.
+        TypeError: ``x1`` or ``x2`` is not an array or a Variable (None, a list).
+        chainer.utils.type_check.InvalidType: arrays of different dtypes or shapes.
 
     Example:
         >>> import numpy as np
@@ -95,4 +98,6 @@ def average_k_step_squared_error(x1: VariableOrArray, x2: VariableOrArray,
         >>> float(average_k_step_squared_error(x1, x2, k_step=3).array)
         1.0
     """
+    check_array('x1', x1, 'x1')
+    check_array('x2', x2, 'x2')
     return AverageKStepSquaredError(k_step).apply((x1, x2))[0]

@@ -11,7 +11,7 @@ from chainer import utils
 
 from researchutils._checks import check_int
 from researchutils._typing import Initializer, Variable, VariableOrArray
-from researchutils.chainer.links._arguments import check_array
+from researchutils.chainer.links._arguments import check_array, check_initializer
 from researchutils.chainer.links.connection.grad_clip_lstm import GradClipLSTM
 
 
@@ -63,11 +63,12 @@ class ActionConditionedLSTM(GradClipLSTM):
         clip_max (float or None): Upper bound of the gate gradients, keyword only.
 
     Raises:
-        TypeError: a bound that is not a real number, an ``action_size`` that is not an int;
+        TypeError: a bound that is not a real number, a size or ``action_size`` that is
+            not an int, an initializer that is not one (a str, say);
             when called, an action ``a`` that is not an array or of another dtype.
-        ValueError: ``clip_min > clip_max``, ``action_size < 1``; when called, an action
-            whose rows are neither one nor those of ``x``, or whose flattened size is not
-            the action size.
+        ValueError: ``clip_min > clip_max``, a size or ``action_size`` below 1; when
+            called, an action whose rows are neither one nor those of ``x``, or whose
+            flattened size is not the action size.
 
     Example:
         >>> import numpy as np
@@ -89,6 +90,8 @@ class ActionConditionedLSTM(GradClipLSTM):
                  a_fusion_init: Initializer | None = None, *, action_size: int | None = None,
                  clip_min: float | None = None, clip_max: float | None = None) -> None:
         action_size = check_int(action_size, 'action_size', minimum=1, allow_none=True)
+        check_initializer(h_fusion_init, 'h_fusion_init')
+        check_initializer(a_fusion_init, 'a_fusion_init')
         super().__init__(in_size, out_size, lateral_init=lateral_init,
                          upward_init=upward_init, bias_init=bias_init,
                          forget_bias_init=forget_bias_init, clip_min=clip_min,

@@ -17,6 +17,7 @@ from researchutils.chainer._clip_bounds import check_clip_bounds
 from researchutils.chainer.functions.activation.grad_clip_lstm import grad_clip_lstm
 from researchutils.chainer.links._arguments import (
     check_image_batch,
+    check_initializer,
     check_pair,
 )
 
@@ -97,7 +98,8 @@ class ConvLSTM(chainer.Chain):
         h (~chainer.Variable): Output of the previous step, same shape, or None.
 
     Raises:
-        TypeError: a size that is not an int, a bound that is not a real number.
+        TypeError: a size that is not an int, a bound that is not a real number, an
+            initializer that is not one (a str, say).
         ValueError: an even or non-positive ``ksize``, a size below 1,
             ``clip_min > clip_max``.
 
@@ -130,6 +132,8 @@ class ConvLSTM(chainer.Chain):
         self.stride = check_pair('stride', stride, 1)
         self.pad = (self.ksize[0] // 2, self.ksize[1] // 2)
         self.clip_min, self.clip_max = check_clip_bounds(clip_min, clip_max)
+        check_initializer(initialW, 'initialW')
+        check_initializer(initial_bias, 'initial_bias')
         with self.init_scope():
             for gate in _GATES:
                 setattr(self, 'Wx' + gate, L.Convolution2D(

@@ -10,10 +10,11 @@ import chainer.links as L
 import numpy
 from chainer.utils import conv
 
-from researchutils._checks import check_int
+from researchutils._checks import check_bool, check_int
 from researchutils._typing import Initializer, Variable, VariableOrArray
 from researchutils.chainer.links._arguments import (
     check_image_batch,
+    check_initializer,
     check_pair,
 )
 
@@ -94,7 +95,8 @@ class DeconvolutionPS(chainer.Chain):
         conv (~chainer.links.Convolution2D): The convolution before the shuffle.
 
     Raises:
-        TypeError: a size that is not an int (or a pair of ints).
+        TypeError: a size that is not an int (or a pair of ints), a ``nobias`` that is
+            not a bool (the string ``'False'`` included), an initializer that is not one.
         ValueError: a size out of range: ``ksize``, ``stride``, ``out_channels`` below 1,
             ``pad`` below 0, ``outsize`` not two positive ints.
 
@@ -117,6 +119,9 @@ class DeconvolutionPS(chainer.Chain):
         self.ksize = check_pair('ksize', ksize, 1)
         self.stride = check_pair('stride', stride, 1)
         self.pad = check_pair('pad', pad, 0)
+        nobias = check_bool(nobias, 'nobias')
+        check_initializer(initialW, 'initialW')
+        check_initializer(initial_bias, 'initial_bias')
         if outsize is not None:
             if not isinstance(outsize, (tuple, list)):
                 raise TypeError('outsize must be a pair of ints or None, not {!r}'.format(

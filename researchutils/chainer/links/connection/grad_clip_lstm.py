@@ -14,7 +14,7 @@ from chainer import utils
 from researchutils._typing import Initializer, Variable, VariableOrArray
 from researchutils.chainer._clip_bounds import check_clip_bounds
 from researchutils.chainer.functions.activation.grad_clip_lstm import grad_clip_lstm
-from researchutils.chainer.links._arguments import check_array
+from researchutils.chainer.links._arguments import check_array, check_initializer, check_sizes
 
 
 class GradClipLSTM(L.LSTM):
@@ -41,7 +41,10 @@ class GradClipLSTM(L.LSTM):
         clip_max (float or None): Upper bound of the gate gradients; ``None`` is unbounded.
 
     Raises:
-        ValueError: ``clip_min > clip_max``.
+        TypeError: a size that is not an int, a bound that is not a real number, an
+            initializer that is not one (a str, say).
+        ValueError: ``clip_min > clip_max``, a size below 1 (Chainer's ``L.LSTM(0, 4)``
+            fails with a ZeroDivisionError).
 
     Example:
         >>> import numpy as np
@@ -62,6 +65,11 @@ class GradClipLSTM(L.LSTM):
                  forget_bias_init: Initializer | None = None, clip_min: float | None = None,
                  clip_max: float | None = None) -> None:
         self.clip_min, self.clip_max = check_clip_bounds(clip_min, clip_max)
+        check_sizes(in_size, out_size)
+        for name, initializer in (('lateral_init', lateral_init), ('upward_init', upward_init),
+                                  ('bias_init', bias_init),
+                                  ('forget_bias_init', forget_bias_init)):
+            check_initializer(initializer, name)
         super().__init__(in_size, out_size, lateral_init=lateral_init,
                          upward_init=upward_init, bias_init=bias_init,
                          forget_bias_init=forget_bias_init)

@@ -19,9 +19,13 @@ import chainer
 
 from researchutils._checks import (
     check_bool,
+    check_comm,  # noqa: F401 (the check of the comm setting, settings.SETTINGS)
     check_devices,
+    check_file_name,
     check_non_negative_float,
+    check_path,
     check_positive_int,
+    check_str,
 )
 from researchutils.chainer.data_loading import DataManager
 from researchutils.chainer.training import train_utils
@@ -81,26 +85,44 @@ def check_n_epochs(n_epochs: int | None) -> int | None:
 
 
 def check_name(name: str | None) -> str:
-    name = DEFAULT_NAME if name is None else name
-    if not isinstance(name, str) or not name:
-        raise ValueError('name must be a non-empty string, got {!r}'.format(name))
-    return name
+    """The experiment's folder name: one name, never a path ('a/b', '..' would put the
+    experiment's files somewhere else than ``save_path/name``)."""
+    return check_file_name(DEFAULT_NAME if name is None else name, 'name')
 
 
 def check_save_path(save_path: str | os.PathLike[str] | None) -> str:
+    """A folder, or a place where one can be made: not a file, nor below one."""
     if save_path is None:
         return os.path.abspath('.')
     if not isinstance(save_path, (str, os.PathLike)):
         raise TypeError('save_path must be None or a folder path (str or os.PathLike), got '
                         '{!r}'.format(save_path))
-    return os.fspath(save_path)
+    path = check_path(save_path, 'save_path')
+    existing = os.path.abspath(path)
+    while not os.path.lexists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError('save_path must be a folder or a place where one can be made, got '
+                         '{!r}: {!r} is a file'.format(path, existing))
+    return path
 
 
 def check_key_mapping(key_mapping: dict[str, str] | None) -> dict[str, str] | None:
     if key_mapping is not None and (not isinstance(key_mapping, dict) or not key_mapping):
         raise ValueError('key_mapping must be None or a non-empty dict, got {!r}'.format(
             key_mapping))
-    return None if key_mapping is None else dict(key_mapping)
+    if key_mapping is None:
+        return None
+    for argument, batch_key in key_mapping.items():
+        if not isinstance(argument, str) or not isinstance(batch_key, str):
+            raise TypeError('key_mapping must map names of the model\'s arguments to batch '
+                            'keys, both str, got {!r}: {!r} in {!r}'.format(
+                                argument, batch_key, key_mapping))
+    return dict(key_mapping)
+
+
+def check_val_score_key(val_score_key: str | None) -> str | None:
+    return check_str(val_score_key, 'val_score_key', allow_empty=False, allow_none=True)
 
 
 def check_optim_builder(optim_builder: OptimBuilder) -> OptimBuilder:
@@ -131,7 +153,7 @@ check_wait_for_folder = functools.partial(check_non_negative_float, name='wait_f
 
 
 def kept(value: _T) -> _T:
-    """The check of a setting taken as it is (``val_score_key``, ``comm``)."""
+    """The check of a setting taken as it is (``comm``)."""
     return value
 
 

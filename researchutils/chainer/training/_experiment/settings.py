@@ -9,6 +9,7 @@ table's names, kinds and defaults. Tests: ``tests/chainer/training/_experiment/t
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -90,13 +91,13 @@ SETTINGS = (
     Setting('name', None, checks.check_name, _POSITIONAL, *_PLAIN),
     Setting('save_path', None, checks.check_save_path, _POSITIONAL, *_PLAIN),
     Setting('key_mapping', None, checks.check_key_mapping, _POSITIONAL, *_PLAIN),
-    Setting('val_score_key', None, checks.kept, _POSITIONAL, *_PLAIN),
+    Setting('val_score_key', None, checks.check_val_score_key, _POSITIONAL, *_PLAIN),
     Setting('optim_builder', train_utils.create_optims_default_chainer,
             checks.check_optim_builder, _POSITIONAL, *_reference('optim_builder')),
     Setting('checkpoint_freq', 1, checks.check_checkpoint_freq, _POSITIONAL, *_PLAIN),
     Setting('gpu_ids', None, checks.check_gpu_ids, _KEYWORD_ONLY, *_PLAIN),
     Setting('val_score_mode', 'lowest', check_val_score_mode, _KEYWORD_ONLY, *_PLAIN),
-    Setting('comm', None, checks.kept, _KEYWORD_ONLY, *_NOT_SAVED),
+    Setting('comm', None, checks.check_comm, _KEYWORD_ONLY, *_NOT_SAVED),
     Setting('extensions', (), checks.check_extensions, _KEYWORD_ONLY, *_NOT_SAVED),
     Setting('seed', None, check_seed, _KEYWORD_ONLY, *_PLAIN),
     Setting('stop_on_non_number', True, checks.check_stop_on_non_number, _KEYWORD_ONLY,
@@ -150,9 +151,19 @@ def checked(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def replace(experiment: Experiment, **changes: Any) -> Experiment:
-    """A new experiment of ``experiment``'s class, with its settings but ``changes``."""
+    """A new experiment of ``experiment``'s class, with its settings but ``changes``.
+
+    A ``name`` that is a path below the experiment's folder (a fold, a grid point or a
+    trial: ``'exp/fold_0'``) gives the run the last part as its name and the folder
+    above it as its save path, so it lives in the same folder while a name stays one
+    folder name.
+    """
     settings = {setting.name: getattr(experiment, setting.name) for setting in SETTINGS}
     settings.update(changes)
+    parent, name = os.path.split(settings['name'])
+    if parent:
+        settings['name'] = name
+        settings['save_path'] = os.path.join(settings['save_path'], parent)
     return type(experiment)(**settings)
 
 
@@ -161,7 +172,8 @@ def to_json(experiment: Experiment) -> json_values.JSONData:
     data: dict[str, json_values.JSONData] = {'format': FORMAT}
     data.update((setting.name, setting.encode(getattr(experiment, setting.name)))
                 for setting in SETTINGS if setting.encode is not None)
-    return json_values.to_json_value(data, 'ChainerExperiment')
+    # Strict JSON: a NaN or infinite parameter (clip_max=inf) as {"__float__": "inf"}.
+    return json_values._strict_json_value(json_values.to_json_value(data, 'ChainerExperiment'))
 
 
 def from_json(data: object, where: str, allowed_modules: Sequence[str]) -> dict[str, Any]:

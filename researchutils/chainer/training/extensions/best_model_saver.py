@@ -11,6 +11,7 @@ import os
 
 import chainer
 
+from researchutils._checks import check_path
 from researchutils.chainer.serializers import save_model
 from researchutils.chainer.training._scores import check_val_score_mode, improves
 
@@ -32,7 +33,8 @@ class BestModelSaver(chainer.training.Extension):
         path (str or os.PathLike): The npz file.
 
     Raises:
-        TypeError, ValueError: An argument is wrong; the first wrong one, in the
+        TypeError, ValueError: An argument is wrong (an empty ``monitor``, a ``path``
+            that is a folder or holds a NUL byte, ...); the first wrong one, in the
             signature's order, is named.
 
     Attributes:
@@ -57,16 +59,19 @@ class BestModelSaver(chainer.training.Extension):
         if not isinstance(model, chainer.Link):
             raise TypeError('model must be a chainer.Link, got {!r}'.format(
                 type(model).__name__))
-        if not isinstance(monitor, str):
-            raise TypeError('monitor must be an observation key such as "val/MSE", got '
-                            '{!r}'.format(monitor))
+        if not isinstance(monitor, str) or not monitor:
+            raise (ValueError if monitor == '' else TypeError)(
+                'monitor must be an observation key such as "val/MSE", got {!r}'.format(monitor))
         self._model = model
         self._monitor = monitor
         self._mode = check_val_score_mode(mode, 'mode')
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError('path must be the npz file to write (str or os.PathLike), got '
                             '{!r}'.format(path))
-        self._path = os.fspath(path)
+        self._path = check_path(path, 'path')
+        if os.path.isdir(self._path):
+            raise ValueError('path must be the npz file to write, got {!r}, a folder'.format(
+                self._path))
         self.best_value = float('nan')
         self.best_epoch = 0
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 import chainer
 from chainer.training import triggers as chainer_triggers
 
+from researchutils._checks import check_comm
 from researchutils._optuna import import_optuna
 from researchutils.chainer.training._ranks import is_rank_zero
 
@@ -100,7 +101,13 @@ class ChainerPruningExtension(chainer.training.Extension):
         if not isinstance(observation_key, str):
             raise TypeError('observation_key must be a str such as "validation/main/loss", '
                             'got {!r}'.format(observation_key))
-        self._pruner_trigger = chainer.training.get_trigger(pruner_trigger)
+        check_comm(comm)
+        try:
+            self._pruner_trigger = chainer.training.get_trigger(pruner_trigger)
+        except (TypeError, ValueError) as error:
+            raise type(error)('pruner_trigger must be an IntervalTrigger, a ManualScheduleTrigger '
+                              'or a (period, unit) pair such as (1, "epoch"), got {!r}: {}'.format(
+                                  pruner_trigger, error)) from None
         if not isinstance(self._pruner_trigger, _TRIGGERS):
             raise TypeError('pruner_trigger must be an IntervalTrigger, a ManualScheduleTrigger '
                             'or a (period, unit) pair, got {!r}: pruning reports at a step, '

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 import chainer
 import numpy
 
+from researchutils._checks import check_str_list
+
 if TYPE_CHECKING:  # imported when an evaluator is made, not with this module
     from researchutils.chainer.data_loading import DataManager
     from researchutils.chainer.training.predictor import Predictor
@@ -78,6 +80,8 @@ class PredictorEvaluator(chainer.training.Extension):
         if metric_keys is not None and not isinstance(metric_keys, dict):
             raise TypeError('metric_keys must be None or a dict from metric names to batch '
                             'keys, got {!r}'.format(metric_keys))
+        for metric, keys in (metric_keys or {}).items():
+            check_str_list(keys, 'metric_keys[{!r}]'.format(metric))
         if comm is not None and not hasattr(comm, 'mpi_comm'):
             raise TypeError('comm must be a ChainerMN communicator (with mpi_comm) or None, '
                             'got {!r}'.format(comm))

@@ -40,7 +40,12 @@ from chainer import serializer as serializer_module
 from chainer.training import extension
 
 from researchutils import _files
-from researchutils._checks import check_bool, check_positive_float, check_positive_int
+from researchutils._checks import (
+    check_bool,
+    check_file_name,
+    check_positive_float,
+    check_positive_int,
+)
 from researchutils._numpy_random import (
     empty_global_random_states,
     get_global_random_states,
@@ -189,6 +194,9 @@ class PreemptionSnapshot(extension.Extension):
         signal_number (int or None): The first signal noted in the current run.
 
     Raises:
+        TypeError, ValueError: An argument is wrong (named in the message): a
+            ``filename`` that is empty, ``'.'``, ``'..'`` or holds a path separator
+            (it is one file in ``trainer.out``), for instance.
         Preempted: From ``Trainer.run()``, after the snapshot is written.
 
     Example:
@@ -216,6 +224,8 @@ class PreemptionSnapshot(extension.Extension):
         if not isinstance(filename, str):
             raise TypeError('filename must be a str (a format of the trainer, such as '
                             "'snapshot_iter_{{.updater.iteration}}'), got {!r}".format(filename))
+        # A file in trainer.out, where extensions.snapshot(autoload=True) looks.
+        check_file_name(filename, 'filename')
         if comm is not None and comm.size > 1 and '{rank}' not in filename:
             raise ValueError('filename {!r} has no {{rank}}: under ChainerMN each of the {} '
                              'ranks writes a snapshot of its own, so the names must '

@@ -24,10 +24,12 @@ from chainer.training.extensions import log_report as log_report_module
 
 from researchutils._checks import (
     check_bool,
+    check_comm,
     check_int,
     check_non_negative_int,
     check_positive_float,
     check_positive_int,
+    check_str_list,
     check_timeout,
 )
 from researchutils.chainer.training._ranks import is_rank_zero
@@ -181,25 +183,20 @@ class SlackReport(extension.Extension):
         # Checked in the signature's order, so the first wrong argument is the one named.
         token_or_client = _check_token_or_client(token_or_client)
         if entries is not None:
-            if isinstance(entries, str) or not all(isinstance(e, str) for e in entries):
-                raise TypeError('entries must be a list of str or None, got {!r}'.format(entries))
-            entries = list(entries)
+            entries = check_str_list(entries, 'entries')
         channel_key(channel)  # refuses what no Slack channel can be, before anything starts
         if not isinstance(log_report, (str, log_report_module.LogReport)):
             raise TypeError('log_report must be the name of a LogReport or a LogReport, got '
                             '{!r}'.format(log_report))
-        if comm is not None and not (isinstance(getattr(comm, 'rank', None), int)
-                                     and isinstance(getattr(comm, 'size', None), int)):
-            raise TypeError('comm must be a ChainerMN communicator (with int rank and size), '
-                            'got {!r}'.format(comm))
+        check_comm(comm)
         thread = check_bool(thread, 'thread')
-        if isinstance(upload, str) or not all(isinstance(f, str) for f in upload):
-            raise TypeError('upload must be a list of file names, got {!r}'.format(upload))
+        upload = check_str_list(upload, 'upload')
         for filename in upload:
             parts = filename.replace(os.sep, '/').split('/')
-            if not filename or os.path.isabs(filename) or '..' in parts:
+            if not filename or os.path.isabs(filename) or '..' in parts or '\0' in filename:
                 raise ValueError('upload holds {!r}: upload names files under the trainer\'s '
-                                 'out folder, by a relative path without ".."'.format(filename))
+                                 'out folder, by a relative path without ".." or a NUL '
+                                 'byte'.format(filename))
         queue_size = check_positive_int(queue_size, 'queue_size')
         flush_timeout = check_timeout(flush_timeout, 'flush_timeout')
         max_retries = check_non_negative_int(max_retries, 'max_retries')

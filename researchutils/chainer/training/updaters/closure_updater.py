@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import chainer
 
+from researchutils._checks import check_callable, check_mapping, check_str
 from researchutils._typing import DeviceSpec
 
 if TYPE_CHECKING:
@@ -35,6 +36,13 @@ class ClosureUpdater(chainer.training.updaters.StandardUpdater):
         metrics (dict or None): Name to metric function run in the closure.
         device: Where the batches go (a Chainer device or its name); None:
             ``'@numpy'``.
+
+    Raises:
+        TypeError: ``iterator`` is not a Chainer iterator, ``model`` has no
+            ``closure`` and ``prepare_batch``, ``optimizers`` is not a dict with a
+            ``"default"`` optimizer, ``losses`` or ``metrics`` is not a dict of
+            callables.
+        ValueError: ``losses`` is empty, or ``device`` is not a device Chainer knows.
 
     Example:
         >>> import chainer.functions as F
@@ -66,9 +74,28 @@ class ClosureUpdater(chainer.training.updaters.StandardUpdater):
                  losses: Mapping[str, Callable[..., Any]],
                  metrics: Mapping[str, Callable[..., Any]] | None = None,
                  device: DeviceSpec | None = None) -> None:
+        if not isinstance(iterator, chainer.dataset.Iterator):
+            raise TypeError('iterator must be a chainer.dataset.Iterator (such as '
+                            'DataManager.get_iterator()), got {!r}'.format(iterator))
+        for method in ('closure', 'prepare_batch'):
+            if not callable(getattr(model, method, None)):
+                raise TypeError('model must be an AbstractChainerNetwork (with closure and '
+                                'prepare_batch), got {!r}'.format(model))
+        _check_functions(losses, 'losses', allow_empty=False)
+        if metrics is not None:
+            _check_functions(metrics, 'metrics', allow_empty=True)
+        try:
+            batch_device = chainer.get_device('@numpy' if device is None else device)
+        except (RuntimeError, TypeError, ValueError) as error:  # ChainerX: RuntimeError
+            raise ValueError('device must be a Chainer device or its name, such as "@numpy" '
+                             'or "@cupy:0", got {!r}: {}'.format(device, error)) from error
         if not isinstance(optimizers, dict) or 'default' not in optimizers:
             raise TypeError('optimizers must be a dict with a "default" optimizer, got '
                             '{!r}'.format(optimizers))
+        for optimizer_name, optimizer in optimizers.items():
+            if not isinstance(optimizer, chainer.Optimizer):
+                raise TypeError('optimizers[{!r}] must be a chainer.Optimizer, got {!r}'.format(
+                    optimizer_name, optimizer))
         named = {'main': optimizers['default']}
         named.update((name, optimizer) for name, optimizer in optimizers.items()
                      if name != 'default')
@@ -77,7 +104,7 @@ class ClosureUpdater(chainer.training.updaters.StandardUpdater):
         self._closure_optimizers = optimizers
         self._losses = losses
         self._metrics = {} if metrics is None else metrics
-        self._batch_device = chainer.get_device('@numpy' if device is None else device)
+        self._batch_device = batch_device
 
     def update_core(self) -> None:
         iterator = self._iterators['main']
@@ -91,3 +118,11 @@ class ClosureUpdater(chainer.training.updaters.StandardUpdater):
         if iterator.is_new_epoch:
             for optimizer in self._optimizers.values():
                 optimizer.new_epoch(auto=True)
+
+
+def _check_functions(functions: object, name: str, allow_empty: bool) -> None:
+    check_mapping(functions, name, allow_empty=allow_empty)
+    assert isinstance(functions, Mapping)
+    for key, function in functions.items():
+        check_str(key, '{} names'.format(name))
+        check_callable(function, '{}[{!r}]'.format(name, key))

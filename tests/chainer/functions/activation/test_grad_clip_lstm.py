@@ -297,3 +297,12 @@ def test_wide_rows_are_clipped_whatever_the_memory_layout(dtype, layout, bounds)
         assert gx.min() >= dtype(bounds[0])
     if bounds[1] is not None:
         assert gx.max() <= dtype(bounds[1])
+
+
+@pytest.mark.parametrize('name', ['c_prev', 'x'])
+@pytest.mark.parametrize('value', [None, [[1.0, 2.0]]])
+def test_an_input_that_is_not_an_array_is_refused_naming_it(name, value):
+    inputs = {'c_prev': np.zeros((1, 2), np.float32), 'x': np.zeros((1, 8), np.float32)}
+    inputs[name] = value
+    with pytest.raises(TypeError, match='^{} must be an array or a chainer.Variable'.format(name)):
+        grad_clip_lstm(**inputs)

@@ -104,3 +104,12 @@ def test_gpu_matches_cpu(dtype):
     np.testing.assert_allclose(float(loss.array), _reference(x1, x2, 3), rtol=rtol)
     np.testing.assert_allclose(cuda.to_cpu(v1.grad), (x1.astype(np.float64) - x2) / 3,
                                atol=1e-3 if dtype == np.float16 else 1e-7)
+
+
+@pytest.mark.parametrize('name', ['x1', 'x2'])
+@pytest.mark.parametrize('value', [None, [[1.0, 2.0]]])
+def test_an_input_that_is_not_an_array_is_refused_naming_it(name, value):
+    inputs = {'x1': np.ones((2, 2), np.float32), 'x2': np.ones((2, 2), np.float32)}
+    inputs[name] = value
+    with pytest.raises(TypeError, match='^{} must be an array or a chainer.Variable'.format(name)):
+        average_k_step_squared_error(k_step=1, **inputs)

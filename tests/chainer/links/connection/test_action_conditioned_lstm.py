@@ -313,3 +313,16 @@ def test_gpu_gradients_match_cpu():
     for (name, p), (_, q) in zip(sorted(link.namedparams()), sorted(gpu.namedparams())):
         np.testing.assert_allclose(p.grad, chainer.backends.cuda.to_cpu(q.grad), rtol=1e-6,
                                    atol=1e-8, err_msg=name)
+
+
+@pytest.mark.parametrize('args, kwargs, error, message', [
+    ((0, 4), {'action_size': 2}, ValueError, '^in_size must be'),
+    ((2, 0), {'action_size': 2}, ValueError, '^out_size must be'),
+    ((2, 4), {'action_size': 2, 'h_fusion_init': 'abc'}, TypeError,
+     '^h_fusion_init must be an initializer'),
+    ((2, 4), {'action_size': 2, 'a_fusion_init': 'abc'}, TypeError,
+     '^a_fusion_init must be an initializer'),
+])
+def test_bad_sizes_and_initializers_are_refused_naming_them(args, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        ActionConditionedLSTM(*args, **kwargs)

@@ -178,6 +178,13 @@ def test_serialization_round_trips(tmp_path):
     ({'outsize': 8}, TypeError, 'outsize'),
     ({'out_channels': 0}, ValueError, 'out_channels'),
     ({'in_channels': -2}, ValueError, 'in_channels'),
+    ({'nobias': 'False'}, TypeError, "^nobias must be True or False, got 'False'"),
+    ({'nobias': None}, TypeError, '^nobias must be True or False'),
+    ({'nobias': 2}, TypeError, '^nobias must be True or False'),
+    ({'nobias': [True]}, TypeError, '^nobias must be True or False'),
+    ({'initialW': 'abc'}, TypeError, '^initialW must be an initializer'),
+    ({'initial_bias': 'abc'}, TypeError, '^initial_bias must be an initializer'),
+    ({'initial_bias': np.array(['a'])}, TypeError, '^initial_bias must be an initializer'),
 ])
 def test_bad_arguments_are_refused_with_their_name(kwargs, error, name):
     arguments = dict(in_channels=3, out_channels=5, ksize=4, stride=2)

@@ -198,3 +198,29 @@ def test_gpu_gradients_match_cpu():
 def test_x_as_a_list_is_refused_naming_x():
     with pytest.raises(TypeError, match='input x must be an array .*got list'):
         GradClipLSTM(3, 4)([[0.0] * 3] * 2)
+
+
+@pytest.mark.parametrize('args, kwargs, error, message', [
+    ((0, 4), {}, ValueError, '^in_size must be a positive integer or None, got 0'),
+    ((4, 0), {}, ValueError, '^out_size must be a positive integer, got 0'),
+    ((0,), {}, ValueError, '^in_size must be a positive integer, got 0'),
+    ((None,), {}, TypeError, '^in_size must be a positive integer, got None'),
+    ((True, 4), {}, TypeError, '^in_size must be'),
+    ((2, 4.0), {}, TypeError, '^out_size must be'),
+    ((2, '4'), {}, TypeError, '^out_size must be'),
+    ((2, 4), {'lateral_init': 'abc'}, TypeError, '^lateral_init must be an initializer'),
+    ((2, 4), {'upward_init': 'abc'}, TypeError, '^upward_init must be an initializer'),
+    ((2, 4), {'bias_init': 'abc'}, TypeError, '^bias_init must be an initializer'),
+    ((2, 4), {'forget_bias_init': True}, TypeError, '^forget_bias_init must be'),
+])
+def test_bad_sizes_and_initializers_are_refused_naming_them(args, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        GradClipLSTM(*args, **kwargs)
+
+
+@pytest.mark.parametrize('kwargs', [{}, {'lateral_init': 0.5},
+                                    {'upward_init': chainer.initializers.Normal()},
+                                    {'bias_init': np.float32(0.5)}])
+def test_sizes_and_initializers_chainer_takes_are_taken(kwargs):
+    assert GradClipLSTM(2, 4, **kwargs).state_size == 4
+    assert GradClipLSTM(4).state_size == 4 and GradClipLSTM(None, 4).state_size == 4

@@ -104,3 +104,62 @@ def test_wait_for_folder_is_a_finite_number_of_seconds(wait):
 
 def test_wait_for_folder_is_kept_in_seconds():
     assert checks.check_wait_for_folder(0) == 0.0 and checks.check_wait_for_folder(2.5) == 2.5
+
+
+def _make(tmp_path, **kwargs):
+    kwargs.setdefault('save_path', str(tmp_path / 'runs'))
+    return ChainerExperiment(tasks.make_params(), tasks.Regressor, **kwargs)
+
+
+@pytest.mark.parametrize('name', ['..', '.', 'a/b', '../escape', '/etc', 'a\0b', ''])
+def test_a_name_is_one_folder_name(tmp_path, name):
+    with pytest.raises(ValueError, match='^name must be one file or folder name'):
+        _make(tmp_path, name=name)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('name', [5, b'exp', ['exp']])
+def test_a_name_that_is_not_a_str_is_refused(tmp_path, name):
+    with pytest.raises(TypeError, match='^name must be a str'):
+        _make(tmp_path, name=name)
+
+
+def test_a_save_path_with_a_nul_byte_is_refused(tmp_path):
+    with pytest.raises(ValueError, match='^save_path must not hold a NUL byte'):
+        _make(tmp_path, name='exp', save_path=str(tmp_path / 'a\0b'))
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('below', ['', 'sub/deeper'])
+def test_a_save_path_that_is_or_is_below_a_file_is_refused(tmp_path, below):
+    (tmp_path / 'file').write_text('not a folder')
+    save_path = os.path.join(str(tmp_path / 'file'), below)
+    with pytest.raises(ValueError, match="^save_path must be a folder or a place where one "
+                                         "can be made, .*'.*file' is a file"):
+        _make(tmp_path, name='exp', save_path=save_path)
+    assert os.listdir(tmp_path) == ['file']
+
+
+def test_a_save_path_that_does_not_exist_yet_is_taken_and_not_made(tmp_path):
+    experiment = _make(tmp_path, name='exp', save_path=str(tmp_path / 'new' / 'runs'))
+    assert experiment.output_dir == os.path.join(str(tmp_path / 'new' / 'runs'), 'exp')
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('key_mapping', [{'x': 5}, {5: 'data'}])
+def test_key_mapping_maps_str_to_str(tmp_path, key_mapping):
+    with pytest.raises(TypeError, match='^key_mapping must map names'):
+        _make(tmp_path, name='exp', key_mapping=key_mapping)
+
+
+@pytest.mark.parametrize('val_score_key, error', [(['MSE'], TypeError), (5, TypeError),
+                                                  ('', ValueError)])
+def test_val_score_key_is_a_non_empty_str(tmp_path, val_score_key, error):
+    with pytest.raises(error, match='^val_score_key must be a non-empty str'):
+        _make(tmp_path, name='exp', val_score_key=val_score_key)
+
+
+@pytest.mark.parametrize('comm', [object(), 5])
+def test_comm_that_is_not_a_communicator_is_refused(tmp_path, comm):
+    with pytest.raises(TypeError, match='^comm must be a ChainerMN communicator'):
+        _make(tmp_path, name='exp', comm=comm)

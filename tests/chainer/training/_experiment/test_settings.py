@@ -275,3 +275,23 @@ def test_an_experiment_json_that_is_not_an_object_names_the_file(tmp_path):
     path = _edit_saved_text(exp, lambda text: '[1, 2]\n')
     with pytest.raises(ValueError, match=re.escape(path) + ' is not a saved ChainerExperiment'):
         ChainerExperiment.load(exp.output_dir)
+
+
+def test_experiment_json_is_strict_json_and_keeps_an_infinite_parameter(tmp_path):
+    params = tasks.make_params(optimizer_params={'alpha': 0.02, 'eps': float('inf')})
+    exp = experiment(tmp_path, params)
+
+    def refuse(constant):
+        raise AssertionError('experiment.json is not strict JSON: it holds ' + constant)
+
+    with open(exp.save()) as stream:
+        json.loads(stream.read(), parse_constant=refuse)
+    loaded = ChainerExperiment.load(exp.output_dir)
+    assert loaded.params.training['optimizer_params'] == {'alpha': 0.02, 'eps': float('inf')}
+
+
+def test_a_run_below_the_experiment_is_named_by_its_folder(tmp_path):
+    exp = experiment(tmp_path)
+    fold = settings_table.replace(exp, name=os.path.join(exp.name, 'fold_0'))
+    assert fold.output_dir == os.path.join(exp.output_dir, 'fold_0')
+    assert fold.name == 'fold_0'

@@ -139,3 +139,20 @@ def test_a_resumed_experiment_keeps_the_best_model_of_before_its_snapshot(tmp_pa
 def test_the_first_wrong_argument_in_the_signature_order_is_named(arguments, error, name):
     with pytest.raises(error, match='^' + name):
         BestModelSaver(*arguments)
+
+
+def test_an_empty_monitor_is_refused():
+    with pytest.raises(ValueError, match="^monitor must be an observation key .*got ''"):
+        BestModelSaver(make_model(), '', 'lowest', 'best.npz')
+
+
+def test_a_folder_as_path_is_refused_when_made(tmp_path):
+    with pytest.raises(ValueError, match='^path must be the npz file to write, .*a folder'):
+        BestModelSaver(make_model(), 'val/MSE', 'lowest', tmp_path)
+
+
+@pytest.mark.parametrize('path', ['best\0.npz', 5, b'best.npz'])
+def test_a_path_that_is_not_a_path_is_refused_naming_it(tmp_path, path):
+    with pytest.raises((TypeError, ValueError), match='^path must'):
+        BestModelSaver(make_model(), 'val/MSE', 'lowest', path)
+    assert os.listdir(tmp_path) == []

@@ -127,3 +127,16 @@ def test_a_resumed_trainer_reports_at_the_epochs_it_ends_not_at_its_first_iterat
     resumed.run()
     assert sorted(study.trials[0].intermediate_values) == [1]
     assert sorted(study.trials[1].intermediate_values) == [2, 3]
+
+
+@pytest.mark.parametrize('kwargs, error, message', [
+    ({'pruner_trigger': 5}, TypeError, '^pruner_trigger must be'),
+    ({'pruner_trigger': (1, 'epochs')}, ValueError, '^pruner_trigger must be'),
+    ({'comm': object()}, TypeError, '^comm must be a ChainerMN communicator'),
+])
+def test_bad_arguments_are_refused_naming_them(kwargs, error, message):
+    arguments = dict(trial=optuna.trial.FixedTrial({}), observation_key='val/loss',
+                     pruner_trigger=(1, 'epoch'))
+    arguments.update(kwargs)
+    with pytest.raises(error, match=message):
+        ChainerPruningExtension(**arguments)

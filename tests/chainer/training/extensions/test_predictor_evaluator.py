@@ -83,3 +83,11 @@ def test_the_first_wrong_argument_in_the_signature_order_is_named(first_wrong, w
         arguments[later] = object()  # wrong too, but later
     with pytest.raises(TypeError, match='^' + name):
         PredictorEvaluator(*arguments)
+
+
+@pytest.mark.parametrize('metric_keys', [{'MSE': 5}, {'MSE': [5]}, {'MSE': 'pred'}])
+def test_metric_keys_that_are_not_lists_of_str_are_refused(metric_keys):
+    model = tasks.Regressor()
+    with pytest.raises(TypeError, match=r"^metric_keys\['MSE'\] must be a list of str"):
+        PredictorEvaluator(Predictor(model, {'x': 'data'}), DataManager(tasks.LinearTask(4), 2),
+                           {'MSE': tasks.mean_squared_error}, metric_keys=metric_keys)

@@ -141,3 +141,48 @@ def test_a_resumed_experiment_whose_patience_was_counting_stops_at_the_same_epoc
     os.remove(os.path.join(first.output_dir, 'run_state.json'))  # let it train further
     resumed = run(len(scores), scores[4:])
     assert [entry['epoch'] for entry in read_log(resumed)] == list(range(1, stop + 1))
+
+
+@pytest.mark.parametrize('kwargs, error, message', [
+    ({'patience': -1}, ValueError, '^patience must be a positive integer or None, got -1'),
+    ({'patience': 0}, ValueError, '^patience must be'),
+    ({'patience': 2.5}, TypeError, '^patience must be'),
+    ({'patience': True}, TypeError, '^patience must be'),
+    ({'patience': '3'}, TypeError, '^patience must be'),
+    ({'patience': float('nan')}, TypeError, '^patience must be'),
+    ({'patients': 0}, ValueError, '^patients must be'),
+    ({'patience': 2, 'patients': 2}, ValueError, '^give patience or patients'),
+    ({'mode': 'best'}, ValueError, "^mode must be one of 'auto', 'min', 'max', got 'best'"),
+    ({'mode': None}, TypeError, '^mode must be one of'),
+    ({'verbose': 'yes'}, TypeError, "^verbose must be True or False, got 'yes'"),
+    ({'verbose': None}, TypeError, '^verbose must be True or False'),
+    ({'monitor': ''}, ValueError, '^monitor must be a non-empty str'),
+    ({'monitor': 5}, TypeError, '^monitor must be a non-empty str'),
+    ({'check_trigger': (-1, 'epoch')}, ValueError, '^check_trigger must be a trigger'),
+    ({'check_trigger': (0.5, 'epoch')}, TypeError, '^check_trigger must be a trigger'),
+    ({'check_trigger': (True, 'epoch')}, TypeError, '^check_trigger must be a trigger'),
+    ({'check_trigger': (1, 'epochs')}, ValueError, '^check_trigger must be a trigger'),
+    ({'check_trigger': 5}, TypeError, '^check_trigger must be a trigger'),
+    ({'max_trigger': (2.5, 'iteration')}, TypeError, '^max_trigger must be a trigger'),
+    ({'max_trigger': (float('nan'), 'epoch')}, TypeError, '^max_trigger must be a trigger'),
+    ({'max_trigger': (0, 'epoch')}, ValueError, '^max_trigger must be a trigger'),
+])
+def test_bad_arguments_are_refused_naming_them(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        ResumableEarlyStoppingTrigger(**kwargs)
+
+
+def test_the_signature_is_chainers_own_spelled_out():
+    import inspect
+    parameters = inspect.signature(ResumableEarlyStoppingTrigger).parameters
+    assert list(parameters) == ['check_trigger', 'monitor', 'patience', 'mode', 'verbose',
+                                'max_trigger', 'patients']
+
+
+@pytest.mark.parametrize('kwargs, patience', [({}, 3), ({'patience': 5}, 5),
+                                              ({'patients': 4}, 4)])
+def test_patience_defaults_to_chainers_three_and_takes_the_older_spelling(kwargs, patience):
+    trigger = ResumableEarlyStoppingTrigger(
+        check_trigger=chainer.training.triggers.IntervalTrigger(2, 'iteration'),
+        max_trigger=(10.0, 'epoch'), **kwargs)
+    assert trigger.patience == patience

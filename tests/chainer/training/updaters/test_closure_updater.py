@@ -84,3 +84,37 @@ def test_optimizers_without_a_default_are_refused():
     with pytest.raises(TypeError, match='"default"'):
         ClosureUpdater(DataManager(tasks.LinearTask(8), 4).get_iterator(), model,
                        {'main': optimizer}, {'MSE': F.mean_squared_error})
+
+
+def _updater_arguments(**changes):
+    model = LinearNet()
+    arguments = dict(iterator=DataManager(tasks.LinearTask(8), 4).get_iterator(), model=model,
+                     optimizers={'default': chainer.optimizers.SGD().setup(model)},
+                     losses={'MSE': F.mean_squared_error})
+    arguments.update(changes)
+    return arguments
+
+
+@pytest.mark.parametrize('changes, error, message', [
+    ({'iterator': None}, TypeError, '^iterator must be a chainer.dataset.Iterator'),
+    ({'iterator': [1, 2]}, TypeError, '^iterator must be a chainer.dataset.Iterator'),
+    ({'model': None}, TypeError, '^model must be an AbstractChainerNetwork'),
+    ({'model': 5}, TypeError, '^model must be an AbstractChainerNetwork'),
+    ({'losses': {}}, ValueError, '^losses must not be empty'),
+    ({'losses': None}, TypeError, '^losses must be a mapping'),
+    ({'losses': {'MSE': 5}}, TypeError, r"^losses\['MSE'\] must be a callable, got 5"),
+    ({'metrics': {'acc': 'accuracy'}}, TypeError, r"^metrics\['acc'\] must be a callable"),
+    ({'metrics': [F.mean_squared_error]}, TypeError, '^metrics must be a mapping'),
+    ({'device': 'nosuchdevice'}, ValueError, "^device must be a Chainer device .*'nosuchdevice'"),
+    ({'device': 1.5}, ValueError, '^device must be a Chainer device'),
+    ({'optimizers': {'default': 5}}, TypeError, r"^optimizers\['default'\] must be a chainer"),
+])
+def test_bad_arguments_are_refused_when_made_naming_them(changes, error, message):
+    with pytest.raises(error, match=message):
+        ClosureUpdater(**_updater_arguments(**changes))
+
+
+def test_no_metrics_is_taken():
+    updater = ClosureUpdater(**_updater_arguments(metrics={}))
+    updater.update()
+    assert updater.iteration == 1
