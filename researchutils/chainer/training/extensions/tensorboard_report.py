@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -191,8 +192,13 @@ class TensorBoardReport(extension.Extension):
         try:
             os.makedirs(folder, exist_ok=True)
             # Resumed: hide what was written past the snapshot. Fresh: hide any earlier run.
+            # tensorboardX names a file by the second and the host: a second try in the
+            # same second would replace the first one's file. TensorBoard reads a folder's
+            # files in the order of their names, so the suffix (nanoseconds) keeps them in
+            # the order they were written.
             summary_writer = summary_writer_class(
-                folder, purge_step=self._last_step + 1 if self._resumed else 0)
+                folder, purge_step=self._last_step + 1 if self._resumed else 0,
+                filename_suffix='.{}'.format(time.time_ns()))
         except OSError as error:
             raise type(error)(error.errno, 'TensorBoardReport cannot write its event files in '
                               '{}: {}'.format(folder, error.strerror or error)) from error
