@@ -151,6 +151,7 @@ class _Sender(BackgroundWriter[Any]):
         self.unsent: list[Any] = []  # items given up (kept for the file)
         self.in_flight: list[Any] = []  # items being sent now
         self.refused = 0  # items MLflow refused (not kept: it would refuse them again)
+        self._run_ready = False  # the run exists and runs
         self._failing = False
 
     @property
@@ -205,15 +206,20 @@ class _Sender(BackgroundWriter[Any]):
             params, tags = params[_MAX_PARAMS_TAGS:], tags[_MAX_PARAMS_TAGS:]
 
     def _ensure_run(self) -> str:
-        """The run's id: the one known, else the run tagged with the key, else a new run."""
+        """The run's id: the one known (from a snapshot: set running again), else the run
+        tagged with the key, else a new run."""
         with self.lock:
             run_id = self.run['run_id']
-        if run_id is not None:
+        if self._run_ready:
             return str(run_id)
-        run_id = find_or_create_run(self.client, self.run)
+        if run_id is not None:
+            self.client.update_run(run_id, status='RUNNING')
+        else:
+            run_id = find_or_create_run(self.client, self.run)
         with self.lock:
             self.run['run_id'] = run_id
-        return run_id
+        self._run_ready = True
+        return str(run_id)
 
     def wait_before_retry(self, error: Exception, attempt: int) -> float | None:
         if isinstance(error, _Refused):
