@@ -58,9 +58,18 @@ extras = {
     # driver of a plain postgresql:// URL (2.0 and older took psycopg2), so the extra asks for
     # both; the binary wheels carry libpq, so no system library is needed.
     'search-db': ['optuna>=4.0', 'sqlalchemy>=2.1', 'psycopg[binary]>=3.1'],
+    # TensorBoardReport writes event files with tensorboardX (no TensorFlow, no PyTorch).
+    'tensorboard': ['tensorboardX>=2.6'],
+    # MLflowReport needs only MLflow's client: mlflow-skinny, without the server's pandas,
+    # pyarrow, scikit-learn and scipy.
+    'mlflow': ['mlflow-skinny>=3'],
     'docs': ['sphinx>=5'],
     # pytest-xdist: `make test` runs each stack's suite on two processes a core.
-    'test': ['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3', 'ruff>=0.4', 'mypy>=2'],
+    # tensorboard: its EventAccumulator reads back TensorBoardReport's files. The MLflow
+    # server the tests start (the full mlflow) is installed in one stack's venv only, which
+    # serves the others (Makefile, tests/support/mlflow_server.py).
+    'test': ['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3', 'ruff>=0.4', 'mypy>=2',
+             'tensorboard>=2.14'],
 }
 extras['all'] = sorted({req for reqs in extras.values() for req in reqs})
 

@@ -11,7 +11,8 @@ import pytest
 from tests.support.import_probe import modules_loaded_after
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OPTIONAL = ('slack_sdk', 'mpi4py', 'matplotlib', 'cupy', 'chainermn', 'optuna')
+OPTIONAL = ('slack_sdk', 'mpi4py', 'matplotlib', 'cupy', 'chainermn', 'optuna', 'tensorboardX',
+            'mlflow')
 
 LIGHT_MODULES = [
     'researchutils',
@@ -171,7 +172,8 @@ DATA = ('researchutils.chainer.data_loading', 'researchutils.chainer.data_loadin
 MODELS = ('researchutils.chainer.models', 'researchutils.chainer.models.*')
 POOL = ('researchutils._process_pool', 'researchutils._process_worker',
         'researchutils._process_pipe')
-HEAVY = ('optuna', 'optuna.*', 'matplotlib', 'matplotlib.*')
+HEAVY = ('optuna', 'optuna.*', 'matplotlib', 'matplotlib.*', 'tensorboardX', 'tensorboardX.*',
+         'mlflow', 'mlflow.*')
 TRAINING = ('researchutils.chainer.training',)
 EXTENSIONS = ('researchutils.chainer.training.extensions',
               'researchutils.chainer.training.extensions.*',
@@ -199,7 +201,8 @@ IMPORT_TABLE.update({
     'researchutils.chainer.training.extensions.' + name:
         IMPORT_TABLE['researchutils.chainer.training.extensions']
     for name in ('slack_report', 'preemption_snapshot', 'chainer_pruning_extension',
-                 'best_model_saver', 'predictor_evaluator', 'stop_on_non_number')})
+                 'best_model_saver', 'predictor_evaluator', 'stop_on_non_number',
+                 'tensorboard_report', 'mlflow_report')})
 IMPORT_TABLE.update({
     module: IMPORT_TABLE['researchutils.chainer.iterators'] for module in (
         'researchutils.chainer.iterators.' + name for name in (
@@ -213,7 +216,8 @@ def _loaded_by(piece):
             'importlib.import_module({!r})\n'
             'print(" ".join(sorted(m for m in sys.modules\n'
             '                      if m.split(".")[0] in ("researchutils", "optuna",\n'
-            '                                             "matplotlib"))))\n').format(piece)
+            '                                             "matplotlib", "tensorboardX",\n'
+            '                                             "mlflow"))))\n').format(piece)
     out = subprocess.run([sys.executable, '-c', code], check=True, cwd=REPO,
                          capture_output=True, text=True).stdout
     return out.split()

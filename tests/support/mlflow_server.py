@@ -74,6 +74,21 @@ def free_port():
         return probe.getsockname()[1]
 
 
+def group_members(pgid):
+    """The processes of group ``pgid`` that run (zombies left out), from /proc."""
+    members = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open('/proc/{}/stat'.format(entry)) as stream:
+                    fields = stream.read().rsplit(')', 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] != 'Z' and int(fields[2]) == pgid:
+                members.append(int(entry))
+    return members
+
+
 def _die_with_parent():
     _prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
 
@@ -170,14 +185,15 @@ class MLflowServer(object):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while group_members(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
-    def group_alive(self, pgid):
-        """Whether any process of group ``pgid`` still runs."""
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        return True
+    @staticmethod
+    def group_alive(pgid):
+        """Whether any process of group ``pgid`` still runs (a zombie waiting for its
+        parent to reap it runs no more)."""
+        return bool(group_members(pgid))
 
     def log_tail(self, lines=30):
         try:
@@ -283,7 +299,8 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
             with urllib.request.urlopen(request, timeout=60) as response:
                 status, reply, reply_headers = response.status, response.read(), response.headers
         except urllib.error.HTTPError as error:
-            status, reply, reply_headers = error.code, error.read(), error.headers
+            with error:
+                status, reply, reply_headers = error.code, error.read(), error.headers
         with self.proxy._lock:
             self.proxy.passed += 1
         self.send_response(status)
