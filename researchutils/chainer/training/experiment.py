@@ -81,6 +81,13 @@ class ChainerExperiment(settings.Experiment):
         preemption_snapshot (bool): Snapshot and stop on SIGTERM and SIGUSR1
             (default), so that running again resumes exactly; False adds no
             PreemptionSnapshot.
+        tracking (str, list or dict): ``'tensorboard'``, ``'mlflow'`` or both
+            in a list: each run (each fold, each trial of a search) reports
+            its epochs to TensorBoard (``tensorboard/`` in its folder) or to
+            an MLflow run (MLflow's default tracking URI); a dict sets
+            ``'tensorboard'`` (bool), ``'mlflow'`` (True or a tracking URI)
+            and ``'mlflow_experiment'`` (None: the experiment's name). None:
+            no tracking. :doc:`../tutorials/tracking` says more.
 
     Raises:
         TypeError, ValueError: An argument or a "training" parameter is of
@@ -113,7 +120,8 @@ class ChainerExperiment(settings.Experiment):
                  gpu_ids: int | str | Sequence[int | str] | None = None,
                  val_score_mode: str = 'lowest', comm: Any = None,
                  extensions: Iterable[Any] = (), seed: int | None = None,
-                 stop_on_non_number: bool = True, preemption_snapshot: bool = True) -> None:
+                 stop_on_non_number: bool = True, preemption_snapshot: bool = True,
+                 tracking: str | Sequence[str] | dict[str, Any] | None = None) -> None:
         # Each argument is a row of settings.SETTINGS, which checks it (a test holds the
         # names, kinds and defaults here to the table's); locals() are exactly the arguments.
         for setting, value in settings.checked(locals()).items():

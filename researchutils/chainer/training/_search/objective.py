@@ -31,7 +31,7 @@ import optuna
 
 from researchutils.chainer.training._experiment import settings as _experiment_settings
 from researchutils.chainer.training._experiment.model_selection import score_model
-from researchutils.chainer.training._search import folders, retries, studies
+from researchutils.chainer.training._search import folders, retries, studies, tracking
 from researchutils.chainer.training.extensions.chainer_pruning_extension import (
     ChainerPruningExtension,
 )
@@ -93,10 +93,12 @@ def _trial_run(experiment: Experiment, params: Parameters, folder: str,
     key = experiment.val_score_key
     assert key is not None  # search refuses an experiment without one, on every rank
     pruning = ChainerPruningExtension(trial, 'val/' + key, (1, 'epoch'), comm=experiment.comm)
+    # Only rank 0 (which holds the trial) tracks.
     return _experiment_settings.replace(
         experiment, params=params,
         extensions=list(experiment.extensions) + [pruning, _ResumePoint(trial)],
-        name=os.path.join(experiment.name, folder))
+        name=os.path.join(experiment.name, folder),
+        tracking=None if trial is None else tracking.trial_tracking(experiment, trial, folder))
 
 
 def _take_folder(experiment: Experiment, study: optuna.Study, study_id: str,
@@ -152,17 +154,26 @@ def objective(experiment: Experiment, space: Space, train: DataManager, val: Dat
             model = run.run(train, val)
         except TrainingDiverged as error:
             trial.set_user_attr('diverged', str(error))
+            tracking.mark_trial(experiment, folder, 'PRUNED')
             raise optuna.TrialPruned('trial {} diverged: {}'.format(trial.number, error)
                                      ) from error
+        except optuna.TrialPruned:
+            tracking.mark_trial(experiment, folder, 'PRUNED')
+            raise
         except Preempted:
             # The snapshot is written and this process exits: the retry is enqueued now,
             # for any worker, rather than after a heartbeat's grace period.
             retries.fail_and_retry(study, trial)
             raise
+        except Exception:
+            tracking.mark_trial(experiment, folder, 'FAIL')
+            raise
         score = score_model(run, model, val, params.training)
         if math.isnan(score):
             trial.set_user_attr('diverged', '{} is NaN'.format(key))
+            tracking.mark_trial(experiment, folder, 'PRUNED')
             raise optuna.TrialPruned('trial {}: {} is NaN'.format(trial.number, key))
+        tracking.mark_trial(experiment, folder, 'COMPLETE')
         return score
     return run_trial
 

@@ -510,8 +510,10 @@ class MLflowReport(extension.Extension):
         if self._sender is None:
             client = _mlflow_client_class()(tracking_uri=self._tracking_uri)
             self._sender = _Sender(client, self._run, *self._sender_arguments)
-            if not self._resumed:
-                self._sender.offer(_Batch(params=dict(self._parameters)), bounded=False)
+            # Parameters once: MLflow refuses a parameter logged again with another value.
+            # Tags again when resumed: a retried trial of a search updates its number.
+            self._sender.offer(_Batch(params={} if self._resumed else dict(self._parameters),
+                                      tags=dict(self._tags)), bounded=False)
         return self._sender
 
     def __call__(self, trainer: chainer.training.Trainer) -> None:
