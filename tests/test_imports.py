@@ -179,6 +179,7 @@ EXTENSIONS = ('researchutils.chainer.training.extensions',
               'researchutils.chainer.training.extensions.*',
               'researchutils.chainer.training._scores',
               'researchutils.chainer.training._ranks',
+              'researchutils.chainer.training._mlflow_runs',
               'researchutils.chainer.serializers', 'researchutils.chainer.serializers.*')
 FUNCTIONS = ('researchutils.chainer.functions', 'researchutils.chainer.functions.*')
 LINKS = FUNCTIONS + ('researchutils.chainer.links', 'researchutils.chainer.links.*')

@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from researchutils.chainer.training._experiment import settings
 from researchutils.chainer.training._experiment import tracking as experiment_tracking
-from researchutils.chainer.training.extensions import mlflow_report
+from researchutils.chainer.training._mlflow_runs import (
+    PARENT_TAG,
+    end_run,
+    find_or_create_run,
+    mlflow_client_class,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -36,7 +41,7 @@ def _mlflow_on(experiment: Experiment) -> bool:
 
 def _client(experiment: Experiment) -> Any:
     assert experiment.tracking is not None
-    return mlflow_report._mlflow_client_class()(
+    return mlflow_client_class('search with MLflow tracking')(
         tracking_uri=experiment_tracking.mlflow_uri(experiment.tracking))
 
 
@@ -52,7 +57,7 @@ def with_parent_run(experiment: Experiment, study: optuna.Study, study_id: str
               'run_key': 'study-' + study_id,
               'tags': {STUDY_TAG: study_id, 'study': study.study_name}}
     try:
-        run_id = mlflow_report.find_or_create_run(_client(experiment), parent)
+        run_id = find_or_create_run(_client(experiment), parent)
     except Exception as error:
         logger.warning('search: the MLflow parent run of study %r could not be made (%s: %s); '
                        'its trials log as runs of their own', study.study_name,
@@ -71,7 +76,7 @@ def trial_tracking(experiment: Experiment, trial: optuna.Trial, folder: str
         return None
     tags = {'study': trial.study.study_name, 'trial': str(trial.number), FOLDER_TAG: folder}
     if experiment.tracking.get('parent_run_id'):
-        tags[mlflow_report.PARENT_TAG] = experiment.tracking['parent_run_id']
+        tags[PARENT_TAG] = experiment.tracking['parent_run_id']
     return experiment_tracking.sub_run(experiment, 'trial_{}'.format(trial.number), tags=tags)
 
 
@@ -90,7 +95,7 @@ def mark_trial(experiment: Experiment, folder: str, state: str) -> None:
         for run in runs:
             client.set_tag(run.info.run_id, STATE_TAG, state)
             if state == 'PRUNED':
-                client.set_terminated(run.info.run_id, 'KILLED')
+                end_run(client, run.info.run_id, 'KILLED')
     except Exception as error:
         logger.warning('search: the MLflow run of trial folder %r could not be marked %s '
                        '(%s: %s)', folder, state, type(error).__name__, error)

@@ -21,7 +21,7 @@ from researchutils._lazy import lazy_exports
 _EXPORTS = {
     'best_model_saver': ['BestModelSaver'],
     'chainer_pruning_extension': ['ChainerPruningExtension'],
-    'mlflow_report': ['MLflowReport'],
+    'mlflow_report': ['MLflowReport', 'send_unsent'],
     'predictor_evaluator': ['PredictorEvaluator'],
     'preemption_snapshot': ['Preempted', 'PreemptionSnapshot'],
     'slack_report': ['SlackReport'],
@@ -39,6 +39,9 @@ if TYPE_CHECKING:  # the table above, for type checkers and IDEs
     )
     from researchutils.chainer.training.extensions.mlflow_report import (
         MLflowReport as MLflowReport,
+    )
+    from researchutils.chainer.training.extensions.mlflow_report import (
+        send_unsent as send_unsent,
     )
     from researchutils.chainer.training.extensions.predictor_evaluator import (
         PredictorEvaluator as PredictorEvaluator,

@@ -135,16 +135,16 @@ class BackgroundWriter(Generic[ItemT]):
             before it ends.
 
     Example:
-        >>> class Printer(BackgroundWriter[str]):
+        >>> written = []
+        >>> class Collector(BackgroundWriter[str]):
         ...     def write(self, item):
-        ...         if self.deliver(print, item):
+        ...         if self.deliver(written.append, item):
         ...             self.credit(1)
-        >>> printer = Printer('Printer', queue_size=4)
-        >>> printer.offer('hello')
+        >>> collector = Collector('Collector', queue_size=4)
+        >>> collector.offer('hello')
         True
-        >>> printer.close(timeout=5.0)  # items not written
-        hello
-        0
+        >>> collector.close(timeout=5.0), written  # items not written, items written
+        (0, ['hello'])
     """
 
     def __init__(self, name: str, queue_size: int, max_retries: int = 8,

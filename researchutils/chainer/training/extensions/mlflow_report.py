@@ -26,7 +26,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import chainer
 from chainer.training import extension
@@ -39,21 +39,21 @@ from researchutils._checks import (
     check_positive_int,
     check_timeout,
 )
+from researchutils.chainer.training._mlflow_runs import (
+    PARENT_TAG,
+    end_run,
+    find_or_create_run,
+    mlflow_client_class,
+)
 from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training.extensions import _tracking
 from researchutils.chainer.training.extensions._background import BackgroundWriter
 from researchutils.chainer.training.extensions.preemption_snapshot import Preempted
 
-if TYPE_CHECKING:
-    import mlflow
-
-__all__ = ['MLflowReport', 'RUN_KEY_TAG', 'UNSENT_PREFIX', 'send_unsent']
+__all__ = ['MLflowReport', 'send_unsent']
 
 logger = logging.getLogger(__name__)
 
-# The tag that finds a run again whose id the snapshot could not hold yet.
-RUN_KEY_TAG = 'researchutils.run_key'
-PARENT_TAG = 'mlflow.parentRunId'  # MLflow's own link of a child run to its parent
 # What could not be sent: <out>/mlflow_unsent_<run key>.json.
 UNSENT_PREFIX = 'mlflow_unsent_'
 UNSENT_FORMAT = 'researchutils.MLflowReport.unsent/1'
@@ -70,22 +70,13 @@ _MAX_PARAMS_TAGS = 100
 _STATUS_FINISHED, _STATUS_FAILED, _STATUS_KILLED = 'FINISHED', 'FAILED', 'KILLED'
 
 
-def _mlflow_client_class() -> type[mlflow.MlflowClient]:
-    try:
-        from mlflow import MlflowClient
-    except ImportError as error:
-        raise ImportError('MLflowReport needs mlflow: pip install researchutils[mlflow]'
-                          ) from error
-    return MlflowClient
-
-
-def mlflow_name(name: str) -> str:
+def _mlflow_name(name: str) -> str:
     """``name`` as MLflow accepts a metric or parameter name: a character it refuses becomes
     ``_``, a name that would change as a path (``a//b``, ``/a``, ``a/``) is made one that
     does not, and a longer one than 250 characters is cut.
 
     Example:
-        >>> mlflow_name('main/loss'), mlflow_name('val/acc@1'), mlflow_name('/a//b/')
+        >>> _mlflow_name('main/loss'), _mlflow_name('val/acc@1'), _mlflow_name('/a//b/')
         ('main/loss', 'val/acc_1', 'a/b')
     """
     name = _NAME_CHARACTERS.sub('_', name)
@@ -184,7 +175,7 @@ class _Sender(BackgroundWriter[Any]):
             run_id = self._ensure_run()
             for item in group:
                 if isinstance(item, _End):
-                    self.client.set_terminated(run_id, item.status, item.end_time)
+                    end_run(self.client, run_id, item.status, item.end_time)
             self._log(run_id, [item for item in group if isinstance(item, _Batch)])
         except Exception as error:
             if _permanent(error):
@@ -248,37 +239,6 @@ class _Refused(Exception):
     """MLflow refused a request: retrying cannot help."""
 
 
-def find_or_create_run(client: Any, run: Mapping[str, Any]) -> str:
-    """The id of the run tagged ``run['run_key']`` in its experiment; made when none is."""
-    experiment_name = run['experiment_name']
-    if experiment_name is None:
-        experiment_id = '0'  # MLflow's Default experiment
-    else:
-        experiment = client.get_experiment_by_name(experiment_name)
-        if experiment is not None:
-            experiment_id = experiment.experiment_id
-        else:
-            try:
-                experiment_id = client.create_experiment(experiment_name)
-            except Exception:
-                # Made meanwhile by another process (the trials of a search).
-                experiment = client.get_experiment_by_name(experiment_name)
-                if experiment is None:
-                    raise
-                experiment_id = experiment.experiment_id
-    found = client.search_runs([experiment_id], "tags.`{}` = '{}'".format(
-        RUN_KEY_TAG, run['run_key']), max_results=1)
-    if found:
-        run_id = str(found[0].info.run_id)
-        if found[0].info.status != 'RUNNING':
-            client.update_run(run_id, status='RUNNING')
-        return run_id
-    tags = dict(run.get('tags') or {})
-    tags[RUN_KEY_TAG] = run['run_key']
-    created = client.create_run(experiment_id, tags=tags, run_name=run.get('run_name'))
-    return str(created.info.run_id)
-
-
 def _unsent_path(out: str, run_key: str) -> str:
     return os.path.join(out, '{}{}.json'.format(UNSENT_PREFIX, run_key))
 
@@ -340,14 +300,14 @@ def send_unsent(path: str | os.PathLike[str], tracking_uri: str | None = None) -
                              data, dict) else None, UNSENT_FORMAT))
     run = dict(data)
     run['tracking_uri'] = tracking_uri or data['tracking_uri']
-    client = _mlflow_client_class()(tracking_uri=run['tracking_uri'])
+    client = mlflow_client_class('MLflowReport')(tracking_uri=run['tracking_uri'])
     sender = _Sender(client, run, 1, 0, 1.0, 1.0)
     run_id = sender._ensure_run()
     batches = [_Batch(batch['metrics'], batch['params'], batch['tags'])
                for batch in data['batches']]
     sender._log(run_id, batches)
     if data.get('end'):
-        client.set_terminated(run_id, data['end']['status'], data['end']['end_time'])
+        end_run(client, run_id, data['end']['status'], data['end']['end_time'])
     os.unlink(path)
     return sum(len(batch.metrics) for batch in batches)
 
@@ -383,7 +343,7 @@ class MLflowReport(extension.Extension):
     folder, with one :class:`RuntimeWarning` naming it, and
     :func:`send_unsent` or ``python -m
     researchutils.chainer.training.extensions.mlflow_report FILE`` sends it
-    later. Metric names MLflow refuses are renamed (:func:`mlflow_name`,
+    later. Metric names MLflow refuses are renamed (characters it refuses become ``_``,
     logged once); NaN and infinite values are sent as they are, which
     MLflow's documentation allows (its SQL stores keep NaN and store
     infinities as the largest float). See docs/tutorials/tracking.rst.
@@ -443,7 +403,7 @@ class MLflowReport(extension.Extension):
         self._rows = _tracking.LogRows(_tracking.check_log_report(log_report),
                                        _tracking.check_entries(entries),
                                        _tracking.check_step(step))
-        self._parameters = {mlflow_name(name): str(value)[:_MAX_PARAM_VALUE] for name, value
+        self._parameters = {_mlflow_name(name): str(value)[:_MAX_PARAM_VALUE] for name, value
                             in _tracking.flat_hyperparameters(parameters).items()}
         if tags is not None and not (isinstance(tags, Mapping) and all(
                 isinstance(key, str) and isinstance(value, str) for key, value in tags.items())):
@@ -504,11 +464,11 @@ class MLflowReport(extension.Extension):
         self._trainer = trainer
         self._rows.check(trainer, 'MLflowReport')
         if is_rank_zero(self._comm):
-            _mlflow_client_class()
+            mlflow_client_class('MLflowReport')
 
     def _open(self) -> _Sender:
         if self._sender is None:
-            client = _mlflow_client_class()(tracking_uri=self._tracking_uri)
+            client = mlflow_client_class('MLflowReport')(tracking_uri=self._tracking_uri)
             self._sender = _Sender(client, self._run, *self._sender_arguments)
             # Parameters once: MLflow refuses a parameter logged again with another value.
             # Tags again when resumed: a retried trial of a search updates its number.
@@ -534,7 +494,7 @@ class MLflowReport(extension.Extension):
     def _name(self, key: str) -> str:
         name = self._renamed.get(key)
         if name is None:
-            name = self._renamed[key] = mlflow_name(key)
+            name = self._renamed[key] = _mlflow_name(key)
             if name != key:
                 logger.warning('MLflowReport: MLflow refuses the metric name %r; it is logged '
                                'as %r', key, name)
