@@ -91,3 +91,31 @@ def test_each_fold_of_a_kfold_has_its_own_tensorboard_folder(tmp_path):
         folder = os.path.join(experiment.output_dir, fold)
         assert _scalars(os.path.join(folder, 'tensorboard'), 'main/MSE') == _expected(
             folder, 'main/MSE')
+
+
+def test_a_preempted_run_run_again_continues_its_mlflow_run_and_tensorboard_steps(
+        tmp_path, mlflow_server):
+    # What a retried trial of a search does too: train on in its folder from the snapshot.
+    import signal
+
+    from researchutils.chainer.training.extensions import Preempted
+    from tests.support.preemptible_training import signal_self_at
+    mlflow = pytest.importorskip('mlflow')
+    name = 'exp-' + uuid.uuid4().hex[:8]
+    tracking = {'tensorboard': True, 'mlflow': mlflow_server.url, 'mlflow_experiment': name}
+    train, val = tasks.make_managers(n_train=64, n_val=32)  # 2 iterations an epoch
+    first = tasks.experiment(tmp_path, tasks.make_params(num_epochs=3), tracking=tracking,
+                             extensions=[signal_self_at(4, signal.SIGUSR1)])
+    with pytest.raises(Preempted):
+        first.run(train, val)
+    tasks.experiment(tmp_path, tasks.make_params(num_epochs=3), tracking=tracking).run(
+        train, val)
+    client = mlflow.MlflowClient(mlflow_server.url)
+    [run] = client.search_runs([client.get_experiment_by_name(name).experiment_id])
+    assert run.info.status == 'FINISHED'
+    history = sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id,
+                                                                        'main/MSE'))
+    assert history == _expected(first.output_dir, 'main/MSE')
+    assert [step for step, _ in history] == [1, 2, 3]
+    folder = os.path.join(first.output_dir, 'tensorboard')
+    assert _scalars(folder, 'main/MSE') == _expected(first.output_dir, 'main/MSE')
