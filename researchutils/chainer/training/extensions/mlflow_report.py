@@ -60,13 +60,11 @@ UNSENT_FORMAT = 'researchutils.MLflowReport.unsent/1'
 _SEND_COMMAND = 'python -m researchutils.chainer.training.extensions.mlflow_report'
 # MLflow's limits (mlflow.utils.validation): names of at most 250 characters of letters,
 # digits and '_-. /', that stay the same as paths; parameter values of at most 6000
-# characters, tag values of 8000; at most 1000 metrics and 100 parameters and tags a batch.
+# characters, tag values of 8000.
 _NAME_CHARACTERS = re.compile(r'[^\w\-. /]')
 _MAX_NAME = 250
 _MAX_PARAM_VALUE = 6000
 _MAX_TAG_VALUE = 8000
-_MAX_METRICS = 1000
-_MAX_PARAMS_TAGS = 100
 _STATUS_FINISHED, _STATUS_FAILED, _STATUS_KILLED = 'FINISHED', 'FAILED', 'KILLED'
 
 
@@ -190,11 +188,9 @@ class _Sender(BackgroundWriter[Any]):
                    for batch in batches for key, value, timestamp, step in batch.metrics]
         params = [Param(key, value) for batch in batches for key, value in batch.params.items()]
         tags = [RunTag(key, value) for batch in batches for key, value in batch.tags.items()]
-        while metrics or params or tags:
-            self.client.log_batch(run_id, metrics=metrics[:_MAX_METRICS],
-                                  params=params[:_MAX_PARAMS_TAGS], tags=tags[:_MAX_PARAMS_TAGS])
-            metrics = metrics[_MAX_METRICS:]
-            params, tags = params[_MAX_PARAMS_TAGS:], tags[_MAX_PARAMS_TAGS:]
+        # MlflowClient splits a batch into requests within MLflow's limits (1000 values,
+        # 100 parameters, 100 tags a request).
+        self.client.log_batch(run_id, metrics=metrics, params=params, tags=tags)
 
     def _ensure_run(self) -> str:
         """The run's id: the one known (from a snapshot: set running again), else the run

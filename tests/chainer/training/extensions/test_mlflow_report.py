@@ -198,3 +198,21 @@ def test_the_snapshot_holds_the_run_id(mlflow_server, tmp_path, experiment_name)
     with numpy.load(str(tmp_path / 'snapshot_end')) as snapshot:
         assert str(snapshot['extensions/MLflowReport/_run_id']) in ('', report.run_id)
         assert str(snapshot['extensions/MLflowReport/_run_key']) == report.run_key
+
+
+def test_a_report_larger_than_one_request_of_mlflow_arrives_whole(
+        mlflow_server, tmp_path, experiment_name):
+    # MLflow takes at most 1000 values, 100 parameters and 100 tags a request.
+    parameters = {'p{}'.format(index): index for index in range(150)}
+    values = {'m{}'.format(index): float(index) for index in range(1100)}
+    report = MLflowReport(mlflow_server.url, experiment_name, parameters=parameters,
+                          tags={'t{}'.format(index): 'x' for index in range(120)})
+    trainer = tracked_trainer(tmp_path, report, stop_iteration=4)
+    trainer.extend(_report_values(values))
+    trainer.run()
+    client = mlflow.MlflowClient(mlflow_server.url)
+    run = client.get_run(report.run_id)
+    assert run.data.params == {name: str(value) for name, value in parameters.items()}
+    assert sum(tag.startswith('t') for tag in run.data.tags) == 120
+    assert _history(client, report.run_id, 'm1099') == [(2, 1099.0), (4, 1099.0)]
+    assert len(run.data.metrics) == 1102
