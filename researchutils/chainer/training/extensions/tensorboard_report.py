@@ -222,7 +222,13 @@ class TensorBoardReport(extension.Extension):
         self._finalized = True
         if not is_rank_zero(self._comm):
             return
-        writer = self._open(self._trainer)
+        try:
+            writer = self._open(self._trainer)
+        except OSError as error:
+            # Raised at the first report already, or the run ended before one: finalize
+            # must not raise, or the other extensions' finalize would not run.
+            warnings.warn(str(error), RuntimeWarning)
+            return
         if writer.error is None:
             self._queue_rows(self._trainer, bounded=False)
         unwritten = writer.close(self._flush_timeout)

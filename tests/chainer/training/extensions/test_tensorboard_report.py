@@ -3,7 +3,6 @@ the reference for every value is the LogReport's log file of the same run."""
 import os
 import subprocess
 import sys
-import warnings
 
 import chainer
 import pytest
@@ -120,12 +119,22 @@ def test_what_was_queued_is_written_when_the_run_crashes(tmp_path):
 def test_a_folder_that_cannot_be_made_is_an_error_at_the_first_report_naming_it(tmp_path):
     (tmp_path / 'taken').write_text('a file where the folder should be')
     trainer = tracked_trainer(tmp_path, TensorBoardReport('taken/events'))
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', RuntimeWarning)
+    finalized = []
+
+    class After(chainer.training.Extension):
+        def __call__(self, trainer):
+            pass
+
+        def finalize(self):
+            finalized.append(True)
+
+    trainer.extend(After())
+    with pytest.warns(RuntimeWarning, match='taken/events'):  # from finalize, not raised
         with pytest.raises(OSError, match='TensorBoardReport cannot write its event files in '
                                           '.*taken/events'):
             trainer.run()
     assert trainer.updater.iteration == 2  # the first report
+    assert finalized == [True]  # the other extensions' finalize still ran
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason='root writes in a read-only folder')
