@@ -528,7 +528,14 @@ class MLflowReport(extension.Extension):
                           'warnings say why)'.format(sender.refused), RuntimeWarning)
         if left:
             path = _unsent_path(self._trainer.out, self.run_key)
-            metrics = _write_unsent(path, self._run, left)
+            try:
+                metrics = _write_unsent(path, self._run, left)
+            except (OSError, ValueError) as error:
+                # finalize must not raise, or the other extensions' finalize would not run.
+                warnings.warn('MLflowReport: what could not be sent to MLflow could not be '
+                              'kept in {} either ({}: {}); it is lost'.format(
+                                  path, type(error).__name__, error), RuntimeWarning)
+                return
             warnings.warn('MLflowReport: {} metric value(s) could not be sent to MLflow at {} '
                           'before the run ended; they are kept in {}: send them with `{} {}`'
                           .format(metrics, self._tracking_uri, path, _SEND_COMMAND, path),
