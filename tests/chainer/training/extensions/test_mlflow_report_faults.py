@@ -178,3 +178,13 @@ def test_a_run_preempted_before_the_server_gave_its_id_is_found_again_by_its_key
     assert second.run_id == first.run_id
     assert [step for step, _ in _history(mlflow_server.url, first.run_id, 'main/loss')] == [
         2, 4, 6, 8]
+
+
+def test_a_kept_file_that_cannot_be_written_is_a_warning_and_the_run_ends(
+        mlflow_server, tmp_path, experiment_name):
+    with DelayingProxy(mlflow_server.url) as proxy:
+        proxy.down()
+        report = MLflowReport(proxy.url, experiment_name, max_retries=0, flush_timeout=5.0)
+        os.makedirs(tmp_path / 'mlflow_unsent_{}.json'.format(report.run_key))  # in the way
+        with pytest.warns(RuntimeWarning, match='could not be kept in .*mlflow_unsent_'):
+            tracked_trainer(tmp_path, report, stop_iteration=2).run()
