@@ -62,11 +62,20 @@ extras = {
     # graph; onnxruntime runs it (the tests compare it with Chainer). onnx 1.19 removed
     # onnx.mapping, which the compatibility finder supplies to onnx_chainer.
     'onnx': ['onnx>=1.18', 'onnxruntime>=1.17'],
+    # TensorBoardReport writes event files with tensorboardX (no TensorFlow, no PyTorch).
+    'tensorboard': ['tensorboardX>=2.6'],
+    # MLflowReport needs only MLflow's client: mlflow-skinny, without the server's pandas,
+    # pyarrow, scikit-learn and scipy.
+    'mlflow': ['mlflow-skinny>=3'],
     # furo: a maintained theme whose column fits the tutorials' code at a laptop's width
     # (tests/test_docs.py); Sphinx 7.1 wraps long signatures (docs/conf.py).
     'docs': ['sphinx>=7.1', 'furo>=2024.8'],
     # pytest-xdist: `make test` runs each stack's suite on two processes a core.
-    'test': ['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3', 'ruff>=0.4', 'mypy>=2'],
+    # tensorboard: its EventAccumulator reads back TensorBoardReport's files. The MLflow
+    # server the tests start (the full mlflow) is installed in one stack's venv only, which
+    # serves the others (Makefile, tests/support/mlflow_server.py).
+    'test': ['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3', 'ruff>=0.4', 'mypy>=2',
+             'tensorboard>=2.14'],
 }
 extras['all'] = sorted({req for reqs in extras.values() for req in reqs})
 

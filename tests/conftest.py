@@ -14,9 +14,10 @@ import os
 
 import pytest
 
-# Session-wide fixtures that tests of several folders share (one PostgreSQL server and one
-# bridge for the namespace hosts a session, researchutils' wheel for the install and typing
-# tests): they must be known here, at the top.
+# Session-wide fixtures that tests of several folders share (one PostgreSQL server, one MLflow
+# server and one bridge for the namespace hosts a session, researchutils' wheel for the
+# install and typing tests): they must be known here, at the top.
+from tests.support.mlflow_server import mlflow_server  # noqa: F401 (fixture)
 from tests.support.netns_hosts import host_network, network_hosts  # noqa: F401 (fixtures)
 from tests.support.postgres_server import postgres_database, postgres_server  # noqa: F401
 from tests.support.wheel import researchutils_wheel  # noqa: F401

@@ -40,8 +40,25 @@ def _tutorial(path):
     return pytest.param(path, id=os.path.basename(path), marks=marks)
 
 
-@pytest.mark.parametrize('path', [_tutorial(path) for path in TUTORIALS])
+# Tutorials that log to MLflow: they run against the session's MLflow server
+# (tests/support/mlflow_server.py), named by MLFLOW_TRACKING_URI as a user's shell would.
+MLFLOW_TUTORIALS = ('tracking.rst',)
+
+
+@pytest.mark.parametrize('path', [_tutorial(path) for path in TUTORIALS
+                                  if os.path.basename(path) not in MLFLOW_TUTORIALS])
 def test_tutorial_examples_run(path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = doctest.testfile(path, module_relative=False, optionflags=OPTIONS)
+    assert result.failed == 0
+
+
+@pytest.mark.parametrize('name', MLFLOW_TUTORIALS)
+def test_tracking_tutorial_examples_run(name, mlflow_server, tmp_path, monkeypatch):
+    pytest.importorskip('tensorboardX')
+    pytest.importorskip('tensorboard')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv('MLFLOW_TRACKING_URI', mlflow_server.url)
+    result = doctest.testfile(os.path.join(ROOT, 'docs', 'tutorials', name),
+                              module_relative=False, optionflags=OPTIONS)
     assert result.failed == 0

@@ -12,7 +12,7 @@ from tests.support.import_probe import modules_loaded_after
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTIONAL = ('slack_sdk', 'mpi4py', 'matplotlib', 'cupy', 'chainermn', 'optuna', 'onnx',
-            'onnx_chainer', 'onnxruntime')
+            'onnx_chainer', 'onnxruntime', 'tensorboardX', 'mlflow')
 
 LIGHT_MODULES = [
     'researchutils',
@@ -176,12 +176,14 @@ DATA = ('researchutils.chainer.data_loading', 'researchutils.chainer.data_loadin
 MODELS = ('researchutils.chainer.models', 'researchutils.chainer.models.*')
 POOL = ('researchutils._process_pool', 'researchutils._process_worker',
         'researchutils._process_pipe')
-HEAVY = ('optuna', 'optuna.*', 'matplotlib', 'matplotlib.*')
+HEAVY = ('optuna', 'optuna.*', 'matplotlib', 'matplotlib.*', 'tensorboardX', 'tensorboardX.*',
+         'mlflow', 'mlflow.*')
 TRAINING = ('researchutils.chainer.training',)
 EXTENSIONS = ('researchutils.chainer.training.extensions',
               'researchutils.chainer.training.extensions.*',
               'researchutils.chainer.training._scores',
               'researchutils.chainer.training._ranks',
+              'researchutils.chainer.training._mlflow_runs',
               'researchutils.chainer.serializers', 'researchutils.chainer.serializers.*')
 FUNCTIONS = ('researchutils.chainer.functions', 'researchutils.chainer.functions.*')
 LINKS = FUNCTIONS + ('researchutils.chainer.links', 'researchutils.chainer.links.*')
@@ -212,7 +214,8 @@ IMPORT_TABLE.update({
     'researchutils.chainer.training.extensions.' + name:
         IMPORT_TABLE['researchutils.chainer.training.extensions']
     for name in ('slack_report', 'preemption_snapshot', 'chainer_pruning_extension',
-                 'best_model_saver', 'predictor_evaluator', 'stop_on_non_number')})
+                 'best_model_saver', 'predictor_evaluator', 'stop_on_non_number',
+                 'tensorboard_report', 'mlflow_report')})
 IMPORT_TABLE.update({
     module: IMPORT_TABLE['researchutils.chainer.iterators'] for module in (
         'researchutils.chainer.iterators.' + name for name in (
@@ -227,7 +230,8 @@ def _loaded_by(piece):
             'print(" ".join(sorted(m for m in sys.modules\n'
             '                      if m.split(".")[0] in ("researchutils", "optuna",\n'
             '                                             "matplotlib", "onnx",\n'
-            '                                             "onnx_chainer", "onnxruntime"))))\n'
+            '                                             "onnx_chainer", "onnxruntime",\n'
+            '                                             "tensorboardX", "mlflow"))))\n'
             ).format(piece)
     out = subprocess.run([sys.executable, '-c', code], check=True, cwd=REPO,
                          capture_output=True, text=True).stdout

@@ -13,6 +13,8 @@ while ``k`` grows (1, then 3, then 5). It uses the whole toolkit:
   a SIGTERM or SIGUSR1 (a cluster ending the job) stops the run at the end of the
   iteration with a snapshot and exit status 75, and ``--resume`` continues it to the same
   final errors as a run never stopped;
+* TensorBoard event files of the training (``ChainerExperiment(tracking='tensorboard')``:
+  ``tensorboard --logdir result``), unless ``--no-tensorboard``;
 * a :class:`~researchutils.chainer.training.extensions.SlackReport` when ``SLACK_BOT_TOKEN``
   and ``SLACK_CHANNEL`` are set.
 
@@ -274,6 +276,9 @@ def parse_args(argv):
     parser.add_argument('--hidden', type=int, default=256, help='LSTM units (256)')
     parser.add_argument('--workers', type=int, default=2,
                         help='worker processes rendering clips (2)')
+    parser.add_argument('--no-tensorboard', dest='tensorboard', action='store_false',
+                        help='write no TensorBoard events (by default each run writes them '
+                        'in its folder, tensorboard/)')
     parser.add_argument('--actions', action='store_true',
                         help='balls pushed by known actions: train the action-conditioned '
                         'model and the same model without actions (in OUT/{} and OUT/{}) and '
@@ -330,6 +335,19 @@ def _move_aside(run_dir):
         print('moved the previous run to {} (use --resume to continue a run)'.format(kept))
 
 
+def _tracking(args):
+    """TensorBoard, unless --no-tensorboard or tensorboardX is missing (then said so)."""
+    if not args.tensorboard:
+        return None
+    try:
+        import tensorboardX  # noqa: F401
+    except ImportError:
+        print('TensorBoard: no events written: pip install researchutils[tensorboard]')
+        return None
+    print('TensorBoard: tensorboard --logdir {} shows the training'.format(args.out))
+    return 'tensorboard'
+
+
 def _slack_extensions(args):
     token, channel = os.environ.get('SLACK_BOT_TOKEN'), os.environ.get('SLACK_CHANNEL')
     if not (token and channel):
@@ -375,7 +393,7 @@ def train_and_evaluate(args, setup, run_dir):
     experiment = ChainerExperiment(
         params, setup.model_cls, name=setup.name, save_path=args.out,
         key_mapping=setup.key_mapping, gpu_ids=[args.gpu] if args.gpu >= 0 else [],
-        extensions=extensions, seed=args.seed)
+        extensions=extensions, seed=args.seed, tracking=_tracking(args))
     if not os.path.exists(os.path.join(run_dir, 'experiment.json')):
         experiment.save()
     model = experiment.run(train, val)

@@ -68,6 +68,15 @@ def test_tiny_run_writes_its_outputs_and_beats_the_baseline(tmp_path):
     # The horizon grows over the run: 1, then 3, then 5 steps.
     assert [row['k_step'] for row in log] == [1, 1, 3, 3, 5, 5]
     assert 'Slack: set SLACK_BOT_TOKEN' in result.stdout
+    # TensorBoard events by default: one point per epoch of the log, read by TensorBoard.
+    assert 'tensorboard --logdir' in result.stdout
+    accumulator = pytest.importorskip(
+        'tensorboard.backend.event_processing.event_accumulator').EventAccumulator(
+            str(run_dir / 'tensorboard'))
+    accumulator.Reload()
+    assert [(event.step, pytest.approx(event.value, rel=1e-6))
+            for event in accumulator.Scalars('val/k_step_error')] == [
+        (row['epoch'], row['val/k_step_error']) for row in log]
 
 
 def _check_onnx(path, stdout):

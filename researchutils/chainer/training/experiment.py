@@ -82,6 +82,13 @@ class ChainerExperiment(settings.Experiment):
         preemption_snapshot (bool): Snapshot and stop on SIGTERM and SIGUSR1
             (default), so that running again resumes exactly; False adds no
             PreemptionSnapshot.
+        tracking (str, list or dict): ``'tensorboard'``, ``'mlflow'`` or both
+            in a list: each run (each fold, each trial of a search) reports
+            its epochs to TensorBoard (``tensorboard/`` in its folder) or to
+            an MLflow run (MLflow's default tracking URI); a dict sets
+            ``'tensorboard'`` (bool), ``'mlflow'`` (True or a tracking URI)
+            and ``'mlflow_experiment'`` (None: the experiment's name). None:
+            no tracking. :doc:`../tutorials/tracking` says more.
         wait_for_folder (float): Seconds a run waits for another run that
             holds its folder to end; 0 (default): refused at once. One run owns
             an experiment folder (the tutorial's "One run, one folder").
@@ -118,6 +125,7 @@ class ChainerExperiment(settings.Experiment):
                  val_score_mode: str = 'lowest', comm: Any = None,
                  extensions: Iterable[Any] = (), seed: int | None = None,
                  stop_on_non_number: bool = True, preemption_snapshot: bool = True,
+                 tracking: str | Sequence[str] | dict[str, Any] | None = None,
                  wait_for_folder: float = 0.0) -> None:
         # Each argument is a row of settings.SETTINGS, which checks it (a test holds the
         # names, kinds and defaults here to the table's); locals() are exactly the arguments.

@@ -20,7 +20,7 @@ import numpy.typing
 from researchutils._checks import check_bool, check_int, check_probability, check_seed
 from researchutils.chainer.data_loading import DataManager
 from researchutils.chainer.training import _ownership, json_values, train_utils
-from researchutils.chainer.training._experiment import settings
+from researchutils.chainer.training._experiment import settings, tracking
 from researchutils.chainer.training._experiment.model import predictor
 from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training._scores import improves, score_for_json
@@ -208,7 +208,8 @@ def _run_folds(experiment: settings.Experiment, data: DataManager,
             name=os.path.join(experiment.name, 'fold_{}'.format(i)),
             n_epochs=experiment.n_epochs if num_epochs is None else num_epochs,
             val_score_key=experiment.val_score_key if val else None,
-            seed=experiment.seed if experiment.seed is not None else random_seed)
+            seed=experiment.seed if experiment.seed is not None else random_seed,
+            tracking=tracking.sub_run(experiment, 'fold_{}'.format(i)))
         model = fold.run(train, val)
         predictions[str(i)], results[str(i)] = fold.test(model, test, metrics, metric_keys,
                                                          verbose)
@@ -255,7 +256,8 @@ def _run_grid(experiment: settings.Experiment, train: DataManager,
     for k, combination in enumerate(experiment.params.grid()):
         run = settings.replace(
             experiment, params=combination, name=os.path.join(experiment.name,
-                                                              'grid_{}'.format(k)))
+                                                              'grid_{}'.format(k)),
+            tracking=tracking.sub_run(experiment, 'grid_{}'.format(k)))
         try:
             model = run.run(train, val)
         except TrainingDiverged as error:

@@ -17,7 +17,7 @@ import chainer
 
 from researchutils._checks import check_seed
 from researchutils.chainer.training import json_values, references, train_utils
-from researchutils.chainer.training._experiment import checks
+from researchutils.chainer.training._experiment import checks, tracking
 from researchutils.chainer.training._scores import check_val_score_mode
 from researchutils.chainer.training.parameters import Parameters
 
@@ -104,6 +104,7 @@ SETTINGS = (
             *_PLAIN),
     Setting('preemption_snapshot', True, checks.check_preemption_snapshot, _KEYWORD_ONLY,
             *_PLAIN),
+    Setting('tracking', None, tracking.check_tracking, _KEYWORD_ONLY, *_PLAIN),
     Setting('wait_for_folder', 0.0, checks.check_wait_for_folder, _KEYWORD_ONLY, *_PLAIN),
 )
 
@@ -131,6 +132,7 @@ class Experiment(Protocol):
     seed: int | None
     stop_on_non_number: bool
     preemption_snapshot: bool
+    tracking: dict[str, Any] | None
     wait_for_folder: float
 
     @property

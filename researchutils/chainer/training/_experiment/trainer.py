@@ -18,7 +18,7 @@ from chainer.training import extensions as chainer_extensions
 
 from researchutils.chainer import serializers
 from researchutils.chainer.models.multi_node import setup_multi_node_optimizer
-from researchutils.chainer.training._experiment import checks, files
+from researchutils.chainer.training._experiment import checks, files, tracking
 from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training._trees import Tree
 from researchutils.chainer.training.extensions.best_model_saver import BestModelSaver
@@ -133,6 +133,8 @@ def _extend(trainer: chainer.training.Trainer, experiment: Experiment,
     trainer.extend(chainer_extensions.snapshot(filename=files.SNAPSHOT_NAME, n_retains=2),
                    trigger=(experiment.checkpoint_freq, 'epoch'))
     trainer.extend(chainer_extensions.LogReport(trigger=(1, 'epoch')))
+    for tracker in tracking.extensions(experiment):
+        trainer.extend(tracker, trigger=(1, 'epoch'))
     _extend_plots(trainer, training, val)
     if sys.stdout.isatty():
         trainer.extend(chainer_extensions.ProgressBar())

@@ -20,7 +20,7 @@ import optuna
 
 from researchutils._checks import check_positive_float, check_positive_int
 from researchutils.chainer.training._ranks import is_rank_zero
-from researchutils.chainer.training._search import objective, retries, studies, summary
+from researchutils.chainer.training._search import objective, retries, studies, summary, tracking
 from researchutils.chainer.training._search.space import Space
 
 if TYPE_CHECKING:
@@ -122,6 +122,7 @@ def _lead(experiment: Experiment, space: Space, train: DataManager, val: DataMan
     """The search in one process, or on ChainerMN rank 0, which asks Optuna."""
     with studies.opened_study(experiment, storage, sampler, pruner, heartbeat) as study:
         studies.study_id(study)  # stored now, when a new study has none, not at its first trial
+        experiment = tracking.with_parent_run(experiment, study, studies.study_id(study))
         _check_trials(study, space)
         retries.fail_dead_trials(study)
         finished = len(study.get_trials(deepcopy=False, states=(_STATES.COMPLETE,

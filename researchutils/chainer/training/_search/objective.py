@@ -32,7 +32,7 @@ import optuna
 from researchutils.chainer.training import _ownership
 from researchutils.chainer.training._experiment import settings as _experiment_settings
 from researchutils.chainer.training._experiment.model_selection import score_model
-from researchutils.chainer.training._search import folders, retries, studies
+from researchutils.chainer.training._search import folders, retries, studies, tracking
 from researchutils.chainer.training.extensions.chainer_pruning_extension import (
     ChainerPruningExtension,
 )
@@ -96,11 +96,13 @@ def _trial_run(experiment: Experiment, params: Parameters, folder: str,
     pruning = ChainerPruningExtension(trial, 'val/' + key, (1, 'epoch'), comm=experiment.comm)
     # The search gave the folder to this trial already: a retry waits for the claim of the
     # run it takes over from (another host's, whose heartbeat stopped) to expire.
+    # Only rank 0 (which holds the trial) tracks.
     return _experiment_settings.replace(
         experiment, params=params,
         extensions=list(experiment.extensions) + [pruning, _ResumePoint(trial)],
         name=os.path.join(experiment.name, folder),
-        wait_for_folder=max(experiment.wait_for_folder, _ownership.GRACE_PERIOD))
+        wait_for_folder=max(experiment.wait_for_folder, _ownership.GRACE_PERIOD),
+        tracking=None if trial is None else tracking.trial_tracking(experiment, trial, folder))
 
 
 def _take_folder(experiment: Experiment, study: optuna.Study, study_id: str,
@@ -156,17 +158,26 @@ def objective(experiment: Experiment, space: Space, train: DataManager, val: Dat
             model = run.run(train, val)
         except TrainingDiverged as error:
             trial.set_user_attr('diverged', str(error))
+            tracking.mark_trial(experiment, folder, 'PRUNED')
             raise optuna.TrialPruned('trial {} diverged: {}'.format(trial.number, error)
                                      ) from error
+        except optuna.TrialPruned:
+            tracking.mark_trial(experiment, folder, 'PRUNED')
+            raise
         except Preempted:
             # The snapshot is written and this process exits: the retry is enqueued now,
             # for any worker, rather than after a heartbeat's grace period.
             retries.fail_and_retry(study, trial)
             raise
+        except Exception:
+            tracking.mark_trial(experiment, folder, 'FAIL')
+            raise
         score = score_model(run, model, val, params.training)
         if math.isnan(score):
             trial.set_user_attr('diverged', '{} is NaN'.format(key))
+            tracking.mark_trial(experiment, folder, 'PRUNED')
             raise optuna.TrialPruned('trial {}: {} is NaN'.format(trial.number, key))
+        tracking.mark_trial(experiment, folder, 'COMPLETE')
         return score
     return run_trial
 

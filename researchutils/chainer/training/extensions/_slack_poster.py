@@ -1,8 +1,9 @@
 """SlackPoster: SlackReport's messages sent to Slack from a daemon thread, with retries.
 
 The training thread hands messages to :class:`SlackPoster` and returns at
-once; they wait in a bounded ``_slack_queue.MessageQueue`` until the
-poster's thread sends them with a ``slack_sdk.WebClient``. A connection error, a timeout,
+once; they wait in the bounded queue of a ``_background.BackgroundWriter`` (the thread and
+retry loop the reporting extensions share) until the poster's thread sends them with a
+``slack_sdk.WebClient``. A connection error, a timeout,
 HTTP 5xx or an answer that is not Slack's JSON is retried with backoff, HTTP
 429 after its ``Retry-After``; an error that no retry can cure (a rejected
 token, an unknown channel) stops posting. Each is logged once, and nothing
@@ -14,13 +15,12 @@ import http.client
 import logging
 import re
 import threading
-import time
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, TypeAlias, TypeGuard, TypeVarTuple, Unpack
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, TypeAlias, TypeGuard
 
 from researchutils.chainer.training.extensions import _slack_messages
-from researchutils.chainer.training.extensions._slack_queue import MessageQueue
+from researchutils.chainer.training.extensions._background import BackgroundWriter, Skip
 
 if TYPE_CHECKING:  # slack_sdk is imported when a SlackReport is made from a token
     import slack_sdk
@@ -129,12 +129,6 @@ class _File(object):
 
 # What waits in the queue: one of the three above.
 _Item: TypeAlias = _Texts | _Rows | _File
-# The arguments of one send, which _deliver passes on.
-_SendArgs = TypeVarTuple('_SendArgs')
-
-
-class _Skip(Exception):
-    """Raised by a send that cannot succeed (the reason is logged already); not retried."""
 
 
 def _describe_error(error: BaseException) -> tuple[int | None, str | None, float | None]:
@@ -165,7 +159,7 @@ def _describe_error(error: BaseException) -> tuple[int | None, str | None, float
     return status, code, retry_after
 
 
-class SlackPoster(object):
+class SlackPoster(BackgroundWriter[_Item]):
     """Posts one run's messages to a Slack channel from a daemon thread named SlackReport.
 
     :meth:`post`, :meth:`post_rows` and :meth:`upload` queue a message and
@@ -199,25 +193,18 @@ class SlackPoster(object):
                  queue_size: int = 64, max_retries: int = 8, retry_backoff: float = 1.0,
                  max_retry_backoff: float = 30.0, idle_timeout: float = 60.0) -> None:
         self._channel_key = channel_key(channel)
+        super().__init__('SlackReport', queue_size, max_retries=max_retries,
+                         retry_backoff=retry_backoff, max_retry_backoff=max_retry_backoff,
+                         idle_timeout=idle_timeout)
         self.client = client
         self.channel = channel
         self.threaded = threaded
-        self.max_retries = max_retries
-        self.retry_backoff = retry_backoff
-        self.max_retry_backoff = max_retry_backoff
-        self.idle_timeout = idle_timeout
-        self._queue: MessageQueue[_Item] = MessageQueue(queue_size)
-        self._delivered = 0
         self._thread_ts: str | None = None
         self._lock = threading.Lock()
-        self._abort = threading.Event()
         self._channel_id: str | None = None
         self._post_channel: str | None = None
-        self._disabled: str | None = None  # the Slack error that stopped posting
-        self._thread: threading.Thread | None = None
         self._failing = False
         self._dropped_in_outage = 0
-        self._thread_lock = threading.Lock()
 
     @property
     def thread_ts(self) -> str | None:
@@ -235,8 +222,7 @@ class SlackPoster(object):
 
         ``root`` marks the start message, whose timestamp opens the thread.
         """
-        self._queue.offer(_Texts(texts, root), bounded=False)
-        self._start()
+        self.offer(_Texts(texts, root), bounded=False)
 
     def post_rows(self, entries: Sequence[str] | None, rows: Sequence[Mapping[str, object]],
                   limit: int, bounded: bool = True) -> bool:
@@ -244,70 +230,28 @@ class SlackPoster(object):
 
         Rows queued together with the same ``entries`` go out as one table.
         """
-        return self._offer(_Rows(entries, rows, limit), bounded)
+        return self.offer(_Rows(entries, rows, limit), bounded)
 
     def upload(self, filename: str, data: bytes) -> bool:
         """Queues ``data`` (bytes) as a file upload into the thread; False when full."""
-        return self._offer(_File(filename, data), bounded=True)
+        return self.offer(_File(filename, data), bounded=True)
 
-    def close(self, timeout: float) -> int:
-        """Waits up to ``timeout`` s for the queue to empty; returns messages not posted.
-
-        After the timeout the poster gives up what is left; a request under
-        way finishes on its own, unwaited for (the thread is a daemon).
-        """
-        self._queue.close()
-        if not self._queue.finished:
-            self._start()
-        with self._thread_lock:
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-            if thread.is_alive():
-                self._abort.set()
-        with self._lock:
-            return self._queue.accepted - self._delivered
-
-    def _offer(self, item: _Item, bounded: bool) -> bool:
-        accepted = self._queue.offer(item, bounded=bounded)
-        self._start()
-        return accepted
-
-    def _start(self) -> None:
-        with self._thread_lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name='SlackReport',
-                                                daemon=True)
-                self._thread.start()
-
-    def _run(self) -> None:
-        idle_since = time.monotonic()
-        while not self._queue.finished:
-            item = self._queue.take(timeout=min(1.0, self.idle_timeout))
-            if item is None:
-                if time.monotonic() - idle_since >= self.idle_timeout:
-                    with self._thread_lock:
-                        # An item offered before _start() is seen here, so none is stranded.
-                        if self._queue.empty:
-                            self._thread = None
-                            return
-                continue
-            idle_since = time.monotonic()
-            if isinstance(item, _Texts):
-                self._send_texts(item)
-            elif isinstance(item, _Rows):
-                self._send_rows(item)
-            elif self._deliver(self._upload, item):
-                self._credit(1)
+    def write(self, item: _Item) -> None:
+        if isinstance(item, _Texts):
+            self._send_texts(item)
+        elif isinstance(item, _Rows):
+            self._send_rows(item)
+        elif self.deliver(self._upload, item):
+            self.credit(1)
 
     def _send_texts(self, item: _Texts) -> None:
         for index, text in enumerate(item.texts):
-            if not self._deliver(self._post_text, text, item.root and index == 0):
+            if not self.deliver(self._post_text, text, item.root and index == 0):
                 return
-            self._credit(1)
+            self.credit(1)
 
     def _send_rows(self, item: _Rows) -> None:
-        group = [item] + self._queue.take_following(item.joins)
+        group = [item] + self.queue.take_following(item.joins)
         try:
             texts = _slack_messages.table_texts(
                 item.entries, [row for report in group for row in report.rows], item.limit)
@@ -316,37 +260,16 @@ class SlackPoster(object):
             # formatting bug from killing the thread and every later message.
             logger.exception('SlackReport: log rows could not be formatted; they are dropped')
             return
-        if all(self._deliver(self._post_text, text, False) for text in texts):
-            self._credit(len(group))
+        if all(self.deliver(self._post_text, text, False) for text in texts):
+            self.credit(len(group))
 
-    def _credit(self, messages: int) -> None:
-        with self._lock:
-            self._delivered += messages
+    def recovered(self) -> None:
+        if self._failing:
+            logger.warning('SlackReport: Slack answers again; posting resumed (%d '
+                           'message(s) dropped meanwhile)', self._dropped_in_outage)
+            self._failing = False
 
-    def _deliver(self, send: Callable[[Unpack[_SendArgs]], object],
-                 *args: Unpack[_SendArgs]) -> bool:
-        """Sends one message, retrying; returns whether it was posted."""
-        attempt = 0
-        while True:
-            if self._disabled is not None or self._abort.is_set():
-                return False
-            try:
-                send(*args)
-            except _Skip:
-                return False
-            except Exception as error:
-                wait = self._wait_before_retry(error, attempt)
-                if wait is None or self._abort.wait(wait):
-                    return False
-                attempt += 1
-                continue
-            if self._failing:
-                logger.warning('SlackReport: Slack answers again; posting resumed (%d '
-                               'message(s) dropped meanwhile)', self._dropped_in_outage)
-                self._failing = False
-            return True
-
-    def _wait_before_retry(self, error: Exception, attempt: int) -> float | None:
+    def wait_before_retry(self, error: Exception, attempt: int) -> float | None:
         """Seconds to wait before retrying after ``error``, or None to give up."""
         status, code, retry_after = _describe_error(error)
         if status == 429 or code == 'ratelimited':
@@ -354,7 +277,7 @@ class SlackPoster(object):
             logger.warning('SlackReport: rate limited by Slack; retrying in %.1f s', wait)
             return wait
         if code in _FATAL_ERRORS:
-            self._disabled = code
+            self.disabled = code
             logger.warning('SlackReport: Slack refused with %r (channel %r); nothing more will '
                            'be posted by this run', code, self.channel)
             return None
@@ -379,7 +302,7 @@ class SlackPoster(object):
             logger.debug('SlackReport: a message is dropped after %d attempts: %s: %s',
                          attempt + 1, type(error).__name__, error)
             return None
-        return min(self.retry_backoff * 2 ** attempt, self.max_retry_backoff)
+        return self.backoff(attempt)
 
     def _resolve_channel(self) -> str:
         """Finds the channel's ID once (names through conversations.list)."""
@@ -408,10 +331,10 @@ class SlackPoster(object):
                     return self._post_channel
             cursor = (response.get('response_metadata') or {}).get('next_cursor')
             if not cursor:
-                self._disabled = 'channel_not_found'
+                self.disabled = 'channel_not_found'
                 logger.warning('SlackReport: no channel named %r is visible to the bot; '
                                'nothing will be posted by this run', name)
-                raise _Skip()
+                raise Skip()
 
     def _post_text(self, text: str, root: bool) -> None:
         channel = self._resolve_channel()
@@ -424,7 +347,7 @@ class SlackPoster(object):
     def _upload(self, item: _File) -> None:
         self._resolve_channel()
         if self._channel_id is None:
-            raise _Skip()
+            raise Skip()
         self.client.files_upload_v2(
             channel=self._channel_id, file=item.data, filename=item.filename,
             title=item.filename, thread_ts=self.thread_ts if self.threaded else None)

@@ -106,7 +106,8 @@ def test_the_signature_takes_delira_positional_order_then_keyword_only_settings(
     assert positional == ['params', 'model_cls', 'n_epochs', 'name', 'save_path', 'key_mapping',
                           'val_score_key', 'optim_builder', 'checkpoint_freq']
     assert keyword_only == ['gpu_ids', 'val_score_mode', 'comm', 'extensions', 'seed',
-                            'stop_on_non_number', 'preemption_snapshot', 'wait_for_folder']
+                            'stop_on_non_number', 'preemption_snapshot', 'tracking',
+                            'wait_for_folder']
 
 
 def test_the_constructor_spells_out_the_settings_table():

@@ -1,10 +1,10 @@
-"""The bounded queue between the training thread and the poster (_slack_queue)."""
+"""The bounded queue between the training thread and the poster (_background)."""
 import threading
 import time
 
 import pytest
 
-from researchutils.chainer.training.extensions._slack_queue import MessageQueue
+from researchutils.chainer.training.extensions._background import MessageQueue
 from tests.support.slack_runs import (
     is_table,
     make_report,

@@ -1,0 +1,103 @@
+"""BackgroundWriter, the thread and retry loop SlackReport, TensorBoardReport and MLflowReport
+share (_background); its queue is tested with SlackReport's in test_slack_queue.py."""
+import threading
+import time
+
+import pytest
+
+from researchutils.chainer.training.extensions._background import BackgroundWriter
+
+pytestmark = pytest.mark.timeout(30)
+
+
+class Flaky(BackgroundWriter):
+    """Fails the first ``failures`` sends with OSError, retried ``max_retries`` times."""
+
+    def __init__(self, failures, **options):
+        super().__init__('Flaky', queue_size=4, **options)
+        self.failures = failures
+        self.sent = []
+        self.attempts = []
+        self.recoveries = 0
+
+    def _send(self, item):
+        self.attempts.append(time.monotonic())
+        if len(self.attempts) <= self.failures:
+            raise OSError('down')
+        self.sent.append((item, threading.current_thread().name))
+
+    def write(self, item):
+        if self.deliver(self._send, item):
+            self.credit(1)
+
+    def wait_before_retry(self, error, attempt):
+        return None if attempt >= self.max_retries else self.backoff(attempt)
+
+    def recovered(self):
+        self.recoveries += 1
+
+
+def test_a_failing_send_is_retried_with_doubling_waits_on_the_writer_thread():
+    writer = Flaky(3, retry_backoff=0.1, max_retry_backoff=10.0)
+    assert writer.offer('item')
+    assert writer.close(timeout=10.0) == 0
+    assert writer.sent == [('item', 'Flaky')]
+    waits = [later - earlier for earlier, later in zip(writer.attempts, writer.attempts[1:])]
+    # 0.1, 0.2, 0.4 s: never shorter; longer only by what a busy machine adds.
+    for wait, expected in zip(waits, (0.1, 0.2, 0.4)):
+        assert expected * 0.95 <= wait < expected + 1.0
+    assert writer.recoveries == 1
+
+
+def test_the_wait_between_retries_is_bounded():
+    writer = Flaky(3, retry_backoff=0.05, max_retry_backoff=0.05)
+    writer.offer('item')
+    writer.close(timeout=10.0)
+    waits = [later - earlier for earlier, later in zip(writer.attempts, writer.attempts[1:])]
+    assert max(waits) < 0.15
+
+
+def test_after_its_retries_an_item_is_given_up_and_counted_by_close():
+    writer = Flaky(100, max_retries=2, retry_backoff=0.01)
+    writer.offer('item')
+    assert writer.close(timeout=10.0) == 1
+    assert len(writer.attempts) == 3 and writer.sent == []
+
+
+def test_close_gives_up_waiting_after_its_timeout_and_stops_the_retries():
+    writer = Flaky(100, max_retries=100, retry_backoff=0.5, max_retry_backoff=0.5)
+    writer.offer('item')
+    start = time.monotonic()
+    assert writer.close(timeout=0.3) == 1
+    assert time.monotonic() - start < 0.5
+    attempts = len(writer.attempts)
+    time.sleep(0.7)
+    assert len(writer.attempts) == attempts  # the abort ended the retry loop
+
+
+def test_a_full_queue_refuses_without_blocking_unless_told():
+    gate = threading.Event()
+
+    class Held(BackgroundWriter):
+        def write(self, item):
+            gate.wait(10)
+            self.credit(1)
+
+    writer = Held('Held', queue_size=1)
+    results = [writer.offer(index) for index in range(4)]
+    assert results.count(False) >= 1
+    assert writer.offer('urgent', bounded=False)
+    gate.set()
+    assert writer.close(timeout=10.0) == 0
+
+
+def test_an_idle_thread_ends_and_the_next_item_starts_another():
+    writer = Flaky(0, idle_timeout=0.1)
+    writer.offer('first')
+    deadline = time.monotonic() + 5
+    while writer._thread is not None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert writer._thread is None
+    writer.offer('second')
+    assert writer.close(timeout=10.0) == 0
+    assert [item for item, _ in writer.sent] == ['first', 'second']
