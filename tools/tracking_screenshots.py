@@ -1,7 +1,7 @@
 """Makes the two screenshots of docs/tutorials/tracking.rst (headless Chromium, 127.0.0.1).
 
-docs/_static/tracking_tensorboard.png: TensorBoard's scalars page for a short `make demo`
-run (4 epochs, small). docs/_static/tracking_mlflow_compare.png: MLflow's run comparison of
+docs/images/tracking_tensorboard.png: TensorBoard's scalars page for a short `make demo`
+run (4 epochs, small). docs/images/tracking_mlflow_compare.png: MLflow's run comparison of
 a four-trial search logged to a real `mlflow server` (tests/support/mlflow_server.py).
 Needs chromium on PATH, tensorboard and the full mlflow (in one of the venvs). Usage, from
 the repository root: `.venv/bin/python tools/tracking_screenshots.py`.
@@ -19,14 +19,19 @@ import warnings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-STATIC = os.path.join(ROOT, 'docs', '_static')
 
 
-def screenshot(url, path, width, height):
-    subprocess.run(['chromium', '--headless', '--no-sandbox', '--disable-gpu',
-                    '--hide-scrollbars', '--window-size={},{}'.format(width, height),
-                    '--virtual-time-budget=30000', '--screenshot=' + path, url],
-                   check=True, timeout=300, capture_output=True)
+def screenshot(url, name, width, height):
+    """Writes docs/images/``name``: the page at ``url``, as a small palette PNG (the docs'
+    pictures are kept to a few dozen KB, tests/test_docs.py)."""
+    from docs_images import save_small_png
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, name)
+        subprocess.run(['chromium', '--headless', '--no-sandbox', '--disable-gpu',
+                        '--hide-scrollbars', '--window-size={},{}'.format(width, height),
+                        '--virtual-time-budget=30000', '--screenshot=' + path, url],
+                       check=True, timeout=300, capture_output=True)
+        save_small_png(path, name, colours=32, width=900)
 
 
 def tensorboard_page(work):
@@ -52,7 +57,7 @@ def tensorboard_page(work):
                     raise
                 time.sleep(0.5)
         screenshot(url + '?darkMode=false#scalars&_smoothingWeight=0&tagFilter=k_step_error',
-                   os.path.join(STATIC, 'tracking_tensorboard.png'), 1300, 520)
+                   'tracking_tensorboard.png', 1300, 520)
     finally:
         os.killpg(board.pid, signal.SIGTERM)
         board.wait()
@@ -81,7 +86,7 @@ def mlflow_comparison(work):
         url = '{}/#/compare-runs?runs={}&experiments={}'.format(
             server.url, urllib.parse.quote(json.dumps(trials)),
             urllib.parse.quote(json.dumps([found.experiment_id])))
-        screenshot(url, os.path.join(STATIC, 'tracking_mlflow_compare.png'), 1400, 1100)
+        screenshot(url, 'tracking_mlflow_compare.png', 1400, 1100)
 
 
 if __name__ == '__main__':
