@@ -93,3 +93,10 @@ def test_name_and_save_path_default_to_unnamed_experiment_in_the_working_directo
 def test_a_name_where_delira_puts_n_epochs_is_refused_with_the_order(tmp_path):
     with pytest.raises(TypeError, match="n_epochs.*'exp'.*keyword"):
         ChainerExperiment(tasks.make_params(), tasks.Regressor, 'exp', str(tmp_path))
+
+
+@pytest.mark.parametrize('n_epochs', [0, -1, -10])
+def test_a_non_positive_n_epochs_is_refused_when_made_naming_it(tmp_path, n_epochs):
+    with pytest.raises(ValueError, match='n_epochs') as info:
+        experiment(tmp_path, n_epochs=n_epochs)
+    assert repr(n_epochs) in str(info.value)

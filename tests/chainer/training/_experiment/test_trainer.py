@@ -1,11 +1,14 @@
 """The Trainer a ChainerExperiment builds: snapshots, scheduler, reports, user extensions."""
 import os
 import sys
+import types
 
 import chainer
 import pytest
 from chainer.training import extensions as chainer_extensions
 
+from researchutils.chainer.data_loading import DataManager
+from researchutils.chainer.training._experiment.trainer import shard
 from tests.chainer.training import tasks
 from tests.chainer.training.tasks import experiment, read_log
 
@@ -61,3 +64,26 @@ def test_user_extensions_run_with_their_triggers(tmp_path):
                      extensions=[every_epoch, (every_iteration, (1, 'iteration'))])
     exp.run(*tasks.make_managers(n_train=64, batch_size=32))
     assert (every_epoch.calls, every_iteration.calls) == (2, 4)
+
+
+def _shards(n_examples, n_ranks, pad):
+    """The example indices of each rank's shard of a dataset of ``n_examples``. The shard
+    needs only a communicator's size and rank: the real one is tested under mpiexec
+    (test_experiment_mpi.py)."""
+    manager = DataManager([{'index': i} for i in range(n_examples)], 2)
+    return [[example['index'] for example in shard(
+        manager, types.SimpleNamespace(size=n_ranks, rank=rank), pad=pad).dataset]
+        for rank in range(n_ranks)]
+
+
+@pytest.mark.parametrize('n_examples, n_ranks', [(10, 3), (11, 4), (13, 2), (12, 3)])
+def test_padded_shards_cover_every_example_and_are_equally_long(n_examples, n_ranks):
+    shards = _shards(n_examples, n_ranks, pad=True)
+    assert sorted(set(i for part in shards for i in part)) == list(range(n_examples))
+    assert {len(part) for part in shards} == {-(-n_examples // n_ranks)}
+
+
+@pytest.mark.parametrize('n_examples, n_ranks', [(10, 3), (11, 4), (13, 2)])
+def test_unpadded_shards_split_the_examples_without_repeating_one(n_examples, n_ranks):
+    shards = _shards(n_examples, n_ranks, pad=False)
+    assert sorted(i for part in shards for i in part) == list(range(n_examples))
