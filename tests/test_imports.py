@@ -165,7 +165,6 @@ HELPERS = ('researchutils', 'researchutils._*', 'researchutils.chainer',
 EXPERIMENT = ('researchutils.chainer.training.experiment',
               'researchutils.chainer.training._experiment',
               'researchutils.chainer.training._experiment.*',
-              'researchutils.chainer.training._search', 'researchutils.chainer.training._search.*',
               'researchutils.chainer.training.parameters')
 DATA = ('researchutils.chainer.data_loading', 'researchutils.chainer.data_loading.*')
 MODELS = ('researchutils.chainer.models', 'researchutils.chainer.models.*')

@@ -344,7 +344,7 @@ class ChainerExperiment(settings.Experiment):
         from researchutils._optuna import import_optuna
         import_optuna('ChainerExperiment.search')  # an ImportError naming the extra
         # The search's machinery imports Optuna at its top: loaded now, not with this module.
-        from researchutils.chainer.training import _search
+        from researchutils.chainer.training._experiment import search as _search
         return _search.search(self, train, val, n_trials=n_trials, timeout=timeout,
                               sampler=sampler, pruner=pruner, storage=storage,
                               heartbeat_interval=heartbeat_interval, grace_period=grace_period)

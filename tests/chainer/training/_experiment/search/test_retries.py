@@ -3,7 +3,7 @@ import warnings
 
 import pytest
 
-from researchutils.chainer.training._search import retries
+from researchutils.chainer.training._experiment.search import retries
 
 optuna = pytest.importorskip('optuna')
 optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from researchutils.chainer.training._search.space import Space
+from researchutils.chainer.training._experiment.search.space import Space
 from researchutils.chainer.training.search_space import FloatRange, IntRange
 from tests.chainer.training import tasks
 

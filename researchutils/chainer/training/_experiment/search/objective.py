@@ -31,7 +31,7 @@ import optuna
 
 from researchutils.chainer.training._experiment import settings as _experiment_settings
 from researchutils.chainer.training._experiment.model_selection import score_model
-from researchutils.chainer.training._search import folders, retries, studies
+from researchutils.chainer.training._experiment.search import folders, retries, studies
 from researchutils.chainer.training.extensions.chainer_pruning_extension import (
     ChainerPruningExtension,
 )
@@ -40,8 +40,8 @@ from researchutils.chainer.training.extensions.stop_on_non_number import Trainin
 
 if TYPE_CHECKING:
     from researchutils.chainer.data_loading import DataManager
+    from researchutils.chainer.training._experiment.search.space import Space
     from researchutils.chainer.training._experiment.settings import Experiment
-    from researchutils.chainer.training._search.space import Space
     from researchutils.chainer.training.parameters import Parameters
 
 _COUNTED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,
