@@ -61,6 +61,8 @@ extras = {
     'docs': ['sphinx>=5'],
     # pytest-xdist: `make test` runs each stack's suite on two processes a core.
     'test': ['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3', 'ruff>=0.4', 'mypy>=2'],
+    # `make mutation` (tools/mutation.py; docs/testing.rst says why mutmut).
+    'mutation': ['mutmut>=3.8,<4'],
 }
 extras['all'] = sorted({req for reqs in extras.values() for req in reqs})
 
