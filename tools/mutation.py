@@ -57,9 +57,7 @@ EXTRA_TESTS = {
                                          'tests/chainer/training/test_parameters.py'],
     'chainer/training/json_values.py': ['tests/chainer/training/test_parameters.py'],
     'chainer/training/extensions/_signal_handlers.py': [
-        'tests/chainer/training/extensions/test_preemption_snapshot.py'],
-    'chainer/training/extensions/_slurm_requeue.py': [
-        'tests/chainer/training/extensions/test_preemption_snapshot.py'],
+        'tests/chainer/training/extensions/test_preemption_snapshot_handlers.py'],
     'chainer/serializers/': ['tests/chainer/training/test_experiment_preemption.py'],
     '_files.py': ['tests/test_files.py', 'tests/chainer/serializers/test_npz.py'],
     '_process_pool.py': ['tests/test_lazy_pool.py', 'tests/test_process_worker.py',
