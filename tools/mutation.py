@@ -55,7 +55,8 @@ EXTRA_TESTS = {
                                   'tests/chainer/training/test_search_retries.py'],
     'chainer/training/search_space.py': ['tests/chainer/training/_experiment/search/test_space.py',
                                          'tests/chainer/training/test_parameters.py'],
-    'chainer/training/json_values.py': ['tests/chainer/training/test_parameters.py'],
+    'chainer/training/json_values.py': ['tests/chainer/training/test_parameters.py',
+                                        'tests/chainer/training/test_search_space.py'],
     'chainer/training/extensions/_signal_handlers.py': [
         'tests/chainer/training/extensions/test_preemption_snapshot_handlers.py'],
     'chainer/serializers/': ['tests/chainer/training/test_experiment_preemption.py'],

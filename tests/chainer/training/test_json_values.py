@@ -1,5 +1,6 @@
 """json_values: parameters as JSON, read back with their classes, tuples and arrays."""
 import json
+import re
 
 import chainer
 import numpy as np
@@ -108,3 +109,122 @@ def test_load_json_of_an_integer_longer_than_python_reads_names_the_file(tmp_pat
     path.write_text('{"seed": ' + '9' * 5000 + '}')
     with pytest.raises(ValueError, match=r'experiment\.json: a value cannot be read: .*4300'):
         json_values.load_json(str(path))
+
+
+# References inside lists, tuples and dicts: the same trust as at the top ------------------
+
+LOSS = {'__object__': 'tests.chainer.training.tasks:mean_squared_error'}
+
+
+@pytest.mark.parametrize('losses', [[LOSS], {'__tuple__': [LOSS]}, {'L': LOSS}])
+def test_a_loss_of_the_model_package_resolves_inside_lists_tuples_and_dicts(losses):
+    from tests.chainer.training import tasks
+    decoded = json_values.from_json_value({'losses': losses}, 'training',
+                                          model_package='tests')['losses']
+    functions = decoded.values() if isinstance(decoded, dict) else decoded
+    assert list(functions) == [tasks.mean_squared_error]
+    with pytest.raises(ValueError, match=r"training/losses.*not trusted"):
+        json_values.from_json_value({'losses': losses}, 'training')
+
+
+@pytest.mark.parametrize('value', [[{'__object__': 'math:sqrt'}],
+                                   {'__tuple__': [{'__object__': 'math:sqrt'}]}])
+def test_allowed_modules_reach_references_inside_lists_and_tuples(value):
+    import math
+    decoded = json_values.from_json_value({'f': value}, 'training', allowed_modules=['math'])
+    assert list(decoded['f']) == [math.sqrt]
+    with pytest.raises(ValueError, match=r"^training/f: .*'math:sqrt'.*allowed_modules"):
+        json_values.from_json_value({'f': value}, 'training')
+
+
+@pytest.mark.parametrize('where, value', [
+    ('training', {'optimizer_params': {'f': {'__object__': 'math:sqrt'}}}),
+    ('training', {'lr_sched_trigger': [{'__object__': 'math:sqrt'}]}),
+    ('training', {'optimizer_params': {'__tuple__': [{'__object__': 'math:sqrt'}]}}),
+    ('fixed_params/training/optimizer_params', {'f': {'__object__': 'math:sqrt'}}),
+])
+def test_keyword_arguments_and_triggers_take_no_reference_at_any_depth(where, value):
+    with pytest.raises(ValueError, match="holds the reference 'math:sqrt'") as info:
+        json_values.from_json_value(value, where, allowed_modules=['math'])
+    message = str(info.value)
+    assert message.startswith(where)
+    assert all(key in message for key in json_values._PLAIN_KEYS)
+
+
+def test_non_finite_floats_are_read_back_in_lists_dicts_and_arrays():
+    value = {'a': [{'__float__': 'inf'}, {'__float__': '-inf'}], 'b': {'__float__': 'nan'},
+             'c': {'__ndarray__': [[{'__float__': '-inf'}, 1.0]], 'dtype': 'float32'}}
+    decoded = json_values.from_json_value(value, 'training')
+    assert decoded['a'] == [float('inf'), float('-inf')] and np.isnan(decoded['b'])
+    assert decoded['c'].dtype == np.float32 and decoded['c'].tolist() == [[-np.inf, 1.0]]
+
+
+@pytest.mark.parametrize('value, where', [
+    ({'a': [{'__float__': 'big'}]}, 'training/a'),
+    ({'a': {'__ndarray__': [{'__float__': 'big'}], 'dtype': 'float64'}}, 'training/a'),
+])
+def test_a_float_that_is_no_non_finite_name_is_refused_naming_where(value, where):
+    with pytest.raises(ValueError, match=r"{}: __float__ holds 'big'; .*'nan'".format(
+            where)) as info:
+        json_values.from_json_value(value, 'training')
+    assert str(info.value).startswith(where + ': ')
+
+
+def test_an_array_that_cannot_be_read_is_refused_naming_where_and_why():
+    with pytest.raises(ValueError, match=r"^training/a: the array cannot be read: .*") as info:
+        json_values.from_json_value({'a': {'__ndarray__': [[1], [1, 2]], 'dtype': 'int8'}},
+                                    'training')
+    assert isinstance(info.value.__cause__, ValueError)
+    assert str(info.value.__cause__) in str(info.value)
+
+
+def test_a_refused_dtype_is_named_as_saved():
+    with pytest.raises(ValueError, match=r"training/a: the array has the dtype 'U3'"):
+        json_values.from_json_value({'a': {'__ndarray__': ['x'], 'dtype': 'U3'}}, 'training')
+
+
+@pytest.mark.parametrize('value, where', [
+    ({'a': [1, (2, object())]}, 'value/a[1][1]'),
+    ({'a': (object(),)}, 'value/a[0]'),
+])
+def test_a_value_json_cannot_hold_deep_inside_is_refused_naming_its_place(value, where):
+    with pytest.raises(ValueError, match=r"^{} is <object object at .*> of type object, "
+                                         .format(re.escape(where))):
+        json_values.to_json_value(value)
+
+
+def test_a_range_saved_as_json_reads_back_as_the_range():
+    from researchutils.chainer.training.search_space import FloatRange, IntRange
+    value = {'lr': FloatRange(1e-4, 1.0, log=True), 'units': IntRange(8, 64, step=8)}
+    decoded = json_values.from_json_value(json.loads(json.dumps(
+        json_values.to_json_value(value))), 'variable')
+    assert decoded == value
+    # A dict of one key that is no range's, or of two keys, is a plain dict.
+    for plain in ({'__float_ranges__': {'low': 1}}, {'__int_range__': {'low': 1, 'high': 2},
+                                                     'other': 1}):
+        assert json_values.from_json_value(plain, 'variable') == plain
+
+
+def test_load_json_refuses_invalid_json_naming_the_file_and_keeping_the_position(tmp_path):
+    path = _written(tmp_path, '{"a": 1,\n "b": }')
+    with pytest.raises(json.JSONDecodeError) as info:
+        json_values.load_json(path)
+    assert str(info.value).startswith(path + ': not valid JSON: Expecting value')
+    assert (info.value.lineno, info.value.colno, info.value.pos) == (2, 7, 15)
+    assert info.value.doc == '{"a": 1,\n "b": }'
+
+
+def test_a_repeated_key_is_refused_naming_both_values(tmp_path):
+    path = _written(tmp_path, '{"seed": 1, "seed": [2]}')
+    with pytest.raises(ValueError, match=r"the key 'seed' appears twice") as info:
+        json_values.load_json(path)
+    assert '1' in str(info.value) and '[2]' in str(info.value)
+
+
+def test_json_nested_past_the_recursion_limit_is_refused_as_too_deep(tmp_path):
+    import sys
+    depth = sys.getrecursionlimit() * 2
+    path = _written(tmp_path, '[' * depth + ']' * depth)
+    with pytest.raises(ValueError, match=r'nest deeper than {} levels'.format(
+            json_values.MAX_JSON_DEPTH)):
+        json_values.load_json(path)
