@@ -68,8 +68,8 @@ EXTRA_TESTS = {
 # What the copy needs: the package, the compat finder, the tests and pytest's settings.
 _COPIED = ('researchutils', '_researchutils_chainer_compat', 'tests', 'pyproject.toml',
            'setup.py', 'README.md')
-# Calls whose string arguments are messages to a person.
-_MESSAGE_CALLS = {'warn', 'write', 'warning', 'error', 'info', 'debug', 'print'}
+# Calls whose string arguments are messages to a person (add_note: an exception's note).
+_MESSAGE_CALLS = {'warn', 'write', 'warning', 'error', 'info', 'debug', 'print', 'add_note'}
 # mutmut's exit codes (mutmut/stats.py) grouped as the report counts them.
 _KILLED = {1, 3, 37}
 _SURVIVED = {0}

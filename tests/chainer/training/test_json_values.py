@@ -88,10 +88,10 @@ def _decode_training(training):
 
 # Arrays in parameters: simple dtypes only ---------------------------------------------------
 
-@pytest.mark.parametrize('dtype', ['(10000,10000)f8', 'V8', 'U3', 'S3', 'O',
-                                   [('a', '<f8')], 'M8[s]'])
+@pytest.mark.parametrize('dtype', ['(10000,10000)f8', '(2,)f8', 'V8', 'U3', 'S3', 'O',
+                                   [('a', '<f8')], 'M8[s]', None, 5])
 def test_an_array_with_a_non_numeric_dtype_is_refused(dtype):
-    with pytest.raises(ValueError, match=r"fixed_params/training/a.*dtype"):
+    with pytest.raises(ValueError, match=r"fixed_params/training/a: the array has the dtype"):
         _decode_training({'a': {'__ndarray__': [0], 'dtype': dtype}})
 
 
@@ -215,16 +215,70 @@ def test_load_json_refuses_invalid_json_naming_the_file_and_keeping_the_position
 
 
 def test_a_repeated_key_is_refused_naming_both_values(tmp_path):
-    path = _written(tmp_path, '{"seed": 1, "seed": [2]}')
+    path = _written(tmp_path, '{"seed": "first-value", "seed": ["second-value"]}')
     with pytest.raises(ValueError, match=r"the key 'seed' appears twice") as info:
         json_values.load_json(path)
-    assert '1' in str(info.value) and '[2]' in str(info.value)
+    assert 'first-value' in str(info.value) and "['second-value']" in str(info.value)
 
 
 def test_json_nested_past_the_recursion_limit_is_refused_as_too_deep(tmp_path):
     import sys
-    depth = sys.getrecursionlimit() * 2
+    # Deep enough for json's own decoder to stop with a RecursionError.
+    depth = max(100000, sys.getrecursionlimit() * 2)
     path = _written(tmp_path, '[' * depth + ']' * depth)
     with pytest.raises(ValueError, match=r'nest deeper than {} levels'.format(
             json_values.MAX_JSON_DEPTH)):
         json_values.load_json(path)
+
+
+def test_a_list_deeper_than_allowed_after_a_plain_value_is_refused(tmp_path):
+    deepest = json_values.MAX_JSON_DEPTH
+    path = _written(tmp_path, '[1, "a", ' + '[' * deepest + ']' * deepest + ']')
+    with pytest.raises(ValueError, match='nest deeper than'):
+        json_values.load_json(path)
+
+
+def test_non_finite_floats_become_strict_json_at_any_depth():
+    # As the summaries (search.json, grid_search.json) are written.
+    value = {'a': [float('inf'), 1.5], 'b': {'c': float('nan')}, 'd': -float('inf')}
+    text = json_values.dumps_json(json_values._strict_json_value(value))
+
+    def refuse(constant):
+        raise AssertionError('not strict JSON: ' + constant)
+    assert json.loads(text, parse_constant=refuse) == {
+        'a': [{'__float__': 'inf'}, 1.5], 'b': {'c': {'__float__': 'nan'}},
+        'd': {'__float__': '-inf'}}
+
+
+def test_inside_parameters_only_the_optimizer_and_scheduler_keys_have_rules_of_their_own():
+    import math
+    # optimizer_cls: a Chainer optimizer class, whatever else is allowed.
+    with pytest.raises(ValueError, match=r"training/optimizer_cls: .*'math:sqrt'"):
+        json_values.from_json_value({'optimizer_cls': {'__object__': 'math:sqrt'}},
+                                    'training', allowed_modules=['math'])
+    # Any other key, a setting's name included, takes the general rule there.
+    for key in ('optim_builder', 'model_cls', 'f'):
+        decoded = json_values.from_json_value({key: {'__object__': 'math:sqrt'}}, 'training',
+                                              allowed_modules=['math'])
+        assert decoded == {key: math.sqrt}
+
+
+def test_a_reference_at_the_top_is_read_whatever_where_says():
+    import chainer.optimizers
+    for where in ('optimizer_cls', 'training/optimizer_cls'):
+        value = json_values.from_json_value({'__object__': 'chainer.optimizers:SGD'}, where)
+        assert value is chainer.optimizers.SGD
+
+
+@pytest.mark.parametrize('dtype', ['float33', 'no such dtype'])
+def test_an_array_with_an_unknown_dtype_is_refused_naming_it(dtype):
+    with pytest.raises(ValueError, match=r"^fixed_params/training/a: the array has the dtype "
+                                         r"'{}'".format(dtype)):
+        _decode_training({'a': {'__ndarray__': [0], 'dtype': dtype}})
+
+
+def test_a_saved_range_with_other_keys_is_refused_naming_what_it_holds():
+    with pytest.raises(ValueError, match=r"^variable/lr: __float_range__ holds "
+                                         r"\{'low': 1, 'middle': 2\}"):
+        json_values.from_json_value({'lr': {'__float_range__': {'low': 1, 'middle': 2}}},
+                                    'variable')
