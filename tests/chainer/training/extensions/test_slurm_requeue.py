@@ -1,5 +1,6 @@
 """``scontrol requeue $SLURM_JOB_ID`` (extensions/_slurm_requeue.py), with a stand-in
 ``scontrol`` on PATH: every failure is a RuntimeWarning saying the job was not requeued."""
+import os
 import shutil
 import warnings
 
@@ -8,7 +9,7 @@ import pytest
 from researchutils.chainer.training.extensions._slurm_requeue import requeue_slurm_job
 
 # Found before the tests narrow PATH to the stand-in's folder.
-SLEEP = shutil.which('sleep')
+SLEEP, CAT = shutil.which('sleep'), shutil.which('cat')
 
 
 @pytest.fixture
@@ -33,6 +34,9 @@ def _quietly(timeout=30):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         accepted = requeue_slurm_job(timeout)
+    # Each warning points at the code that asked for the requeue (PreemptionSnapshot's
+    # line; here, this file), not at the helper.
+    assert [w.filename for w in caught] == [__file__] * len(caught)
     return accepted, [str(w.message) for w in caught if w.category is RuntimeWarning]
 
 
@@ -48,8 +52,9 @@ def test_a_refusal_warns_with_the_command_its_status_and_what_it_said(scontrol):
     assert accepted is False and calls.read_text() == 'requeue 4242\n'
     message, = messages
     # The command, its status and its words, and the consequence: not the exact wording.
-    for part in ("'scontrol requeue 4242'", 'status 1', 'Requested operation is presently '
-                 'disabled', 'not requeued'):
+    # scontrol's words are quoted as the text they are.
+    for part in ("'scontrol requeue 4242'", 'status 1: Requested operation is presently '
+                 'disabled;', 'not requeued'):
         assert part in message
 
 
@@ -89,3 +94,19 @@ def test_outside_a_slurm_job_nothing_is_run(scontrol, monkeypatch, job):
     assert accepted is False and not calls.exists()
     message, = messages
     assert 'SLURM_JOB_ID is not set' in message and 'nothing was requeued' in message
+
+
+def test_scontrol_never_waits_for_input_from_the_trainings_stdin(scontrol):
+    # A stand-in that reads its input to the end: with the training's stdin (here a pipe
+    # that stays open) it would wait until the timeout.
+    calls = scontrol('{} > /dev/null\nexit 0'.format(CAT))
+    read_end, write_end = os.pipe()
+    saved = os.dup(0)
+    os.dup2(read_end, 0)
+    try:
+        assert _quietly(timeout=20) == (True, [])
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, read_end, write_end):
+            os.close(fd)
+    assert calls.read_text() == 'requeue 4242\n'
