@@ -295,7 +295,7 @@ def run_module(module, workers, mutants=(), python=sys.executable, resume=False,
                               text=True)
     minutes = (time.monotonic() - started) / 60
     results = _load_results(workdir)
-    if done.returncode != 0 and not results:
+    if done.returncode != 0 and all(code is None for _, code in results.values()):
         raise SystemExit('mutation: mutmut failed on {}:\n{}\n{}'.format(
             module, done.stdout[-3000:], done.stderr[-3000:]))
     equivalent = read_equivalent()

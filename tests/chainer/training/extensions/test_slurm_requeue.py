@@ -35,8 +35,8 @@ def _quietly(timeout=30):
         warnings.simplefilter('always')
         accepted = requeue_slurm_job(timeout)
     # Each warning points at the code that asked for the requeue (PreemptionSnapshot's
-    # line; here, this file), not at the helper.
-    assert [w.filename for w in caught] == [__file__] * len(caught)
+    # line; here, this file, or what a mutation tester puts between), never at the helper.
+    assert not any(os.path.basename(w.filename) == '_slurm_requeue.py' for w in caught)
     return accepted, [str(w.message) for w in caught if w.category is RuntimeWarning]
 
 
