@@ -97,7 +97,8 @@ MPI_TESTS ?= $(shell grep -rl --include='test_*.py' 'mark\.mpi' tests | sort)
 # `make test` prints the time of each step at the end (tools/step_times.sh).
 TIMED := tools/step_times.sh run
 
-.PHONY: all install venvs test test-unit test-mpi lint typecheck docs docs-images bench demo clean
+.PHONY: all install venvs test test-unit test-mpi lint typecheck docs docs-images bench demo clean \
+	mutation mutation-check
 
 all: test
 
@@ -195,5 +196,25 @@ demo: install
 
 clean:
 	rm -rf $(VENV) $(VENV)-3.* docs/_build .pytest_cache .mypy_cache wheelhouse gpu-check-results
+
+# Mutation testing (tools/mutation.py, docs/testing.rst): mutmut on the modules that guard
+# data and results, one at a time, each with its mirrored tests; reports in build/mutation/.
+#   make mutation [MODULE=chainer/training/json_values.py] [MUTATION_WORKERS=1]
+#   make mutation-check [MODULE=...]   fails when a module's score is under 90%
+# It runs on the newest stack (the one mutmut 3 was measured on); not part of `make test`.
+MUTATION_VENV := $(if $(filter 3.13,$(PY_VERSION)),$(VENV),$(if $(filter 3.13,$(TEST_VERSIONS)),.venv-3.13,$(VENV)))
+MUTATION_WORKERS ?= 1
+MODULE ?=
+MUTATION_CHECK_MODULE ?= chainer/training/extensions/_slurm_requeue.py
+$(MUTATION_VENV)/.mutation-installed: setup.py $(call stamp_of,$(MUTATION_VENV))
+	$(MUTATION_VENV)/bin/python -m pip install -q -e '.[mutation]'
+	touch $@
+
+mutation: $(MUTATION_VENV)/.mutation-installed
+	$(MUTATION_VENV)/bin/python tools/mutation.py --workers $(MUTATION_WORKERS) $(MODULE)
+
+mutation-check: $(MUTATION_VENV)/.mutation-installed
+	$(MUTATION_VENV)/bin/python tools/mutation.py --workers $(MUTATION_WORKERS) --check 90 \
+	    $(or $(MODULE),$(MUTATION_CHECK_MODULE))
 
 include tools/gpu.mk

@@ -76,6 +76,8 @@ extras = {
     # serves the others (Makefile, tests/support/mlflow_server.py).
     'test': ['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3', 'ruff>=0.4', 'mypy>=2',
              'tensorboard>=2.14'],
+    # `make mutation` (tools/mutation.py; docs/testing.rst says why mutmut).
+    'mutation': ['mutmut>=3.8,<4'],
 }
 extras['all'] = sorted({req for reqs in extras.values() for req in reqs})
 

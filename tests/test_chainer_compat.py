@@ -16,7 +16,7 @@ import zipfile
 import pytest
 
 from tests.support import wheel
-from tests.support.processes import checkout_env
+from tests.support.processes import checkout_env, own_env
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PTH_NAME = 'researchutils_chainer_compat.pth'
@@ -358,7 +358,8 @@ def test_editable_wheel_has_the_pth_files_at_its_root(tmp_path):
 def test_pip_install_replaces_a_leftover_old_pth_and_uninstall_removes_both(
         researchutils_wheel, tmp_path):
     python = wheel.make_venv(tmp_path / 'venv')
-    purelib = _run([python, '-c', 'import sysconfig; print(sysconfig.get_path("purelib"))'])
+    purelib = _run([python, '-c', 'import sysconfig; print(sysconfig.get_path("purelib"))'],
+                   env=own_env())
     purelib = purelib.stdout.strip()
     with open(os.path.join(purelib, OLD_PTH_NAME), 'w') as f:     # left by a deleted checkout
         f.write(OLD_PTH_LINE)
@@ -366,9 +367,9 @@ def test_pip_install_replaces_a_leftover_old_pth_and_uninstall_removes_both(
     assert os.path.isfile(os.path.join(purelib, PTH_NAME))
     with open(os.path.join(purelib, OLD_PTH_NAME)) as f:
         assert f.read().startswith('#')
-    assert _run([python, '-c', 'pass']).stderr == ''       # the .pth line ran, silently
+    assert _run([python, '-c', 'pass'], env=own_env()).stderr == ''  # the .pth ran, silently
     finders = _finders('import sys')
-    assert _run([python, '-c', finders]).stdout.split() == ['1']
+    assert _run([python, '-c', finders], env=own_env()).stdout.split() == ['1']
     wheel.pip_into(python, 'uninstall', '-y', 'researchutils')
     assert not os.path.exists(os.path.join(purelib, PTH_NAME))
     assert not os.path.exists(os.path.join(purelib, OLD_PTH_NAME))

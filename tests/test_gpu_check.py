@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+from tests.support.processes import own_env
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -32,13 +34,13 @@ def dry_run(tmp_path_factory):
     (wheelhouse / 'stale-0.1-py3-none-any.whl').write_bytes(b'an earlier build')
     built = subprocess.run(['bash', os.path.join(REPO, 'tools', 'build_wheelhouse.sh'),
                             str(wheelhouse)], cwd=REPO, capture_output=True, text=True,
-                           env=dict(os.environ, PYTHON=sys.executable), timeout=600)
+                           env=own_env(PYTHON=sys.executable), timeout=600)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     results = root / 'results'
-    env = dict(os.environ, GPU_CHECK_PYTHON=sys.executable, WHEELHOUSE=str(wheelhouse),
-               GPU_CHECK_VENV=str(root / 'venv'), OUT=str(results))
-    # The check's own pytest runs must not inherit this run's pytest state.
-    env = _without_pytest_state(env)
+    # Neither this run's pytest state nor a PYTHONPATH of the caller's reaches the check's
+    # venv: what it tests must come from the wheelhouse.
+    env = own_env(GPU_CHECK_PYTHON=sys.executable, WHEELHOUSE=str(wheelhouse),
+                  GPU_CHECK_VENV=str(root / 'venv'), OUT=str(results))
     done = subprocess.run(['bash', os.path.join(REPO, 'tools', 'gpu_check.sh'), '--dry-run'],
                           cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
     return wheelhouse, results, done
@@ -99,17 +101,9 @@ def test_a_successful_build_replaces_the_previous_wheelhouse_whole(dry_run):
         ['wheelhouse']
 
 
-def _without_pytest_state(env):
-    """``env`` less what this pytest run tells its own processes (PYTEST_ADDOPTS,
-    PYTEST_CURRENT_TEST, and an xdist worker's PYTEST_XDIST_*, which makes a plugin such as
-    pytest-benchmark in a child pytest believe it runs under xdist)."""
-    return {name: value for name, value in env.items() if not name.startswith('PYTEST_')}
-
-
 def _script(name, args, env, timeout=120):
-    env = _without_pytest_state(dict(os.environ, **env))
     return subprocess.run(['bash', os.path.join(REPO, 'tools', name)] + args, cwd=REPO,
-                          capture_output=True, text=True, env=env, timeout=timeout)
+                          capture_output=True, text=True, env=own_env(**env), timeout=timeout)
 
 
 def test_a_failed_wheelhouse_build_keeps_the_previous_wheels(tmp_path):

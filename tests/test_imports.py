@@ -169,7 +169,6 @@ HELPERS = ('researchutils', 'researchutils._*', 'researchutils.chainer',
 EXPERIMENT = ('researchutils.chainer.training.experiment',
               'researchutils.chainer.training._experiment',
               'researchutils.chainer.training._experiment.*',
-              'researchutils.chainer.training._search', 'researchutils.chainer.training._search.*',
               'researchutils.chainer.training.parameters',
               'researchutils.chainer.training._ownership')
 DATA = ('researchutils.chainer.data_loading', 'researchutils.chainer.data_loading.*')

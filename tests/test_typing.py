@@ -12,6 +12,7 @@ import zipfile
 import pytest
 
 from tests.support import wheel
+from tests.support.processes import own_env
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,7 +59,7 @@ def test_mypy_checks_a_user_script_against_the_installed_annotations(installed_w
     result = subprocess.run(
         [sys.executable, '-m', 'mypy', '--python-executable', python, '--cache-dir',
          str(tmp_path / 'cache'), '--no-error-summary', 'user.py'],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        cwd=tmp_path, env=own_env(), capture_output=True, text=True, timeout=300)
     lines = result.stdout.splitlines()
     assert result.returncode == 1, result.stdout + result.stderr
     assert len(lines) == 3, result.stdout

@@ -69,6 +69,9 @@ exec > >(tee "$results/gpu_check.log") 2>&1
 for name in $(compgen -e | grep '^PIP_'); do unset "$name"; done
 export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 export PYTHONDONTWRITEBYTECODE=1
+# Nor does the caller's PYTHONPATH (a mutation tester's or a bisection's clone) steer what the
+# venv imports: Chainer and researchutils are tested as the wheelhouse installed them.
+unset PYTHONPATH PYTHONHOME PYTHONSTARTUP PYTHONUSERBASE
 
 # step NAME SECONDS COMMAND...: run with a time limit (never past the deadline), record
 # its exit status and duration in steps.tsv; a failure is noted and the check goes on.

@@ -27,6 +27,26 @@ def checkout_env(env=None):
     return env
 
 
+# What steers which modules another interpreter imports, or how it starts: a test that
+# starts an interpreter of another environment (a venv it built, a tool's) leaves them out,
+# so that the caller's (a mutation tester's or a bisection's PYTHONPATH at a clone) cannot
+# put other code in that environment's place.
+_IMPORT_STEERING = ('PYTHONPATH', 'PYTHONHOME', 'PYTHONSTARTUP', 'PYTHONUSERBASE',
+                    'PYTHONSAFEPATH', 'PYTHONNOUSERSITE')
+
+
+def own_env(env=None, **changes):
+    """``env`` (default: this process's) less what steers another interpreter's imports
+    (``PYTHONPATH`` and its kin) and this pytest run's state (``PYTEST_*``, which makes a
+    child pytest believe it runs under xdist), with ``changes`` applied: for an interpreter
+    that must see its own environment only."""
+    env = dict(os.environ if env is None else env)
+    env = {name: value for name, value in env.items()
+           if name not in _IMPORT_STEERING and not name.startswith('PYTEST_')}
+    env.update(changes)
+    return env
+
+
 def start_module(module, *arguments, env=None, new_session=False):
     """Starts ``python -m module arguments...``, its output in pipes (text).
 

@@ -17,6 +17,8 @@ import sys
 
 import pytest
 
+from tests.support.processes import own_env
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # What setup.py reads: itself, the README (the long description) and the two packages.
 _SOURCES = ('setup.py', 'README.md')
@@ -24,7 +26,10 @@ _PACKAGES = ('researchutils', '_researchutils_chainer_compat')
 
 
 def run(args, **kwargs):
-    """``subprocess.run(args)`` with its output captured; asserts it succeeded."""
+    """``subprocess.run(args)`` with its output captured; asserts it succeeded. Unless told,
+    its environment is this process's less ``PYTHONPATH`` and its kin: a venv sees only what
+    was installed into it, never a clone on the caller's path."""
+    kwargs.setdefault('env', own_env())
     result = subprocess.run(args, capture_output=True, text=True, timeout=300, **kwargs)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     return result

@@ -59,26 +59,23 @@ class ChainerExperiment(settings.Experiment):
             be made (not a file); None: the working directory (when the
             experiment is made).
         key_mapping (dict or None): Model argument to batch key for
-            prediction; None maps the first argument of ``forward`` to
-            ``"data"``.
+            prediction; None: the first argument of ``forward`` to ``"data"``.
         val_score_key (str or None): The validation metric choosing the best
             model and driving early stopping.
         optim_builder (callable): Builds ``{"default": optimizer, ...}``.
         checkpoint_freq (int): Epochs between snapshots.
-        gpu_ids (list, int or None): ``None`` or ``[]``: CPU; ``[0]`` or
-            ``0``: that GPU (an int is one device); several: a
-            DataParallelChainerNetwork over them. Entries may also be device
-            names (``'@numpy'``). A bool, float or negative number is refused.
+        gpu_ids (list, int or None): ``None`` or ``[]``: CPU; ``0`` or ``[0]``:
+            that GPU; several: a DataParallelChainerNetwork over them. Entries
+            may be device names (``'@numpy'``).
         val_score_mode (str): ``"lowest"`` or ``"highest"`` is best.
-        comm: A ChainerMN communicator: each rank trains on its shard, and
-            only rank 0 writes files and runs ``extensions`` (those with a true
-            ``every_rank`` attribute run on every rank).
+        comm: A ChainerMN communicator: each rank trains on its shard; rank 0
+            writes files and runs ``extensions`` (all ranks: ``every_rank``).
         extensions (sequence): Extra Chainer extensions, each an extension or
             an ``(extension, trigger)`` pair.
         seed (int or None): Seeds the model's initial weights; an integer
             in ``[0, 2**32)``.
         stop_on_non_number (bool): Stop training when a weight becomes NaN
-            or infinite (default). False trains on whatever the weights become.
+            or infinite (default).
         preemption_snapshot (bool): Snapshot and stop on SIGTERM and SIGUSR1
             (default), so that running again resumes exactly; False adds no
             PreemptionSnapshot.
@@ -94,10 +91,8 @@ class ChainerExperiment(settings.Experiment):
             an experiment folder (the tutorial's "One run, one folder").
 
     Raises:
-        TypeError, ValueError: An argument or a "training" parameter is of
-            the wrong kind or value (the message names it and what to
-            fix); checked here, for every combination of a grid, before any
-            training.
+        TypeError, ValueError: An argument or a "training" parameter (of any
+            combination of a grid) is wrong; the message names it.
         KeyError: A required "training" parameter is missing.
 
     Attributes:
@@ -228,16 +223,12 @@ class ChainerExperiment(settings.Experiment):
             verbose (bool): Show the progress (batches done) on stderr.
 
         Returns:
-            tuple: ``(predictions, metrics)``: each output of the model as one
-            NumPy array over ``test_data`` in its order, and each metric as a
-            float, averaged over batches weighted by their size (Delira gave
-            one value per batch).
+            tuple: ``(predictions, metrics)``: each model output as one array over
+            ``test_data`` in order; each metric averaged over batches by size.
 
         Example:
             >>> preds, metrics = experiment.test(model, manager_test,
             ...                                  {"MSE": mse})  # doctest: +SKIP
-            >>> preds["pred"].shape, metrics  # doctest: +SKIP
-            ((500, 10), {'MSE': 0.01})
         """
         predictor = _model.predictor(network, self.model_cls, self.key_mapping)
         return predictor.predict_all(test_data, metrics, metric_keys, verbose=verbose)
@@ -253,16 +244,14 @@ class ChainerExperiment(settings.Experiment):
               ) -> tuple[dict[str, dict[str, NDArray[Any]]], dict[str, dict[str, float]]]:
         """Trains once per fold and tests each fold's model on its held-out part.
 
-        Fold ``i`` tests on the i-th of ``num_splits`` parts of ``data`` and
-        trains on the others, in ``<name>/fold_<i>``; the tutorial
-        :doc:`../tutorials/experiment` says how the parts are cut.
+        Fold ``i`` tests on the i-th of ``num_splits`` parts of ``data`` and trains
+        on the others, in ``<name>/fold_<i>`` (:doc:`../tutorials/experiment`).
 
         Args:
             data (DataManager): All examples, with the settings of every fold's
                 managers.
             metrics (dict): Test metrics, name to NumPy function.
-            num_epochs (int or None): Epochs per fold, instead of the
-                experiment's.
+            num_epochs (int or None): Epochs per fold, instead of the experiment's.
             num_splits (int or None): Number of folds, from 2 to
                 ``len(data.dataset)``; None: 10.
             shuffle (bool): Shuffle the indices before cutting the folds.
@@ -274,25 +263,18 @@ class ChainerExperiment(settings.Experiment):
                 validation; None: no validation.
             label_key (str): The example key stratified on.
             train_kwargs (dict or None): DataManager settings of the training
-                managers (``batch_size``, ``n_process_augmentation``,
-                ``transforms``, ``sampler_cls`` or Delira's ``sampler``,
-                ``sampler_kwargs`` or Delira's ``sampling_kwargs``,
-                ``drop_last``, ``seed``).
+                managers (Delira's ``sampler`` and ``sampling_kwargs`` too).
             metric_keys (dict or None): Name to argument keys of ``metrics``.
-            test_kwargs (dict or None): The same for the test and validation
-                managers.
-            params (Parameters or None): Merged over the experiment's
-                parameters for the folds.
+            test_kwargs (dict or None): The same for the test and validation managers.
+            params (Parameters or None): Merged over the experiment's parameters.
             verbose (bool): Show the test progress on stderr.
 
         Returns:
-            tuple: ``(predictions, metrics)``, dicts keyed by the fold number
-            as a str (``"0"``, ``"1"``...) holding what :meth:`test` returns
-            for that fold.
+            tuple: ``(predictions, metrics)``, dicts keyed by the fold number as a
+            str (``"0"``, ``"1"``...) holding what :meth:`test` returns for it.
 
         Raises:
-            ValueError: An unknown ``split_type`` (or another bad argument),
-                before any training.
+            ValueError: A bad argument (``split_type``...), before any training.
 
         Example:
             >>> preds, scores = experiment.kfold(manager, {"MSE": mse}, num_splits=5,
@@ -338,17 +320,10 @@ class ChainerExperiment(settings.Experiment):
                grace_period: int | None = None) -> dict[str, Any]:
         """Searches the variable parameters with Optuna, one experiment per trial.
 
-        Lists in ``variable_params`` are categorical choices,
-        :class:`~researchutils.chainer.training.search_space.FloatRange` and
-        :class:`~researchutils.chainer.training.search_space.IntRange` ranges.
-        Each trial trains in a folder of its own below ``<name>`` and is
-        scored by ``val_score_key`` on ``val``; the study lives in ``storage``
-        and the summary in ``<name>/search.json``. A trial whose worker died or
-        was stopped by a signal is retried by the next worker that asks for a
-        trial, and resumes from its newest snapshot. The tutorial
-        :doc:`/tutorials/search` tells how trials are run, pruned, counted,
-        shared between processes and machines, retried and resumed, and what
-        the files hold.
+        Each trial trains in a folder of its own below ``<name>``, scored by
+        ``val_score_key`` on ``val``; the summary goes to ``<name>/search.json``.
+        The tutorial :doc:`/tutorials/search` tells how trials are run, pruned,
+        counted, shared between machines, retried and resumed.
 
         Args:
             train (DataManager): The training batches.
@@ -358,39 +333,29 @@ class ChainerExperiment(settings.Experiment):
                 ``timeout`` ends the search).
             timeout (float or None): Seconds after which this process starts
                 no new trial.
-            sampler (optuna.samplers.BaseSampler or None): None: an unseeded
-                ``TPESampler()``.
-            pruner (optuna.pruners.BasePruner or None): None: a
-                ``MedianPruner()``.
+            sampler (optuna.samplers.BaseSampler or None): None: ``TPESampler()``.
+            pruner (optuna.pruners.BasePruner or None): None: ``MedianPruner()``.
             storage (str, optuna.storages.BaseStorage or None): An Optuna
-                storage URL, a storage object (used as it is, and left open), or
-                None for the SQLite file ``<name>/search.db``; the search closes the
-                connections of the storage it builds from a URL or for that file.
+                storage URL, a storage object (left open), or None for the
+                SQLite file ``<name>/search.db``.
             heartbeat_interval (int or None): For a storage built from a URL
-                (or the default file): seconds between the heartbeats of a
-                running trial (Optuna's); None: no heartbeat.
+                (or the default file): seconds between a running trial's
+                heartbeats; None: no heartbeat.
             grace_period (int or None): Seconds without a heartbeat after
                 which a trial is failed and retried; None: three intervals.
 
         Returns:
-            dict: ``best_params`` (Parameters, None when no trial completed),
-            ``best_score`` (NaN without one), ``best_trial`` (its number),
-            ``results`` (``(choice, score)`` of every finished trial, NaN for
-            a pruned one), ``trials`` (what ``search.json`` says of each) and
+            dict: ``best_params``, ``best_score``, ``best_trial``, ``results``,
+            ``trials`` (as in ``search.json``, which the tutorial describes) and
             ``study`` (the ``optuna.Study``; None on ChainerMN ranks but 0).
 
         Raises:
-            ImportError: Optuna is missing (``pip install researchutils[search]``),
-                or the database driver of a storage URL (the message names it and
-                what to install).
-            TypeError, ValueError: A bad argument; no ``val_score_key`` or
-                ``val``; no variable parameters; a parameter ``search.json``
-                cannot hold (a lambda); a study of the same name optimizing
-                the other way, or holding trials of another space or values
-                the parameters do not allow. All before any trial trains.
-            OSError: The study cannot be opened (the message names the file
-                or storage and what to do), or a trial's folder exists
-                already for another owner.
+            ImportError: Optuna (``researchutils[search]``) or a storage URL's
+                database driver is missing.
+            TypeError, ValueError: A bad argument, parameter or study (the
+                tutorial lists them), before any trial trains.
+            OSError: The study cannot be opened, or a trial's folder is
+                another owner's.
 
         Example:
             >>> summary = experiment.search(manager_train, manager_val,
@@ -401,7 +366,7 @@ class ChainerExperiment(settings.Experiment):
         from researchutils._optuna import import_optuna
         import_optuna('ChainerExperiment.search')  # an ImportError naming the extra
         # The search's machinery imports Optuna at its top: loaded now, not with this module.
-        from researchutils.chainer.training import _search
+        from researchutils.chainer.training._experiment import search as _search
         return _search.search(self, train, val, n_trials=n_trials, timeout=timeout,
                               sampler=sampler, pruner=pruner, storage=storage,
                               heartbeat_interval=heartbeat_interval, grace_period=grace_period)
@@ -452,10 +417,8 @@ class ChainerExperiment(settings.Experiment):
             :meth:`run` resumes or returns the trained model.
 
         Raises:
-            json.JSONDecodeError, ValueError: The file is not strict JSON (see
-                :func:`~researchutils.chainer.training.json_values.load_json`),
-                or a setting or reference in it is refused; the message (or a
-                note) names the file and the key.
+            json.JSONDecodeError, ValueError: The file is not strict JSON, or a
+                setting or reference in it is refused (naming the file and key).
 
         Example:
             >>> experiment = ChainerExperiment.load("./tmp/experiments/example")  # doctest: +SKIP

@@ -122,6 +122,29 @@ def _decode_array(value: dict[str, Any], where: str) -> numpy.typing.NDArray[Any
         raise ValueError('{}: the array cannot be read: {}'.format(where, error)) from error
 
 
+_SearchRange: TypeAlias = 'search_space.FloatRange | search_space.IntRange'
+_BY_JSON_KEY: dict[str, type[search_space.FloatRange] | type[search_space.IntRange]] = {
+    range_class.json_key: range_class for range_class in search_space.RANGES}
+
+
+def _is_range_json(value: object) -> bool:
+    """Whether JSON data ``value`` is a saved range (one ``__float_range__`` or
+    ``__int_range__`` key)."""
+    return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in _BY_JSON_KEY
+
+
+def _range_from_json(value: dict[str, Any], where: str) -> _SearchRange:
+    """The range that ``FloatRange.to_json`` (or IntRange's) wrote; errors name ``where``."""
+    (json_key, fields), = value.items()
+    names = ('low', 'high', 'log', 'step')
+    if not isinstance(fields, dict) or not set(fields) <= set(names) or not (
+            {'low', 'high'} <= set(fields)):
+        raise ValueError('{}: {} holds {!r}; it takes the keys low, high and optionally log '
+                         'and step'.format(where, json_key, fields))
+    kwargs = {name: fields[name] for name in ('log', 'step') if name in fields}
+    return _BY_JSON_KEY[json_key](fields['low'], fields['high'], where=where, **kwargs)
+
+
 def _decode(value: object, where: str, allowed_modules: tuple[str, ...],
             model_package: str | None, plain: bool) -> Any:
     if isinstance(value, list):
@@ -144,8 +167,8 @@ def _decode(value: object, where: str, allowed_modules: tuple[str, ...],
         return _decode_array(value, where)
     if set(value) == {'__float__'}:
         return _decode_float(value, where)
-    if search_space._is_range_json(value):
-        return search_space._range_from_json(value, where)
+    if _is_range_json(value):
+        return _range_from_json(value, where)
     return {key: _decode(item, '{}/{}'.format(where, key), allowed_modules, model_package,
                          plain or key in _PLAIN_KEYS)
             for key, item in value.items()}

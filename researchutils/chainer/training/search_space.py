@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from researchutils._checks import check_str
-
-if TYPE_CHECKING:
-    from researchutils.chainer.training.json_values import JSONData
 
 # A float step divides high - low when the quotient is this close to an integer.
 _STEP_TOLERANCE = 1e-9
@@ -126,7 +123,7 @@ class _Range(object):
         steps = (value - self.low) / step
         return abs(steps - round(steps)) <= _STEP_TOLERANCE * max(1.0, steps)
 
-    def to_json(self) -> dict[str, JSONData]:
+    def to_json(self) -> dict[str, Any]:
         """Returns the range as JSON-ready data (what ``experiment.json`` holds).
 
         Returns:
@@ -220,23 +217,3 @@ class IntRange(_Range):
 
 
 RANGES = (FloatRange, IntRange)
-_BY_JSON_KEY: dict[str, type[FloatRange] | type[IntRange]] = {
-    range_class.json_key: range_class for range_class in RANGES}
-
-
-def _is_range_json(value: object) -> bool:
-    """Whether JSON data ``value`` is a saved range (one ``__float_range__`` or
-    ``__int_range__`` key)."""
-    return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in _BY_JSON_KEY
-
-
-def _range_from_json(value: dict[str, Any], where: str) -> FloatRange | IntRange:
-    """The range that :meth:`FloatRange.to_json` (or IntRange's) wrote; errors name ``where``."""
-    (json_key, fields), = value.items()
-    names = ('low', 'high', 'log', 'step')
-    if not isinstance(fields, dict) or not set(fields) <= set(names) or not (
-            {'low', 'high'} <= set(fields)):
-        raise ValueError('{}: {} holds {!r}; it takes the keys low, high and optionally log '
-                         'and step'.format(where, json_key, fields))
-    kwargs = {name: fields[name] for name in ('log', 'step') if name in fields}
-    return _BY_JSON_KEY[json_key](fields['low'], fields['high'], where=where, **kwargs)

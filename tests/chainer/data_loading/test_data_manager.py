@@ -92,6 +92,20 @@ def test_drop_last_drops_the_short_batch():
     assert len(manager) == 2
 
 
+@pytest.mark.parametrize('n_processes', [0, 2])
+def test_drop_last_keeps_a_full_last_batch(n_processes):
+    manager = DataManager(Numbers(32), 8, n_processes, drop_last=True)
+    assert firsts(manager) == [list(range(i, i + 8)) for i in range(0, 32, 8)]
+    assert len(manager) == 4
+    iterator = manager.get_iterator(repeat=True)
+    try:
+        epoch = [next(iterator) for _ in range(4)]
+        assert iterator.is_new_epoch and iterator.epoch == 1
+        assert firsts(epoch) == firsts(manager)
+    finally:
+        iterator.finalize()
+
+
 def test_random_sampler_visits_every_example_once_per_epoch():
     manager = DataManager(Numbers(23), 5, sampler_cls=RandomSampler, sampler_kwargs={'seed': 1})
     seen = [i for batch in firsts(manager) for i in batch]

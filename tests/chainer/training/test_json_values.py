@@ -1,5 +1,6 @@
 """json_values: parameters as JSON, read back with their classes, tuples and arrays."""
 import json
+import re
 
 import chainer
 import numpy as np
@@ -121,10 +122,10 @@ def _decode_training(training):
 
 # Arrays in parameters: simple dtypes only ---------------------------------------------------
 
-@pytest.mark.parametrize('dtype', ['(10000,10000)f8', 'V8', 'U3', 'S3', 'O',
-                                   [('a', '<f8')], 'M8[s]'])
+@pytest.mark.parametrize('dtype', ['(10000,10000)f8', '(2,)f8', 'V8', 'U3', 'S3', 'O',
+                                   [('a', '<f8')], 'M8[s]', None, 5])
 def test_an_array_with_a_non_numeric_dtype_is_refused(dtype):
-    with pytest.raises(ValueError, match=r"fixed_params/training/a.*dtype"):
+    with pytest.raises(ValueError, match=r"fixed_params/training/a: the array has the dtype"):
         _decode_training({'a': {'__ndarray__': [0], 'dtype': dtype}})
 
 
@@ -149,3 +150,177 @@ def test_load_json_of_an_integer_longer_than_python_reads_names_the_file(tmp_pat
 def test_load_json_names_a_path_that_is_not_one(path, error):
     with pytest.raises(error, match='^path must'):
         json_values.load_json(path)
+
+
+# References inside lists, tuples and dicts: the same trust as at the top ------------------
+
+LOSS = {'__object__': 'tests.chainer.training.tasks:mean_squared_error'}
+
+
+@pytest.mark.parametrize('losses', [[LOSS], {'__tuple__': [LOSS]}, {'L': LOSS}])
+def test_a_loss_of_the_model_package_resolves_inside_lists_tuples_and_dicts(losses):
+    from tests.chainer.training import tasks
+    decoded = json_values.from_json_value({'losses': losses}, 'training',
+                                          model_package='tests')['losses']
+    functions = decoded.values() if isinstance(decoded, dict) else decoded
+    assert list(functions) == [tasks.mean_squared_error]
+    with pytest.raises(ValueError, match=r"training/losses.*not trusted"):
+        json_values.from_json_value({'losses': losses}, 'training')
+
+
+@pytest.mark.parametrize('value', [[{'__object__': 'math:sqrt'}],
+                                   {'__tuple__': [{'__object__': 'math:sqrt'}]}])
+def test_allowed_modules_reach_references_inside_lists_and_tuples(value):
+    import math
+    decoded = json_values.from_json_value({'f': value}, 'training', allowed_modules=['math'])
+    assert list(decoded['f']) == [math.sqrt]
+    with pytest.raises(ValueError, match=r"^training/f: .*'math:sqrt'.*allowed_modules"):
+        json_values.from_json_value({'f': value}, 'training')
+
+
+@pytest.mark.parametrize('where, value', [
+    ('training', {'optimizer_params': {'f': {'__object__': 'math:sqrt'}}}),
+    ('training', {'lr_sched_trigger': [{'__object__': 'math:sqrt'}]}),
+    ('training', {'optimizer_params': {'__tuple__': [{'__object__': 'math:sqrt'}]}}),
+    ('fixed_params/training/optimizer_params', {'f': {'__object__': 'math:sqrt'}}),
+])
+def test_keyword_arguments_and_triggers_take_no_reference_at_any_depth(where, value):
+    with pytest.raises(ValueError, match="holds the reference 'math:sqrt'") as info:
+        json_values.from_json_value(value, where, allowed_modules=['math'])
+    message = str(info.value)
+    assert message.startswith(where)
+    assert all(key in message for key in json_values._PLAIN_KEYS)
+
+
+def test_non_finite_floats_are_read_back_in_lists_dicts_and_arrays():
+    value = {'a': [{'__float__': 'inf'}, {'__float__': '-inf'}], 'b': {'__float__': 'nan'},
+             'c': {'__ndarray__': [[{'__float__': '-inf'}, 1.0]], 'dtype': 'float32'}}
+    decoded = json_values.from_json_value(value, 'training')
+    assert decoded['a'] == [float('inf'), float('-inf')] and np.isnan(decoded['b'])
+    assert decoded['c'].dtype == np.float32 and decoded['c'].tolist() == [[-np.inf, 1.0]]
+
+
+@pytest.mark.parametrize('value, where', [
+    ({'a': [{'__float__': 'big'}]}, 'training/a'),
+    ({'a': {'__ndarray__': [{'__float__': 'big'}], 'dtype': 'float64'}}, 'training/a'),
+])
+def test_a_float_that_is_no_non_finite_name_is_refused_naming_where(value, where):
+    with pytest.raises(ValueError, match=r"{}: __float__ holds 'big'; .*'nan'".format(
+            where)) as info:
+        json_values.from_json_value(value, 'training')
+    assert str(info.value).startswith(where + ': ')
+
+
+def test_an_array_that_cannot_be_read_is_refused_naming_where_and_why():
+    with pytest.raises(ValueError, match=r"^training/a: the array cannot be read: .*") as info:
+        json_values.from_json_value({'a': {'__ndarray__': [[1], [1, 2]], 'dtype': 'int8'}},
+                                    'training')
+    assert isinstance(info.value.__cause__, ValueError)
+    assert str(info.value.__cause__) in str(info.value)
+
+
+def test_a_refused_dtype_is_named_as_saved():
+    with pytest.raises(ValueError, match=r"training/a: the array has the dtype 'U3'"):
+        json_values.from_json_value({'a': {'__ndarray__': ['x'], 'dtype': 'U3'}}, 'training')
+
+
+@pytest.mark.parametrize('value, where', [
+    ({'a': [1, (2, object())]}, 'value/a[1][1]'),
+    ({'a': (object(),)}, 'value/a[0]'),
+])
+def test_a_value_json_cannot_hold_deep_inside_is_refused_naming_its_place(value, where):
+    with pytest.raises(ValueError, match=r"^{} is <object object at .*> of type object, "
+                                         .format(re.escape(where))):
+        json_values.to_json_value(value)
+
+
+def test_a_range_saved_as_json_reads_back_as_the_range():
+    from researchutils.chainer.training.search_space import FloatRange, IntRange
+    value = {'lr': FloatRange(1e-4, 1.0, log=True), 'units': IntRange(8, 64, step=8)}
+    decoded = json_values.from_json_value(json.loads(json.dumps(
+        json_values.to_json_value(value))), 'variable')
+    assert decoded == value
+    # A dict of one key that is no range's, or of two keys, is a plain dict.
+    for plain in ({'__float_ranges__': {'low': 1}}, {'__int_range__': {'low': 1, 'high': 2},
+                                                     'other': 1}):
+        assert json_values.from_json_value(plain, 'variable') == plain
+
+
+def test_load_json_refuses_invalid_json_naming_the_file_and_keeping_the_position(tmp_path):
+    path = _written(tmp_path, '{"a": 1,\n "b": }')
+    with pytest.raises(json.JSONDecodeError) as info:
+        json_values.load_json(path)
+    assert str(info.value).startswith(path + ': not valid JSON: Expecting value')
+    assert (info.value.lineno, info.value.colno, info.value.pos) == (2, 7, 15)
+    assert info.value.doc == '{"a": 1,\n "b": }'
+
+
+def test_a_repeated_key_is_refused_naming_both_values(tmp_path):
+    path = _written(tmp_path, '{"seed": "first-value", "seed": ["second-value"]}')
+    with pytest.raises(ValueError, match=r"the key 'seed' appears twice") as info:
+        json_values.load_json(path)
+    assert 'first-value' in str(info.value) and "['second-value']" in str(info.value)
+
+
+def test_json_nested_past_the_recursion_limit_is_refused_as_too_deep(tmp_path):
+    import sys
+    # Deep enough for json's own decoder to stop with a RecursionError.
+    depth = max(100000, sys.getrecursionlimit() * 2)
+    path = _written(tmp_path, '[' * depth + ']' * depth)
+    with pytest.raises(ValueError, match=r'nest deeper than {} levels'.format(
+            json_values.MAX_JSON_DEPTH)):
+        json_values.load_json(path)
+
+
+def test_a_list_deeper_than_allowed_beside_plain_values_is_refused(tmp_path):
+    deepest = json_values.MAX_JSON_DEPTH
+    # Plain values on both sides of the deep list, whichever order the walk takes.
+    path = _written(tmp_path, '[1, "a", ' + '[' * deepest + ']' * deepest + ', 2, "b"]')
+    with pytest.raises(ValueError, match='nest deeper than'):
+        json_values.load_json(path)
+
+
+def test_non_finite_floats_become_strict_json_at_any_depth():
+    # As the summaries (search.json, grid_search.json) are written.
+    value = {'a': [float('inf'), 1.5], 'b': {'c': float('nan')}, 'd': -float('inf')}
+    text = json_values.dumps_json(json_values._strict_json_value(value))
+
+    def refuse(constant):
+        raise AssertionError('not strict JSON: ' + constant)
+    assert json.loads(text, parse_constant=refuse) == {
+        'a': [{'__float__': 'inf'}, 1.5], 'b': {'c': {'__float__': 'nan'}},
+        'd': {'__float__': '-inf'}}
+
+
+def test_inside_parameters_only_the_optimizer_and_scheduler_keys_have_rules_of_their_own():
+    import math
+    # optimizer_cls: a Chainer optimizer class, whatever else is allowed.
+    with pytest.raises(ValueError, match=r"training/optimizer_cls: .*'math:sqrt'"):
+        json_values.from_json_value({'optimizer_cls': {'__object__': 'math:sqrt'}},
+                                    'training', allowed_modules=['math'])
+    # Any other key, a setting's name included, takes the general rule there.
+    for key in ('optim_builder', 'model_cls', 'f'):
+        decoded = json_values.from_json_value({key: {'__object__': 'math:sqrt'}}, 'training',
+                                              allowed_modules=['math'])
+        assert decoded == {key: math.sqrt}
+
+
+def test_a_reference_at_the_top_is_read_whatever_where_says():
+    import chainer.optimizers
+    for where in ('optimizer_cls', 'training/optimizer_cls'):
+        value = json_values.from_json_value({'__object__': 'chainer.optimizers:SGD'}, where)
+        assert value is chainer.optimizers.SGD
+
+
+@pytest.mark.parametrize('dtype', ['float33', 'no such dtype'])
+def test_an_array_with_an_unknown_dtype_is_refused_naming_it(dtype):
+    with pytest.raises(ValueError, match=r"^fixed_params/training/a: the array has the dtype "
+                                         r"'{}'".format(dtype)):
+        _decode_training({'a': {'__ndarray__': [0], 'dtype': dtype}})
+
+
+def test_a_saved_range_with_other_keys_is_refused_naming_what_it_holds():
+    with pytest.raises(ValueError, match=r"^variable/lr: __float_range__ holds "
+                                         r"\{'low': 1, 'middle': 2\}"):
+        json_values.from_json_value({'lr': {'__float_range__': {'low': 1, 'middle': 2}}},
+                                    'variable')

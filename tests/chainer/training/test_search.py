@@ -200,7 +200,7 @@ def test_searches_in_new_in_memory_studies_never_share_a_trial_folder(tmp_path):
     assert folders[0] != folders[1]
     assert [epochs_trained(folder) for folder in folders] == [1, 1]
     # What a retried trial would use to find a failed trial's folder: only its own.
-    from researchutils.chainer.training._search import folders as trial_folders
+    from researchutils.chainer.training._experiment.search import folders as trial_folders
     assert [trial_folders.folder_of(experiment.output_dir, 'exp', trial)
             for trial in trials] == folders
     assert trial_folders.folder_of(experiment.output_dir, 'other', trials[0]) is None
@@ -614,7 +614,7 @@ def test_without_matplotlib_the_search_writes_its_json_and_names_the_plot_extra(
 
 OPEN_AT_ONCE = '''
 import sys
-from researchutils.chainer.training._search import studies
+from researchutils.chainer.training._experiment.search import studies
 from tests.chainer.training import search_tasks
 with studies.opened_study(search_tasks.search_experiment(sys.argv[1]), None, None,
                           None) as study:
@@ -676,7 +676,7 @@ def test_a_timeout_alone_ends_the_search_after_the_trial_running_then(tmp_path):
 
 
 def test_a_folder_is_claimed_only_by_its_recorded_owner(tmp_path):
-    from researchutils.chainer.training._search import folders
+    from researchutils.chainer.training._experiment.search import folders
     folder = str(tmp_path / 'study_abababab' / 'trial_3')
     mine = folders.owner('exp', 'ab' * 16, 3)
     folders.claim(folder, mine)

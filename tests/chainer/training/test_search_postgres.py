@@ -12,7 +12,7 @@ import pytest
 
 from researchutils.chainer.serializers import load_model
 from researchutils.chainer.training import ChainerExperiment, Parameters, load_json
-from researchutils.chainer.training._search import folders
+from researchutils.chainer.training._experiment.search import folders
 from tests.chainer.training import search_tasks, tasks
 from tests.support import search_nodes, search_studies, search_worker
 

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from researchutils.chainer.training import load_json
-from researchutils.chainer.training._search import folders
+from researchutils.chainer.training._experiment.search import folders
 from tests.support import search_nodes, search_studies
 
 optuna = pytest.importorskip('optuna')

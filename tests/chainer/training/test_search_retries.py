@@ -12,7 +12,7 @@ import chainer
 import pytest
 
 from researchutils.chainer.training import load_json
-from researchutils.chainer.training._search import folders, retries
+from researchutils.chainer.training._experiment.search import folders, retries
 from researchutils.chainer.training.extensions import Preempted
 from tests.chainer.training import search_tasks
 from tests.support import search_nodes, search_studies
@@ -205,7 +205,7 @@ def test_a_retry_history_that_does_not_hold_is_not_followed(tmp_path, kind):
 
 TAKE_UP = '''
 import os, sys, time
-from researchutils.chainer.training._search import folders
+from researchutils.chainer.training._experiment.search import folders
 output_dir, study_id, number, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 print('ready', flush=True)
 while not os.path.exists(go):

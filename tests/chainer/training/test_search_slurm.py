@@ -23,7 +23,7 @@ import time
 import pytest
 
 from researchutils.chainer.training import load_json
-from researchutils.chainer.training._search import folders
+from researchutils.chainer.training._experiment.search import folders
 from tests.chainer.training import search_tasks
 from tests.chainer.training.extensions.test_preemption_snapshot_slurm import (
     _wait_until_completed,

@@ -243,3 +243,56 @@ def test_candidates_equal_in_python_but_of_other_types_stay_apart_in_a_search(tm
 def test_where_that_is_not_a_str_is_refused(range_cls, where):
     with pytest.raises(TypeError, match='^where must be a str or None'):
         range_cls(0, 1, where=where)
+
+
+# Survivors of mutation testing (docs/testing.rst): what a user of the ranges sees -----------
+
+def test_a_range_of_one_value_is_a_range():
+    assert (FloatRange(1.0, 1.0).low, IntRange(3, 3).high) == (1.0, 3)
+
+
+@pytest.mark.parametrize('arguments, error, named', [
+    (dict(low=0.0, high=1.0, step=0), ValueError, ['step', '0']),
+    (dict(low=0.0, high=1.0, step=-0.5), ValueError, ['step', '-0.5']),
+    (dict(low=0.0, high=1.0, log='yes'), TypeError, ['log', "'yes'"]),
+    (dict(low=1.0, high=10.0, log=True, step=1.0), ValueError, ['step=1.0', 'log']),
+    (dict(low=0.5, high=1.5, step=0.3), ValueError, ['step=0.3', 'high - low = 1.0']),
+    (dict(low=-1e300, high=1e300, step=1e-10), ValueError, ['step=1e-10', 'more steps',
+                                                            'high - low = 2e+300']),
+    (dict(low=-1.7e308, high=1.6e308), ValueError, ['-1.7e+308', '1.6e+308', 'overflows']),
+])
+def test_a_bad_float_range_is_refused_naming_where_the_argument_and_its_value(
+        arguments, error, named):
+    with pytest.raises(error) as info:
+        FloatRange(where='variable/lr', **arguments)
+    message = str(info.value)
+    assert message.startswith('variable/lr: ')
+    assert all(part in message for part in named), message
+
+
+def test_ranges_are_equal_only_to_ranges_of_their_class_and_fields():
+    assert FloatRange(0.0, 1.0, step=0.5) == FloatRange(0.0, 1.0, step=0.5)
+    assert FloatRange(0.0, 1.0) != FloatRange(0.0, 2.0)
+    # The same numbers, another kind of range.
+    assert FloatRange(0.0, 1.0, step=1.0) != IntRange(0, 1)
+    assert FloatRange(0.0, 1.0) != (0.0, 1.0, False, None)
+
+
+def test_equal_ranges_hash_alike():
+    assert len({FloatRange(0.0, 1.0), FloatRange(0, 1), IntRange(0, 1)}) == 2
+    assert hash(IntRange(0, 8, step=2)) == hash(IntRange(0, 8, step=2))
+
+
+def test_repr_shows_every_field():
+    assert repr(FloatRange(0, 1, step=0.5)) == 'FloatRange(0.0, 1.0, log=False, step=0.5)'
+
+
+def test_contains_counts_steps_from_low():
+    assert IntRange(1, 10, step=3).contains(4) and not IntRange(1, 10, step=3).contains(3)
+    assert FloatRange(0.1, 1.0, step=0.3).contains(0.4)
+    assert not FloatRange(0.1, 1.0, step=0.3).contains(0.5)
+
+
+def test_an_integer_range_contains_no_float_even_a_whole_one():
+    assert not IntRange(0, 10).contains(3.0)
+    assert IntRange(0, 10).contains(3)

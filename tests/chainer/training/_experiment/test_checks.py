@@ -163,3 +163,10 @@ def test_val_score_key_is_a_non_empty_str(tmp_path, val_score_key, error):
 def test_comm_that_is_not_a_communicator_is_refused(tmp_path, comm):
     with pytest.raises(TypeError, match='^comm must be a ChainerMN communicator'):
         _make(tmp_path, name='exp', comm=comm)
+
+
+@pytest.mark.parametrize('n_epochs', [0, -1, -10])
+def test_a_non_positive_n_epochs_is_refused_when_made_naming_it(tmp_path, n_epochs):
+    with pytest.raises(ValueError, match='n_epochs') as info:
+        experiment(tmp_path, n_epochs=n_epochs)
+    assert repr(n_epochs) in str(info.value)

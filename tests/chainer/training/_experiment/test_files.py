@@ -1,6 +1,7 @@
 """The files of an experiment's folder: which snapshot it resumes from, which model it returns."""
 import os
 import stat
+import threading
 
 import pytest
 
@@ -92,3 +93,57 @@ def test_a_symlink_named_like_the_model_is_not_taken_as_the_model(tmp_path):
     with pytest.raises(FileNotFoundError, match=r'its model .*best_model.npz is missing or not '
                                                 r'a regular file'):
         again.run(train, val)
+
+
+class _ThreadRank:
+    """One of the ranks of a ChainerMN run played by threads of this process: allgather
+    waits for every rank's value, as MPI's does. The real ranks run the same table in
+    test_experiment_preemption_mpi.py, under mpiexec."""
+
+    def __init__(self, rank, values, barrier):
+        self.rank, self.size, self.mpi_comm = rank, len(values), self
+        self._values, self._barrier = values, barrier
+
+    def allgather(self, value):
+        self._values[self.rank] = value
+        self._barrier.wait(timeout=60)
+        gathered = list(self._values)
+        self._barrier.wait(timeout=60)
+        return gathered
+
+
+def _resumed_by_each_rank(folder, n_ranks=2):
+    values, barrier, chosen = [None] * n_ranks, threading.Barrier(n_ranks), [None] * n_ranks
+
+    def resume(rank):
+        path = files.resume_snapshot(folder, _ThreadRank(rank, values, barrier))
+        chosen[rank] = None if path is None else os.path.basename(path)
+
+    threads = [threading.Thread(target=resume, args=(rank,)) for rank in range(n_ranks)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return chosen
+
+
+@pytest.mark.parametrize('names, chosen', [
+    # Of the same epoch as the shared snapshot: each rank's own (its iterator position).
+    (['snapshot_epoch_2', 'snapshot_epoch_2_rank0', 'snapshot_epoch_2_rank1'],
+     ['snapshot_epoch_2_rank0', 'snapshot_epoch_2_rank1']),
+    (['snapshot_epoch_1', 'snapshot_epoch_2_rank0', 'snapshot_epoch_2_rank1'],
+     ['snapshot_epoch_2_rank0', 'snapshot_epoch_2_rank1']),
+    # Older than the shared one: the shared one, on every rank.
+    (['snapshot_epoch_3', 'snapshot_epoch_2_rank0', 'snapshot_epoch_2_rank1'],
+     ['snapshot_epoch_3', 'snapshot_epoch_3']),
+    # A rank's own is missing, or the ranks' differ: the shared one.
+    (['snapshot_epoch_2', 'snapshot_epoch_2_rank0'], ['snapshot_epoch_2', 'snapshot_epoch_2']),
+    (['snapshot_epoch_1', 'snapshot_epoch_2_rank0', 'snapshot_epoch_1_rank1'],
+     ['snapshot_epoch_1', 'snapshot_epoch_1']),
+    ([], [None, None]),
+])
+def test_under_chainermn_each_rank_resumes_from_its_own_snapshot_when_every_rank_has_one(
+        tmp_path, names, chosen):
+    for name in names:
+        (tmp_path / name).write_bytes(b'')
+    assert _resumed_by_each_rank(str(tmp_path)) == chosen

@@ -40,8 +40,11 @@ def test_a_state_that_does_not_say_what_happened_is_refused_naming_it(tmp_path, 
     first = experiment(tmp_path, tasks.make_params(num_epochs=1))
     first.run(train, val)
     _write_state(first, text)
-    with pytest.raises(ValueError, match=r'run_state.json must hold .*not trusted'):
+    with pytest.raises(ValueError, match=r'run_state.json must hold .*not trusted') as info:
         experiment(tmp_path, tasks.make_params(num_epochs=1)).run(train, val)
+    # The message names the file and what it holds.
+    assert os.path.join(first.output_dir, 'run_state.json') in str(info.value)
+    assert repr(json.loads(text)) in str(info.value)
 
 
 def test_a_finished_state_older_than_the_newest_snapshot_is_refused(tmp_path):
@@ -50,8 +53,22 @@ def test_a_finished_state_older_than_the_newest_snapshot_is_refused(tmp_path):
     first.run(train, val)
     _write_state(first, '{"finished": true, "epoch": 1}')
     with pytest.raises(ValueError, match=r"says the run finished at epoch 1, but "
-                                         r".*snapshot_epoch_2 is newer"):
+                                         r".*snapshot_epoch_2 is newer") as info:
         experiment(tmp_path, tasks.make_params(num_epochs=2)).run(train, val)
+    assert str(info.value).startswith(os.path.join(first.output_dir, 'run_state.json'))
+
+
+@pytest.mark.parametrize('epoch, snapshots', [(0, []), (2, ['snapshot_epoch_2']),
+                                              (3, ['snapshot_epoch_1', 'snapshot_epoch_3'])])
+def test_a_finished_state_as_new_as_the_newest_snapshot_is_believed(tmp_path, epoch,
+                                                                    snapshots):
+    # Epoch 0: a run of no epoch at all (resumed at its end) finished; epoch n beside
+    # snapshot_epoch_n: the usual end of a run.
+    from researchutils.chainer.training._experiment import run_state
+    for name in snapshots:
+        (tmp_path / name).write_bytes(b'')
+    (tmp_path / 'run_state.json').write_text(json.dumps({'finished': True, 'epoch': epoch}))
+    assert run_state.read_run_state(str(tmp_path)) == {'finished': True, 'epoch': epoch}
 
 
 @pytest.mark.parametrize('old_epoch', [1, None])

@@ -1,11 +1,14 @@
 """The Trainer a ChainerExperiment builds: snapshots, scheduler, reports, user extensions."""
 import os
 import sys
+import types
 
 import chainer
 import pytest
 from chainer.training import extensions as chainer_extensions
 
+from researchutils.chainer.data_loading import DataManager
+from researchutils.chainer.training._experiment.trainer import shard
 from tests.chainer.training import tasks
 from tests.chainer.training.tasks import experiment, read_log
 
@@ -96,3 +99,26 @@ def test_a_finished_run_of_another_architecture_is_refused_not_broadcast(tmp_pat
     second = experiment(tmp_path, tasks.make_params({'num_hidden': 8}, num_epochs=1))
     with pytest.raises(ValueError, match=r"final_model\.npz.*'fc1/W'.*is not the shape \(8, "):
         second.run(train, val)
+
+
+def _shards(n_examples, n_ranks, pad):
+    """The example indices of each rank's shard of a dataset of ``n_examples``. The shard
+    needs only a communicator's size and rank: the real one is tested under mpiexec
+    (test_experiment_mpi.py)."""
+    manager = DataManager([{'index': i} for i in range(n_examples)], 2)
+    return [[example['index'] for example in shard(
+        manager, types.SimpleNamespace(size=n_ranks, rank=rank), pad=pad).dataset]
+        for rank in range(n_ranks)]
+
+
+@pytest.mark.parametrize('n_examples, n_ranks', [(10, 3), (11, 4), (13, 2), (12, 3)])
+def test_padded_shards_cover_every_example_and_are_equally_long(n_examples, n_ranks):
+    shards = _shards(n_examples, n_ranks, pad=True)
+    assert sorted(set(i for part in shards for i in part)) == list(range(n_examples))
+    assert {len(part) for part in shards} == {-(-n_examples // n_ranks)}
+
+
+@pytest.mark.parametrize('n_examples, n_ranks', [(10, 3), (11, 4), (13, 2)])
+def test_unpadded_shards_split_the_examples_without_repeating_one(n_examples, n_ranks):
+    shards = _shards(n_examples, n_ranks, pad=False)
+    assert sorted(i for part in shards for i in part) == list(range(n_examples))

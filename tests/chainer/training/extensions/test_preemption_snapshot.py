@@ -514,3 +514,33 @@ def test_a_refused_requeue_warns_and_still_exits_75(tmp_path):
     assert calls.read_text() == 'requeue 4242\n'
     assert "'scontrol requeue 4242' exited with status 1: job is not requeueable" in stderr
     assert os.path.exists(str(out / 'snapshot_iter_3'))
+
+
+class _RankOfTwo:
+    """One rank of a two-rank ChainerMN run, in this process: its peer notes the same
+    signals (allgather returns this rank's value twice). The real two-rank runs are in
+    test_preemption_snapshot_mpi.py, which needs mpiexec."""
+
+    size = 2
+
+    def __init__(self, rank):
+        self.rank = rank
+        self.mpi_comm = self
+
+    def allgather(self, value):
+        return [value] * self.size
+
+
+@pytest.mark.parametrize('rank, calls', [(0, 'requeue 4242\n'), (1, None)])
+def test_under_chainermn_only_rank_0_asks_slurm_to_requeue(tmp_path, monkeypatch, rank,
+                                                            calls):
+    env, calls_file = _scontrol_stand_in(tmp_path)
+    monkeypatch.setenv('PATH', env['PATH'])
+    monkeypatch.setenv('SLURM_JOB_ID', env['SLURM_JOB_ID'])
+    trainer = run.build_trainer(tmp_path / 'out', preemption=False)
+    trainer.extend(PreemptionSnapshot(requeue=True, comm=_RankOfTwo(rank)))
+    trainer.extend(run.signal_self_at(2, signal.SIGUSR1))
+    with pytest.raises(Preempted):
+        trainer.run()
+    assert os.path.exists(str(tmp_path / 'out' / 'snapshot_iter_2_rank{}'.format(rank)))
+    assert (calls_file.read_text() if calls_file.exists() else None) == calls

@@ -19,9 +19,15 @@ from typing import TYPE_CHECKING, Any
 import optuna
 
 from researchutils._checks import check_positive_float, check_positive_int
+from researchutils.chainer.training._experiment.search import (
+    objective,
+    retries,
+    studies,
+    summary,
+    tracking,
+)
+from researchutils.chainer.training._experiment.search.space import Space
 from researchutils.chainer.training._ranks import is_rank_zero
-from researchutils.chainer.training._search import objective, retries, studies, summary, tracking
-from researchutils.chainer.training._search.space import Space
 
 if TYPE_CHECKING:
     from researchutils.chainer.data_loading import DataManager

@@ -32,7 +32,7 @@ import optuna
 from researchutils.chainer.training import _ownership
 from researchutils.chainer.training._experiment import settings as _experiment_settings
 from researchutils.chainer.training._experiment.model_selection import score_model
-from researchutils.chainer.training._search import folders, retries, studies, tracking
+from researchutils.chainer.training._experiment.search import folders, retries, studies, tracking
 from researchutils.chainer.training.extensions.chainer_pruning_extension import (
     ChainerPruningExtension,
 )
@@ -41,8 +41,8 @@ from researchutils.chainer.training.extensions.stop_on_non_number import Trainin
 
 if TYPE_CHECKING:
     from researchutils.chainer.data_loading import DataManager
+    from researchutils.chainer.training._experiment.search.space import Space
     from researchutils.chainer.training._experiment.settings import Experiment
-    from researchutils.chainer.training._search.space import Space
     from researchutils.chainer.training.parameters import Parameters
 
 _COUNTED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,

@@ -27,15 +27,15 @@ import optuna
 from researchutils import _figures
 from researchutils._files import write_atomically
 from researchutils.chainer.training import json_values, train_utils
+from researchutils.chainer.training._experiment.search import folders, retries
+from researchutils.chainer.training._experiment.search.objective import surplus
 from researchutils.chainer.training._scores import improves, score_for_json
-from researchutils.chainer.training._search import folders, retries
-from researchutils.chainer.training._search.objective import surplus
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
+    from researchutils.chainer.training._experiment.search.space import Space
     from researchutils.chainer.training._experiment.settings import Experiment
-    from researchutils.chainer.training._search.space import Space
 
 SUMMARY_FILE = 'search.json'
 HISTORY_FIGURE = 'search_history.png'

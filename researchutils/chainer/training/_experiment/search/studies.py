@@ -45,7 +45,7 @@ import sqlalchemy.pool
 from sqlalchemy.engine import URL, make_url
 
 from researchutils._storage_drivers import check_storage_driver
-from researchutils.chainer.training._search import folders, retries
+from researchutils.chainer.training._experiment.search import folders, retries
 
 if TYPE_CHECKING:
     from researchutils.chainer.training._experiment.settings import Experiment

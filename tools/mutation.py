@@ -1,0 +1,401 @@
+"""Mutation testing of the modules that guard data and results: ``make mutation``.
+
+Runs mutmut 3 (``pip install -e '.[mutation]'``) on one module at a time, each in a scratch
+copy of this checkout (``build/mutation/<module>``), with the tests of that module only: its
+mirrored test files under ``tests/`` (``researchutils/a/b.py`` -> ``tests/a/test_b.py``, a
+package -> its folder of tests) and the few listed in ``EXTRA_TESTS``; mutmut then runs, for
+each mutant, only those of them that reached the mutated function. Writes per module
+``build/mutation/<module>.txt`` (and ``.json``): mutants made, killed, surviving, timed out,
+and each survivor's file, line and change. Mutants that change only the wording of a message
+(a string inside a ``raise``, a ``warnings.warn`` or a ``write``) are counted apart, and
+those listed in ``tests/mutation_equivalent.txt`` (no user can tell them from the original,
+one line each says why) are left out of the score.
+
+    python tools/mutation.py [--workers N] [--check PERCENT] [MODULE ...]
+
+MODULE is a path under ``researchutils/`` (``chainer/training/json_values.py``) or a key of
+``MODULES``; none: every module of ``MODULES`` in turn (hours on 2 cores). ``--check`` exits
+1 when a module's score (killed / (made - messages-only - equivalent)) is below PERCENT.
+Figures and the reasons for mutmut: docs/testing.rst ("Mutation testing").
+"""
+import argparse
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRATCH = os.path.join(REPO, 'build', 'mutation')
+EQUIVALENT = os.path.join(REPO, 'tests', 'mutation_equivalent.txt')
+
+#: The modules that guard data and results (issue 33), as paths under researchutils/.
+MODULES = [
+    'chainer/training/_experiment/',
+    'chainer/training/_experiment/search/',
+    'chainer/training/search_space.py',
+    'chainer/training/json_values.py',
+    'chainer/data_loading/',
+    'chainer/training/extensions/preemption_snapshot.py',
+    'chainer/training/extensions/_signal_handlers.py',
+    'chainer/training/extensions/_slurm_requeue.py',
+    'chainer/serializers/',
+    'files.py',
+    '_files.py',
+    '_process_pool.py',
+]
+
+#: Tests beyond the mirrored ones, where a module's behaviour is tested through its user.
+EXTRA_TESTS = {
+    'chainer/training/_experiment/': ['tests/chainer/training/test_experiment.py'],
+    'chainer/training/_experiment/search/': ['tests/chainer/training/test_search.py',
+                                  'tests/chainer/training/test_search_retries.py'],
+    'chainer/training/search_space.py': ['tests/chainer/training/_experiment/search/test_space.py',
+                                         'tests/chainer/training/test_parameters.py'],
+    'chainer/training/json_values.py': ['tests/chainer/training/test_parameters.py',
+                                        'tests/chainer/training/test_search_space.py'],
+    'chainer/training/extensions/_signal_handlers.py': [
+        'tests/chainer/training/extensions/test_preemption_snapshot_handlers.py'],
+    'chainer/serializers/': ['tests/chainer/training/test_experiment_preemption.py'],
+    '_files.py': ['tests/test_files.py', 'tests/chainer/serializers/test_npz.py'],
+    '_process_pool.py': ['tests/test_lazy_pool.py', 'tests/test_process_worker.py',
+                         'tests/test_chunks.py'],
+}
+
+# What the copy needs: the package, the compat finder, the tests and pytest's settings.
+_COPIED = ('researchutils', '_researchutils_chainer_compat', 'tests', 'pyproject.toml',
+           'setup.py', 'README.md')
+# Calls whose string arguments are messages to a person (add_note: an exception's note).
+_MESSAGE_CALLS = {'warn', 'write', 'warning', 'error', 'info', 'debug', 'print', 'add_note'}
+# mutmut's exit codes (mutmut/stats.py) grouped as the report counts them.
+_KILLED = {1, 3, 37}
+_SURVIVED = {0}
+_TIMED_OUT = {36, 24, -24, 152, 255}
+
+
+def mirrored_tests(module):
+    """The test files and folders of ``module`` (a path under researchutils/): its mirror
+    under tests/ when there is one, and those of EXTRA_TESTS."""
+    if module.endswith('/'):
+        mirror = [os.path.join('tests', module)]
+    else:
+        folder, name = os.path.split(module)
+        mirror = [os.path.join('tests', folder, 'test_' + name.lstrip('_'))]
+        mirror.append(os.path.join('tests', folder, 'test_' + name))
+    found = [path for path in mirror + EXTRA_TESTS.get(module, [])
+             if os.path.exists(os.path.join(REPO, path))]
+    return sorted(set(found))
+
+
+def _slug(module):
+    return module.strip('/').replace('/', '.').replace('.py', '') or 'researchutils'
+
+
+def _checkout_files():
+    """The files of the working tree (tracked, and new ones git does not ignore)."""
+    listed = subprocess.run(['git', 'ls-files', '-co', '--exclude-standard', '-z', '--']
+                            + list(_COPIED), cwd=REPO, capture_output=True, check=True)
+    return [name for name in listed.stdout.decode().split('\0')
+            if name and os.path.isfile(os.path.join(REPO, name))]
+
+
+def _prepare(module, tests, workdir):
+    """A scratch copy of the checkout in ``workdir``, configured for mutmut."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    for name in _checkout_files():
+        target = os.path.join(workdir, name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy2(os.path.join(REPO, name), target)
+    pattern = 'researchutils/' + module + ('*' if module.endswith('/') else '')
+    # A listed module inside this one (the search inside the experiment's package) has a
+    # run of its own.
+    nested = ['researchutils/' + other + '*' for other in MODULES
+              if other != module and other.endswith('/') and other.startswith(module)]
+    settings = {
+        'source_paths': ['researchutils'],
+        'only_mutate': [pattern],
+        'do_not_mutate': nested,
+        'pytest_add_cli_args_test_selection': tests,
+        # One process per mutant; the markers of other machines (MPI, GPU) stay out.
+        'pytest_add_cli_args': ['-p', 'no:cacheprovider', '-p', 'no:randomly', '-q',
+                                '-m', 'not mpi and not gpu', '-n', '0'],
+        'use_git_change_detection': False,
+    }
+    with open(os.path.join(workdir, 'pyproject.toml'), 'a') as stream:
+        stream.write('\n[tool.mutmut]\n')
+        for key, value in settings.items():
+            stream.write('{} = {}\n'.format(key, json.dumps(value)))
+
+
+def _load_results(workdir):
+    """mutant name -> (source path, exit code) from mutmut's .meta files."""
+    results = {}
+    root = os.path.join(workdir, 'mutants')
+    for folder, _, names in os.walk(os.path.join(root, 'researchutils')):
+        for name in names:
+            if not name.endswith('.py.meta'):
+                continue
+            with open(os.path.join(folder, name)) as stream:
+                meta = json.load(stream)
+            source = os.path.relpath(os.path.join(folder, name[:-len('.meta')]), root)
+            for mutant, code in meta['exit_code_by_key'].items():
+                results[mutant] = (source, code)
+    return results
+
+
+def _function_nodes(tree):
+    """(class name or None, function node) of every function of ``tree``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield node.name, item
+        elif isinstance(node, ast.Module):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield None, item
+
+
+def _message_strings(tree):
+    """The ids of the string constants of ``tree`` that are messages to a person."""
+    found = set()
+    for node in ast.walk(tree):
+        scope = None
+        if isinstance(node, ast.Raise):
+            scope = node.exc
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, 'id', '')
+            if name in _MESSAGE_CALLS:
+                scope = node
+        if scope is not None:
+            found.update(id(child) for child in ast.walk(scope)
+                         if isinstance(child, ast.Constant) and isinstance(child.value, str))
+    return found
+
+
+def _only_messages(original, mutant):
+    """Whether the function ``mutant`` differs from ``original`` only in message strings."""
+    try:
+        before, after = ast.parse(original), ast.parse(mutant)
+    except SyntaxError:
+        return False
+    nodes_before, nodes_after = list(ast.walk(before)), list(ast.walk(after))
+    if len(nodes_before) != len(nodes_after):
+        return False
+    messages = _message_strings(before)
+    changed = False
+    for old, new in zip(nodes_before, nodes_after):
+        if type(old) is not type(new):
+            return False
+        if isinstance(old, ast.Constant):
+            if old.value != new.value or type(old.value) is not type(new.value):
+                if not (isinstance(old.value, str) and id(old) in messages):
+                    return False
+                changed = True
+        else:
+            fields_old = [(k, v) for k, v in ast.iter_fields(old)
+                          if not isinstance(v, (ast.AST, list))]
+            fields_new = [(k, v) for k, v in ast.iter_fields(new)
+                          if not isinstance(v, (ast.AST, list))]
+            if fields_old != fields_new:
+                return False
+    return changed
+
+
+def _describe(workdir, mutant, source):
+    """(line, change, messages only) of one mutant: the line in the original file, the
+    changed lines of mutmut's diff, and whether only message strings changed."""
+    if workdir not in sys.path:
+        sys.path.insert(0, workdir)
+    import libcst  # noqa: E402 (mutmut's, present where mutmut is)
+    from mutmut.mutation import diff_apply  # noqa: E402
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+        diff = diff_apply.get_diff_for_mutant(mutant, path=source)
+        functions = diff_apply.read_functions_from_index(mutant, source)
+        if functions is None:
+            module = diff_apply.read_mutants_module(source)
+            functions = (diff_apply.read_original_function(module, mutant),
+                         diff_apply.read_mutant_function(module, mutant))
+    finally:
+        os.chdir(cwd)
+    original, mutated = (textwrap.dedent(libcst.Module([f]).code) for f in functions)
+    removed = [line[1:].strip() for line in diff.splitlines()
+               if line.startswith('-') and not line.startswith('---')]
+    added = [line[1:].strip() for line in diff.splitlines()
+             if line.startswith('+') and not line.startswith('+++')]
+    line = _line_of(os.path.join(REPO, source), mutant, original, mutated)
+    change = '{} -> {}'.format(' / '.join(removed), ' / '.join(added))
+    return line, change, _only_messages(original, mutated)
+
+
+def _line_of(path, mutant, original, mutated):
+    """The line of ``path`` where ``mutant`` (``module.x_f__mutmut_3``,
+    ``module.xǁCǁm__mutmut_3``) changes it: the function's first line in the file plus the
+    offset of the first line that differs."""
+    key = mutant.rsplit('__mutmut_', 1)[0].rsplit('.', 1)[-1]
+    if 'ǁ' in key:
+        _, cls, name = key.split('ǁ')
+    else:
+        cls, name = None, key[2:]
+    with open(path) as stream:
+        tree = ast.parse(stream.read())
+    node = next((node for owner, node in _function_nodes(tree)
+                 if owner == cls and node.name == name), None)
+    if node is None:
+        return None
+    start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    before, after = original.strip('\n').splitlines(), mutated.strip('\n').splitlines()
+    offset = next((i for i, (old, new) in enumerate(zip(before, after)) if old != new),
+                  min(len(before), len(after)))
+    return start + offset
+
+
+def read_equivalent(path=EQUIVALENT):
+    """mutant name -> why it is equivalent, from ``tests/mutation_equivalent.txt`` (lines
+    ``NAME  # why``; blank lines and lines starting with # are skipped)."""
+    listed = {}
+    if not os.path.exists(path):
+        return listed
+    with open(path) as stream:
+        for line in stream:
+            line = line.strip()
+            if not line or line.startswith('#'):
+                continue
+            name, _, why = line.partition('#')
+            listed[name.strip()] = why.strip()
+    return listed
+
+
+def run_module(module, workers, mutants=(), python=sys.executable, resume=False,
+               report_only=False):
+    """Runs mutmut on ``module``; returns the report as a dict. With ``resume``, goes on
+    in the copy of an earlier run that stopped (only the mutants not yet checked run)."""
+    tests = mirrored_tests(module)
+    if not tests:
+        raise SystemExit('mutation: no tests mirror {!r} (tests/ mirrors researchutils/): '
+                         'add them, or list them in EXTRA_TESTS'.format(module))
+    workdir = os.path.join(SCRATCH, _slug(module))
+    if not ((resume or report_only) and os.path.isdir(os.path.join(workdir, 'mutants'))):
+        _prepare(module, tests, workdir)
+    # The copy is what mutmut imports (mutants/ first on sys.path); nothing of the caller's
+    # path may stand in its place.
+    env = {name: value for name, value in os.environ.items()
+           if name not in ('PYTHONPATH', 'PYTHONHOME') and not name.startswith('PYTEST_')}
+    started = time.monotonic()
+    done = subprocess.CompletedProcess([], 0, '', '')
+    if not report_only:
+        done = subprocess.run([python, '-m', 'mutmut', 'run', '--max-children', str(workers)]
+                              + list(mutants), cwd=workdir, env=env, capture_output=True,
+                              text=True)
+    minutes = (time.monotonic() - started) / 60
+    results = _load_results(workdir)
+    if done.returncode != 0 and all(code is None for _, code in results.values()):
+        raise SystemExit('mutation: mutmut failed on {}:\n{}\n{}'.format(
+            module, done.stdout[-3000:], done.stderr[-3000:]))
+    equivalent = read_equivalent()
+    report = {'module': module, 'tests': tests, 'minutes': round(minutes, 1),
+              'made': len(results), 'killed': 0, 'timed_out': 0, 'surviving': [],
+              'messages_only': [], 'equivalent': [], 'other': []}
+    for mutant, (source, code) in sorted(results.items()):
+        if code in _KILLED:
+            report['killed'] += 1
+        elif code in _TIMED_OUT:
+            report['timed_out'] += 1
+        elif code in _SURVIVED:
+            line, change, messages = _describe(workdir, mutant, source)
+            entry = {'mutant': mutant, 'file': source, 'line': line, 'change': change}
+            if mutant in equivalent:
+                entry['why'] = equivalent[mutant]
+                report['equivalent'].append(entry)
+            elif messages:
+                report['messages_only'].append(entry)
+            else:
+                report['surviving'].append(entry)
+        else:
+            report['other'].append({'mutant': mutant, 'file': source, 'exit_code': code})
+    counted = report['made'] - len(report['messages_only']) - len(report['equivalent'])
+    # Timed-out mutants count as killed: a user would see the run hang.
+    caught = report['killed'] + report['timed_out']
+    report['score'] = round(100.0 * caught / counted, 1) if counted else 100.0
+    return report
+
+
+def format_report(report):
+    lines = [
+        'mutation report: researchutils/{}'.format(report['module']),
+        'tests: {}'.format(' '.join(report['tests'])),
+        'made {made}, killed {killed}, surviving {surviving}, timed out {timed_out}, '
+        'messages only {messages} (surviving, not counted), equivalent {equivalent}, '
+        'other {other}; score {score}% in {minutes} min'.format(
+            made=report['made'], killed=report['killed'],
+            surviving=len(report['surviving']), timed_out=report['timed_out'],
+            messages=len(report['messages_only']), equivalent=len(report['equivalent']),
+            other=len(report['other']), score=report['score'], minutes=report['minutes']),
+    ]
+    for title, key in (('surviving', 'surviving'), ('messages only', 'messages_only'),
+                       ('equivalent (tests/mutation_equivalent.txt)', 'equivalent')):
+        if report[key]:
+            lines.append('')
+            lines.append(title + ':')
+            for entry in report[key]:
+                lines.append('  {file}:{line}  {change}  [{mutant}]'.format(**entry)
+                             + ('  # ' + entry['why'] if 'why' in entry else ''))
+    for entry in report['other']:
+        lines.append('  not run: {mutant} (exit {exit_code})'.format(**entry))
+    return '\n'.join(lines) + '\n'
+
+
+def _module_key(argument):
+    argument = argument.strip()
+    for prefix in ('./', 'researchutils/'):
+        if argument.startswith(prefix):
+            argument = argument[len(prefix):]
+    if os.path.isdir(os.path.join(REPO, 'researchutils', argument)) and not argument.endswith('/'):
+        argument += '/'
+    if not os.path.exists(os.path.join(REPO, 'researchutils', argument)):
+        raise SystemExit('mutation: no module researchutils/{}'.format(argument))
+    return argument
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('modules', nargs='*', help='paths under researchutils/')
+    parser.add_argument('--workers', type=int, default=1)
+    parser.add_argument('--check', type=float, default=None,
+                        help='exit 1 when a score is below this percentage')
+    parser.add_argument('--mutants', nargs='*', default=(),
+                        help='only these mutant names (mutmut run NAMES)')
+    parser.add_argument('--report-only', action='store_true',
+                        help='write the report of the last run again (after editing '
+                             'tests/mutation_equivalent.txt)')
+    parser.add_argument('--resume', action='store_true',
+                        help='go on with the copy of a run that stopped (same sources)')
+    arguments = parser.parse_args(argv)
+    modules = [_module_key(m) for m in arguments.modules] or MODULES
+    failed = []
+    for module in modules:
+        report = run_module(module, arguments.workers, arguments.mutants,
+                            resume=arguments.resume, report_only=arguments.report_only)
+        text = format_report(report)
+        base = os.path.join(SCRATCH, _slug(module))
+        with open(base + '.txt', 'w') as stream:
+            stream.write(text)
+        with open(base + '.json', 'w') as stream:
+            json.dump(report, stream, indent=1)
+        sys.stdout.write(text + '(written to {}.txt)\n\n'.format(base))
+        if arguments.check is not None and report['score'] < arguments.check:
+            failed.append('{} {}%'.format(module, report['score']))
+    if failed:
+        sys.stdout.write('below {}%: {}\n'.format(arguments.check, ', '.join(failed)))
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
