@@ -128,6 +128,9 @@ def bad_values(function, parameter):
 
 
 BAD_BY_ANNOTATION.update({
+    'Mapping[str, str]': [5, {'a': 5}, {5: 'a'}],
+    'str | Sequence[str] | dict[str, Any]': [5, 'wandb', ['tensorboard', 5],
+                                             {'tensorboard': 'yes'}, {'wandb': True}],
     'int | tuple[int, int]': [True, 1.5, '1', (1, True), (1, 1.5)],
     'tuple[int, int]': [5, (True, 2), (2,)],
     'dict[str, str]': [5, {'x': 5}],
@@ -289,6 +292,12 @@ VALID = {
         lambda i, o: {},
     'researchutils.chainer.training.extensions.slack_report.SlackReport': lambda i, o: dict(
         token_or_client='xoxb-test', entries=['epoch']),
+    'researchutils.chainer.training.extensions.tensorboard_report.TensorBoardReport':
+        lambda i, o: dict(logdir=str(o / 'tensorboard'), entries=['main/loss']),
+    'researchutils.chainer.training.extensions.mlflow_report.MLflowReport': lambda i, o: dict(
+        tracking_uri='http://127.0.0.1:9', entries=['main/loss']),
+    'researchutils.chainer.training.extensions.mlflow_report.send_unsent': lambda i, o: dict(
+        path=str(i / 'text.txt'), tracking_uri='http://127.0.0.1:9'),
     'researchutils.chainer.training.json_values.dumps_json': lambda i, o: dict(value={'a': 1}),
     'researchutils.chainer.training.json_values.from_json_value': lambda i, o: dict(value=1),
     'researchutils.chainer.training.json_values.load_json': lambda i, o: dict(
@@ -371,7 +380,9 @@ OVERRIDES = {
         'ChainerPruningExtension',
         'researchutils.chainer.training.extensions.predictor_evaluator.PredictorEvaluator',
         'researchutils.chainer.training.extensions.preemption_snapshot.PreemptionSnapshot',
-        'researchutils.chainer.training.extensions.slack_report.SlackReport')},
+        'researchutils.chainer.training.extensions.slack_report.SlackReport',
+        'researchutils.chainer.training.extensions.tensorboard_report.TensorBoardReport',
+        'researchutils.chainer.training.extensions.mlflow_report.MLflowReport')},
     # None is JSON's null.
     ('researchutils.chainer.training.json_values.dumps_json', 'value'):
         [NAN, math.inf, {1: 'a'}, {'a': [NAN]}, {(1, 2): 'a'}, object()],
@@ -384,6 +395,11 @@ OVERRIDES = {
 
 # Arguments without bad values to try: (callable, argument) -> why.
 NO_BAD_VALUES = {
+    **{(name, 'parameters'): 'any hyper-parameters: a Parameters, a dict or None; what '
+       'cannot be logged is named when written (test_tensorboard_report.py, '
+       'test_mlflow_report.py)' for name in (
+        'researchutils.chainer.training.extensions.tensorboard_report.TensorBoardReport',
+        'researchutils.chainer.training.extensions.mlflow_report.MLflowReport')},
     ('researchutils.arrays.one_hot', 'on_value'):
         'any value of dtype; checked against dtype (tests/test_arrays.py)',
     ('researchutils.arrays.one_hot', 'off_value'):

@@ -34,9 +34,12 @@ from chainer.training.extensions import log_report as log_report_module
 
 from researchutils import _files
 from researchutils._checks import (
+    check_comm,
     check_non_negative_int,
+    check_path,
     check_positive_float,
     check_positive_int,
+    check_str,
     check_timeout,
 )
 from researchutils.chainer.training._mlflow_runs import (
@@ -287,7 +290,8 @@ def send_unsent(path: str | os.PathLike[str], tracking_uri: str | None = None) -
         >>> send_unsent('result/mlflow_unsent_0123abcd.json')  # doctest: +SKIP
         120
     """
-    path = os.fspath(path)
+    path = check_path(path, 'path')
+    tracking_uri = check_str(tracking_uri, 'tracking_uri', allow_empty=False, allow_none=True)
     with open(path, encoding='utf-8') as stream:
         data = json.load(stream)
     if not isinstance(data, dict) or data.get('format') != UNSENT_FORMAT:
@@ -410,7 +414,7 @@ class MLflowReport(extension.Extension):
         self._tracking_uri = tracking_uri
         self._experiment_name = experiment_name
         self._run_name = run_name
-        self._comm = comm
+        self._comm = check_comm(comm)
         self._sender_arguments = (
             check_positive_int(queue_size, 'queue_size'),
             check_non_negative_int(max_retries, 'max_retries'),

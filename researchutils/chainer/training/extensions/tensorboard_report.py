@@ -22,7 +22,7 @@ import chainer
 from chainer.training import extension
 from chainer.training.extensions import log_report as log_report_module
 
-from researchutils._checks import check_positive_int, check_timeout
+from researchutils._checks import check_comm, check_path, check_positive_int, check_timeout
 from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training.extensions import _tracking
 from researchutils.chainer.training.extensions._background import BackgroundWriter
@@ -136,15 +136,12 @@ class TensorBoardReport(extension.Extension):
                  log_report: str | log_report_module.LogReport = 'LogReport', *,
                  step: str = 'iteration', comm: Any = None, queue_size: int = 64,
                  flush_timeout: float = 30.0) -> None:
-        if not isinstance(logdir, (str, os.PathLike)) or not os.fspath(logdir):
-            raise TypeError('logdir must be a folder (str or os.PathLike), got {!r}'.format(
-                logdir))
-        self._logdir = os.fspath(logdir)
+        self._logdir = check_path(logdir, 'logdir')
         self._rows = _tracking.LogRows(_tracking.check_log_report(log_report),
                                        _tracking.check_entries(entries),
                                        _tracking.check_step(step))
         self._parameters = _tracking.flat_hyperparameters(parameters)
-        self._comm = comm
+        self._comm = check_comm(comm)
         self._queue_size = check_positive_int(queue_size, 'queue_size')
         self._flush_timeout = check_timeout(flush_timeout, 'flush_timeout')
         self._trainer: chainer.training.Trainer | None = None

@@ -161,7 +161,7 @@ def test_a_report_reused_for_a_second_run_starts_afresh(tmp_path):
 
 
 @pytest.mark.parametrize('arguments, error, message', [
-    ({'logdir': 3}, TypeError, 'logdir must be a folder .*got 3'),
+    ({'logdir': 3}, TypeError, r'logdir must be a path \(a str or an os.PathLike\), got 3'),
     ({'entries': 'main/loss'}, TypeError, "entries must be a list of str or None, got "
                                           "'main/loss'"),
     ({'step': 'batch'}, ValueError, "step must be one of .*got 'batch'"),
