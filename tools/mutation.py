@@ -38,6 +38,7 @@ MODULES = [
     'chainer/training/_experiment/search/',
     'chainer/training/search_space.py',
     'chainer/training/json_values.py',
+    'chainer/training/_ownership.py',
     'chainer/data_loading/',
     'chainer/training/extensions/preemption_snapshot.py',
     'chainer/training/extensions/_signal_handlers.py',

@@ -32,6 +32,8 @@ N_VAL = 24
 BATCH_SIZE = 16  # 40 examples: batches of 16, 16 and 8, epochs end after iterations 3, 6, 9
 NUM_EPOCHS = 3
 MODES = ('run', 'kfold', 'grid_search')
+# Seconds a test waits for one such process to end.
+PROCESS_TIMEOUT = 180
 
 
 def _run_name(trainer):
@@ -133,6 +135,24 @@ def _managers(out, workers):
 
 def _weights(model):
     return {name: param.array.ravel().tolist() for name, param in sorted(model.namedparams())}
+
+
+def start(out, mode, *options):
+    """Starts this script in a subprocess (tests.support.processes.start_module)."""
+    from tests.support.processes import start_module
+    return start_module('tests.support.preemptible_experiment', out, mode, *options)
+
+
+def finish(process, timeout=PROCESS_TIMEOUT):
+    """Waits for a process :func:`start` started; its exit status and standard error."""
+    _, stderr = process.communicate(timeout=timeout)
+    return process.returncode, stderr
+
+
+def epochs_trained(out):
+    """The ``<run folder> <epoch>`` lines the runs in ``out`` wrote, in order."""
+    with open(os.path.join(str(out), 'epochs_trained')) as f:
+        return f.read().splitlines()
 
 
 def main(argv):

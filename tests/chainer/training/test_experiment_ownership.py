@@ -13,31 +13,19 @@ import socket
 
 import pytest
 
+from tests.support.preemptible_experiment import PROCESS_TIMEOUT
+from tests.support.preemptible_experiment import epochs_trained as _epochs_trained
+from tests.support.preemptible_experiment import finish as _finish
+from tests.support.preemptible_experiment import start as _start
 from tests.support.preemptible_training import touch, wait_for
-from tests.support.processes import no_process_left, start_module  # noqa: F401 (fixture)
-
-PROCESS_TIMEOUT = 180
+from tests.support.processes import no_process_left  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.usefixtures('no_process_left')]
-
-
-def _start(out, mode, *options):
-    return start_module('tests.support.preemptible_experiment', out, mode, *options)
-
-
-def _finish(process):
-    _, stderr = process.communicate(timeout=PROCESS_TIMEOUT)
-    return process.returncode, stderr
 
 
 def _result(out, name='result.json'):
     with open(os.path.join(str(out), name)) as f:
         return json.load(f)
-
-
-def _epochs_trained(out):
-    with open(os.path.join(str(out), 'epochs_trained')) as f:
-        return f.read().splitlines()
 
 
 _references = {}

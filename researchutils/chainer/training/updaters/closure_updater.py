@@ -93,9 +93,15 @@ class ClosureUpdater(chainer.training.updaters.StandardUpdater):
             raise TypeError('optimizers must be a dict with a "default" optimizer, got '
                             '{!r}'.format(optimizers))
         for optimizer_name, optimizer in optimizers.items():
-            if not isinstance(optimizer, chainer.Optimizer):
-                raise TypeError('optimizers[{!r}] must be a chainer.Optimizer, got {!r}'.format(
-                    optimizer_name, optimizer))
+            # ChainerMN's multi-node optimizers wrap a chainer.Optimizer without deriving from
+            # it: an object with the optimizer's update and target is taken, as Chainer's own
+            # updaters take it.
+            if not isinstance(optimizer, chainer.Optimizer) and not (
+                    callable(getattr(optimizer, 'update', None))
+                    and hasattr(optimizer, 'target')):
+                raise TypeError('optimizers[{!r}] must be a chainer.Optimizer (or a wrapper of '
+                                'one, such as ChainerMN\'s multi-node optimizer), got {!r}'
+                                .format(optimizer_name, optimizer))
         named = {'main': optimizers['default']}
         named.update((name, optimizer) for name, optimizer in optimizers.items()
                      if name != 'default')
