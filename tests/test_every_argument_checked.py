@@ -21,24 +21,17 @@ import numpy as np
 import pytest
 from chainer.utils.type_check import InvalidType
 
+from tests.test_public_api import PACKAGES as CHAINER_PACKAGES
+
+# The original researchutils' helpers, then every package of researchutils.chainer (the one
+# list test_public_api.py keeps), so a new package is walked the day it lands.
 PACKAGES = [
     'researchutils.arrays',
     'researchutils.files',
     'researchutils.image',
     'researchutils.math',
     'researchutils.task',
-    'researchutils.chainer.functions',
-    'researchutils.chainer.links',
-    'researchutils.chainer.initializers',
-    'researchutils.chainer.iterators',
-    'researchutils.chainer.serializers',
-    'researchutils.chainer.models',
-    'researchutils.chainer.data_loading',
-    'researchutils.chainer.training',
-    'researchutils.chainer.training.extensions',
-    'researchutils.chainer.training.triggers',
-    'researchutils.chainer.training.updaters',
-]
+] + CHAINER_PACKAGES
 
 NAN = float('nan')
 
@@ -298,6 +291,8 @@ VALID = {
         tracking_uri='http://127.0.0.1:9', entries=['main/loss']),
     'researchutils.chainer.training.extensions.mlflow_report.send_unsent': lambda i, o: dict(
         path=str(i / 'text.txt'), tracking_uri='http://127.0.0.1:9'),
+    'researchutils.chainer.onnx.exporter.export': lambda i, o: dict(
+        model=_model(), args=np.zeros((1, 4), np.float32), path=str(o / 'model.onnx')),
     'researchutils.chainer.training.json_values.dumps_json': lambda i, o: dict(value={'a': 1}),
     'researchutils.chainer.training.json_values.from_json_value': lambda i, o: dict(value=1),
     'researchutils.chainer.training.json_values.load_json': lambda i, o: dict(
@@ -374,6 +369,7 @@ EXCEPTIONS = {
 
 # Arguments whose annotation alone does not give their bad values: (callable, argument).
 OVERRIDES = {
+    ('researchutils.chainer.onnx.exporter.export', 'converters'): [5, {'Linear': 5}, {5: len}],
     **{(name, 'comm'): _COMM for name in (
         'researchutils.chainer.training.experiment.ChainerExperiment',
         'researchutils.chainer.training.extensions.chainer_pruning_extension.'
@@ -395,6 +391,9 @@ OVERRIDES = {
 
 # Arguments without bad values to try: (callable, argument) -> why.
 NO_BAD_VALUES = {
+    ('researchutils.chainer.onnx.exporter.export', 'args'):
+        'any example input of the model (an array, a tuple, list or dict of arrays); the '
+        "model's own forward checks it",
     **{(name, 'parameters'): 'any hyper-parameters: a Parameters, a dict or None; what '
        'cannot be logged is named when written (test_tensorboard_report.py, '
        'test_mlflow_report.py)' for name in (

@@ -34,7 +34,7 @@ from typing import Any
 import chainer
 import chainer.functions as F
 
-from researchutils._checks import check_int, check_path
+from researchutils._checks import check_int, check_mapping, check_path, check_str_list
 from researchutils._files import write_atomically
 from researchutils.chainer.onnx.converters import CONVERTERS
 
@@ -295,8 +295,19 @@ def export(model: chainer.Link, args: Any, path: str | os.PathLike[str], *,
         >>> [value.name for value in graph.graph.input], [v.name for v in graph.graph.output]
         (['input'], ['output'])
     """
+    if not isinstance(model, chainer.Link):
+        raise TypeError('model must be a chainer.Link, got {!r}'.format(model))
     path = check_path(path, 'path')
     listed = _args_list(args)
+    if input_names is not None:
+        input_names = check_str_list(input_names, 'input_names')
+    if output_names is not None:
+        output_names = check_str_list(output_names, 'output_names')
+    more_converters = check_mapping(converters, 'converters', allow_none=True) or {}
+    for function_name, converter in more_converters.items():
+        if not isinstance(function_name, str) or not callable(converter):
+            raise TypeError('converters must map FunctionNode class names (str) to converter '
+                            'functions, got {!r}: {!r}'.format(function_name, converter))
     opset_version = check_int(opset_version, 'opset_version', minimum=7, allow_none=True)
     if isinstance(states, str) or not isinstance(states, (list, tuple)):
         raise TypeError('states must be a list or tuple of link paths, got {!r}{}'.format(
@@ -315,7 +326,7 @@ def export(model: chainer.Link, args: Any, path: str | os.PathLike[str], *,
         listed += [link.c.array, link.h.array]
         input_names += [_state_name(state_path, 'c'), _state_name(state_path, 'h')]
 
-    extra = {**CONVERTERS, **dict(converters or {})}
+    extra = {**CONVERTERS, **more_converters}
     known = {**onnx_chainer_export.mapping.converters, **extra}
     links = _LinkPlaces({id(link): name for name, link in model.namedlinks()})
     functions = _FunctionPlaces(links)
