@@ -54,3 +54,20 @@ def test_a_module_gets_its_mirrored_test_file(tool):
 def test_the_equivalent_mutants_each_say_why(tool):
     listed = tool.read_equivalent()
     assert all(why for why in listed.values()), [n for n, why in listed.items() if not why]
+
+
+def test_a_run_of_chosen_mutants_reports_on_those_alone(tool):
+    results = {'m.x_f__mutmut_1': ('m.py', None), 'm.x_f__mutmut_10': ('m.py', 1),
+               'm.x_g__mutmut_20': ('m.py', 0), 'm.x_g__mutmut_101': ('m.py', None),
+               'm.x_h__mutmut_7': ('m.py', 1)}
+    assert set(tool.select(results, [tool.SAMPLE_PATTERN])) == {
+        'm.x_f__mutmut_10', 'm.x_g__mutmut_20'}
+    assert set(tool.select(results, ['m.x_h__mutmut_7'])) == {'m.x_h__mutmut_7'}
+    assert tool.select(results, ['m.x_h__mutmut_70']) == {}
+
+
+def test_the_sample_make_test_runs_is_of_listed_modules_with_tests(tool):
+    assert tool.SAMPLE_MODULES
+    for module in tool.SAMPLE_MODULES:
+        assert module in tool.MODULES, module
+        assert tool.mirrored_tests(module), module

@@ -20,6 +20,7 @@ Figures and the reasons for mutmut: docs/testing.rst ("Mutation testing").
 """
 import argparse
 import ast
+import fnmatch
 import json
 import os
 import shutil
@@ -65,6 +66,15 @@ EXTRA_TESTS = {
     '_process_pool.py': ['tests/test_lazy_pool.py', 'tests/test_process_worker.py',
                          'tests/test_chunks.py'],
 }
+
+#: ``make mutation-sample``, the CI-sized check ``make test`` runs: a fixed tenth of the
+#: mutants (SAMPLE_PATTERN: those whose number ends in 0) of modules whose tests take
+#: seconds, so a drop in the suite's strength shows in every run, in about two minutes.
+SAMPLE_MODULES = [
+    'chainer/training/json_values.py',
+    'chainer/training/search_space.py',
+]
+SAMPLE_PATTERN = '*__mutmut_*0'
 
 # What the copy needs: the package, the compat finder, the tests and pytest's settings.
 _COPIED = ('researchutils', '_researchutils_chainer_compat', 'tests', 'pyproject.toml',
@@ -296,6 +306,8 @@ def run_module(module, workers, mutants=(), python=sys.executable, resume=False,
                               text=True)
     minutes = (time.monotonic() - started) / 60
     results = _load_results(workdir)
+    if mutants:
+        results = select(results, mutants)
     if done.returncode != 0 and all(code is None for _, code in results.values()):
         raise SystemExit('mutation: mutmut failed on {}:\n{}\n{}'.format(
             module, done.stdout[-3000:], done.stderr[-3000:]))
@@ -325,6 +337,14 @@ def run_module(module, workers, mutants=(), python=sys.executable, resume=False,
     caught = report['killed'] + report['timed_out']
     report['score'] = round(100.0 * caught / counted, 1) if counted else 100.0
     return report
+
+
+def select(results, patterns):
+    """The entries of ``results`` whose mutant name is, or matches (fnmatch), one of
+    ``patterns``: what a run of only those mutants reports on."""
+    return {name: value for name, value in results.items()
+            if any(name == pattern or fnmatch.fnmatchcase(name, pattern)
+                   for pattern in patterns)}
 
 
 def format_report(report):
@@ -372,19 +392,24 @@ def main(argv=None):
                         help='exit 1 when a score is below this percentage')
     parser.add_argument('--mutants', nargs='*', default=(),
                         help='only these mutant names (mutmut run NAMES)')
+    parser.add_argument('--sample', action='store_true',
+                        help='only a fixed tenth of the mutants ({}), of SAMPLE_MODULES '
+                             'when no module is named'.format(SAMPLE_PATTERN))
     parser.add_argument('--report-only', action='store_true',
                         help='write the report of the last run again (after editing '
                              'tests/mutation_equivalent.txt)')
     parser.add_argument('--resume', action='store_true',
                         help='go on with the copy of a run that stopped (same sources)')
     arguments = parser.parse_args(argv)
-    modules = [_module_key(m) for m in arguments.modules] or MODULES
+    modules = [_module_key(m) for m in arguments.modules] or (
+        SAMPLE_MODULES if arguments.sample else MODULES)
+    mutants = list(arguments.mutants) + ([SAMPLE_PATTERN] if arguments.sample else [])
     failed = []
     for module in modules:
-        report = run_module(module, arguments.workers, arguments.mutants,
+        report = run_module(module, arguments.workers, mutants,
                             resume=arguments.resume, report_only=arguments.report_only)
         text = format_report(report)
-        base = os.path.join(SCRATCH, _slug(module))
+        base = os.path.join(SCRATCH, _slug(module) + ('.sample' if arguments.sample else ''))
         with open(base + '.txt', 'w') as stream:
             stream.write(text)
         with open(base + '.json', 'w') as stream:
