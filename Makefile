@@ -88,6 +88,12 @@ STAMPS :=
 # tests/conftest.py) on one worker.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$((2 * n)))
 XDIST := -n $(TEST_WORKERS) --dist loadgroup
+# Tests marked one_stack check the repository's tools rather than the package on a stack:
+# the GPU check's scripts (tests/test_gpu_check.py: a wheelhouse built from the registries
+# and a venv installed from it, 2 to 5 minutes of a worker), which the GPU machine runs with
+# its Python 3.12. They run on ONE_STACK (else on the first stack chosen), not on every one.
+ONE_STACK ?= 3.12
+ONE_STACK_VENV := $(or $(filter $(call venv_of,$(ONE_STACK)),$(TEST_VENVS)),$(firstword $(TEST_VENVS)))
 # Each stack's run ends with its 30 slowest tests, so a test that grows slow is seen in the
 # log of every run (`make test-unit DURATIONS=0` lists them all).
 DURATIONS ?= 30
@@ -153,9 +159,10 @@ test-unit: $(foreach venv,$(TEST_VENVS),$(call stamp_of,$(venv)))
 	    stack="$$($$venv/bin/python -c 'import sys, numpy, chainer; \
 	        print("Python %d.%d.%d" % sys.version_info[:3], "NumPy", numpy.__version__, \
 	        "Chainer", chainer.__version__)')"; \
-	    echo "== pytest, $$stack ($$venv)"; \
+	    marks='not mpi'; [ "$$venv" = '$(ONE_STACK_VENV)' ] || marks='not mpi and not one_stack'; \
+	    echo "== pytest, $$stack ($$venv): -m '$$marks'"; \
 	    $(TIMED) "pytest, $${stack% Chainer*}" \
-	        $$venv/bin/python -m pytest -m 'not mpi' $(XDIST) --durations=$(DURATIONS) $(PYTEST_ARGS); done
+	        $$venv/bin/python -m pytest -m "$$marks" $(XDIST) --durations=$(DURATIONS) $(PYTEST_ARGS); done
 
 test-mpi: $(foreach venv,$(TEST_VENVS),$(call stamp_of,$(venv)))
 	@test -n '$(TEST_VENVS)' || { echo 'no venv for STACKS=$(STACKS)' >&2; exit 1; }

@@ -17,6 +17,10 @@ import pytest
 
 from tests.support.processes import own_env
 
+# The scripts' behaviour, not the package's on this stack: make test runs this file on the
+# stack of the GPU machine's Python (3.12), not on every stack (ONE_STACK in the Makefile).
+pytestmark = pytest.mark.one_stack
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
