@@ -71,3 +71,10 @@ def test_the_sample_make_test_runs_is_of_listed_modules_with_tests(tool):
     for module in tool.SAMPLE_MODULES:
         assert module in tool.MODULES, module
         assert tool.mirrored_tests(module), module
+
+
+def test_the_mutants_chosen_never_swallow_the_module_named_after_them(tool):
+    arguments = tool.parse_arguments(['--mutants', 'a,b', '--mutants', 'c',
+                                      'chainer/training/json_values.py'])
+    assert arguments.mutants == ['a', 'b', 'c']
+    assert arguments.modules == ['chainer/training/json_values.py']

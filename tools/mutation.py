@@ -384,14 +384,17 @@ def _module_key(argument):
     return argument
 
 
-def main(argv=None):
+def parse_arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('modules', nargs='*', help='paths under researchutils/')
     parser.add_argument('--workers', type=int, default=1)
     parser.add_argument('--check', type=float, default=None,
                         help='exit 1 when a score is below this percentage')
-    parser.add_argument('--mutants', nargs='*', default=(),
-                        help='only these mutant names (mutmut run NAMES)')
+    # One value, names or fnmatch patterns separated by commas (repeatable): a list of
+    # words would swallow the module named after it, and the run would take every module.
+    parser.add_argument('--mutants', action='extend', default=[],
+                        type=lambda names: [name for name in names.split(',') if name],
+                        help='only these mutants: NAME[,NAME...] (mutmut run NAMES)')
     parser.add_argument('--sample', action='store_true',
                         help='only a fixed tenth of the mutants ({}), of SAMPLE_MODULES '
                              'when no module is named'.format(SAMPLE_PATTERN))
@@ -400,7 +403,11 @@ def main(argv=None):
                              'tests/mutation_equivalent.txt)')
     parser.add_argument('--resume', action='store_true',
                         help='go on with the copy of a run that stopped (same sources)')
-    arguments = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    arguments = parse_arguments(argv)
     modules = [_module_key(m) for m in arguments.modules] or (
         SAMPLE_MODULES if arguments.sample else MODULES)
     mutants = list(arguments.mutants) + ([SAMPLE_PATTERN] if arguments.sample else [])
@@ -408,8 +415,12 @@ def main(argv=None):
     for module in modules:
         report = run_module(module, arguments.workers, mutants,
                             resume=arguments.resume, report_only=arguments.report_only)
-        text = format_report(report)
         base = os.path.join(SCRATCH, _slug(module) + ('.sample' if arguments.sample else ''))
+        if arguments.report_only and os.path.exists(base + '.json'):
+            # Nothing ran: the time is that of the run reported on.
+            with open(base + '.json') as stream:
+                report['minutes'] = json.load(stream).get('minutes', report['minutes'])
+        text = format_report(report)
         with open(base + '.txt', 'w') as stream:
             stream.write(text)
         with open(base + '.json', 'w') as stream:
