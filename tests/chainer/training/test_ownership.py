@@ -14,6 +14,9 @@ import pytest
 from researchutils.chainer.training import _ownership
 from researchutils.chainer.training._ownership import OWNER_FILE, FolderInUseError, hold
 
+# Each test takes a second or two; a claim that never ends (a broken wait) fails in bounded time.
+pytestmark = pytest.mark.timeout(20)
+
 # A process that holds FOLDER until its standard input closes; says "held" once it does.
 _HOLDER = """
 import sys
