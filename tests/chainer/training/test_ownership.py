@@ -21,7 +21,9 @@ pytestmark = pytest.mark.timeout(20)
 # A process that holds FOLDER until its standard input closes; says "held" once it does. A
 # second argument renames the process (its name in /proc/PID/stat) first.
 _HOLDER = """
+import signal
 import sys
+signal.signal(signal.SIGHUP, signal.SIG_DFL)  # a hangup ends it, even under nohup
 from researchutils.chainer.training._ownership import hold
 if len(sys.argv) > 2:
     with open('/proc/self/comm', 'w') as comm:
@@ -109,7 +111,9 @@ def test_a_live_owner_refuses_another_at_once_naming_folder_owner_and_since(tmp_
     assert folder in message.replace(path, '') and path in message
     assert 'pid {} on host {}'.format(holder.pid, socket.gethostname()) in message
     assert 'since {}'.format(record['since']) in message
-    assert _record(folder) == record  # the owner's claim untouched
+    assert _record(folder) == record  # the owner's claim untouched, and the owner
+    holder.stdin.close()
+    assert holder.wait() == 0
 
 
 def test_a_wait_that_runs_out_says_so_then_refuses(tmp_path, holder):
