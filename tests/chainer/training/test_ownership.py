@@ -377,3 +377,15 @@ def test_a_process_that_ends_holding_a_folder_exits_and_the_folder_is_taken_over
     assert process.stdout == 'held\n' and process.returncode == 0
     with hold(str(tmp_path / 'exp')):
         assert _record(tmp_path / 'exp')['pid'] == os.getpid()
+
+
+def test_no_heartbeat_lands_after_the_claim_is_released(tmp_path, monkeypatch):
+    monkeypatch.setattr(_ownership, 'HEARTBEAT_INTERVAL', 0)  # beating all the time
+    folder = str(tmp_path / 'exp')
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter('always')
+        for _ in range(20):
+            with hold(folder):
+                pass
+            assert os.listdir(folder) == []
+    assert said == []
