@@ -206,7 +206,14 @@ def test_another_hosts_owner_that_missed_heartbeats_is_waited_for_until_the_grac
 def test_the_heartbeat_renews_the_record_while_held(tmp_path, monkeypatch):
     monkeypatch.setattr(_ownership, 'HEARTBEAT_INTERVAL', 0.05)
     folder = str(tmp_path / 'exp')
+
+    def heartbeats():
+        return [thread for thread in threading.enumerate()
+                if thread.name == 'researchutils-folder-heartbeat']
+
+    assert heartbeats() == []
     with hold(folder):
+        assert len(heartbeats()) == 1  # a thread of that name, in a debugger's list of them
         first = _record(folder)
         deadline = time.monotonic() + 30
         while _record(folder)['heartbeat'] == first['heartbeat']:
@@ -216,6 +223,7 @@ def test_the_heartbeat_renews_the_record_while_held(tmp_path, monkeypatch):
         assert renewed['heartbeat'] > first['heartbeat']
         assert {k: v for k, v in renewed.items() if k != 'heartbeat'} == {
             k: v for k, v in first.items() if k != 'heartbeat'}
+    assert heartbeats() == []
 
 
 def test_a_claim_renewed_while_judged_dead_is_put_back(tmp_path):
@@ -283,7 +291,7 @@ def test_an_unreadable_claim_is_judged_by_the_age_of_its_file(tmp_path, content)
     with pytest.raises(FolderInUseError) as raised:
         with hold(str(folder)):
             pytest.fail('entered a folder claimed a moment ago')
-    assert str(folder) in str(raised.value)
+    assert str(folder) in str(raised.value) and 'cannot be read' in str(raised.value)
     _age_file(folder / OWNER_FILE, _ownership.GRACE_PERIOD + 5)
     with hold(str(folder)):
         assert _record(folder)['pid'] == os.getpid()
@@ -390,3 +398,21 @@ def test_no_heartbeat_lands_after_the_claim_is_released(tmp_path, monkeypatch):
                 pass
             assert os.listdir(folder) == []
     assert said == []
+
+
+def test_a_claim_taken_by_another_claim_while_held_is_left_to_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(_ownership, 'HEARTBEAT_INTERVAL', 0.05)
+    folder = tmp_path / 'exp'
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter('always')
+        with hold(str(folder)):
+            # Another run, which judged this one dead, moved its claim aside and made its own.
+            os.remove(str(folder / OWNER_FILE))
+            other = _ownership._Claim(str(folder))
+            assert other.try_take()
+            try:
+                _heartbeat_warnings(said)
+            finally:
+                other.release()
+                assert not os.path.exists(str(folder / OWNER_FILE))
+    assert len(said) == 1 and str(folder) in str(said[0].message)
