@@ -61,6 +61,9 @@ EXTRA_TESTS = {
                                         'tests/chainer/training/test_search_space.py'],
     'chainer/training/extensions/_signal_handlers.py': [
         'tests/chainer/training/extensions/test_preemption_snapshot_handlers.py'],
+    'chainer/training/extensions/preemption_snapshot.py': [
+        'tests/chainer/training/extensions/test_preemption_snapshot_handlers.py',
+        'tests/chainer/training/extensions/test_signal_handlers.py'],
     'chainer/serializers/': ['tests/chainer/training/test_experiment_preemption.py'],
     '_files.py': ['tests/test_files.py', 'tests/chainer/serializers/test_npz.py'],
     '_process_pool.py': ['tests/test_lazy_pool.py', 'tests/test_process_worker.py',

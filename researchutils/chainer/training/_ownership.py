@@ -33,6 +33,7 @@ import json
 import os
 import secrets
 import socket
+import sys
 import threading
 import time
 import warnings
@@ -173,7 +174,9 @@ class _Claim(object):
 
     def release(self) -> None:
         self._stop.set()
-        if self._thread is not None:
+        # At the interpreter's exit (a hold never left, closed as its frame is collected) the
+        # daemon thread runs no more: joining it would never return.
+        if self._thread is not None and not sys.is_finalizing():
             self._thread.join()
         current = _read(self.path)
         if current is not None and current.get('token') == self.token:
@@ -189,8 +192,9 @@ def _take_over(path: str, record: dict[str, Any] | None) -> None:
     except FileNotFoundError:
         return  # another taker moved it first
     moved = _read(aside)
-    if record is not None and (moved is None or moved.get('token') != record.get('token')):
-        # Renewed or replaced since we judged it: not ours to remove; put it back.
+    if record is not None and moved != record:
+        # Renewed (a new heartbeat) or replaced since we judged it: not ours to remove; put
+        # it back.
         with contextlib.suppress(FileExistsError):
             os.link(aside, path)
     os.remove(aside)

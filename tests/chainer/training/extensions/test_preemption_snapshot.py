@@ -307,11 +307,7 @@ def test_a_trainer_outside_the_main_thread_warns_and_runs_on(tmp_path):
 
 
 @pytest.mark.parametrize('arguments, error, words', [
-    (dict(signals=[]), ValueError, 'at least one signal'),
-    (dict(signals=[signal.SIGKILL]), ValueError, 'SIGKILL, which no process can handle'),
-    (dict(signals=[10 ** 6]), ValueError, 'not a signal'),
-    (dict(signals=['SIGTERM']), TypeError, "'SIGTERM'"),
-    (dict(signals=signal.SIGTERM), TypeError, 'iterable of signal numbers'),
+    # signals: test_signal_handlers.py
     (dict(filename=3), TypeError, 'filename must be a str'),
     (dict(filename=''), ValueError, "^filename must be one file or folder name .*got ''"),
     (dict(filename='a/b'), ValueError, "^filename must be one file or folder name .*'a/b'"),
