@@ -722,3 +722,70 @@ def test_a_copy_of_a_manager_iterates_with_workers_of_its_own():
             unpickled.finalize()
     finally:
         manager.finalize()
+
+
+def test_epoch_plan_slices_the_samplers_order_into_the_managers_batches():
+    manager = DataManager(Numbers(7), 3)
+    order = _order(6, 2, 7)
+    plan = manager.epoch_plan(RandomSampler(range(7), seed=6), 2)
+    assert len(plan) == len(manager) == 3
+    assert [list(batch) for batch in plan] == [order[0:3], order[3:6], order[6:7]]
+    assert [list(batch) for batch in plan[1:]] == [order[3:6], order[6:7]]
+    assert list(plan[2]) == order[6:7]
+
+
+def test_epoch_plan_with_drop_last_has_no_short_batch():
+    plan = DataManager(Numbers(7), 3, drop_last=True).epoch_plan(SequentialSampler(range(7)), 0)
+    assert [list(batch) for batch in plan] == [[0, 1, 2], [3, 4, 5]]
+    assert [list(batch) for batch in plan[::-1]] == [[3, 4, 5], [0, 1, 2]]
+
+
+@pytest.mark.parametrize('index', [-1, 3])
+def test_epoch_plan_refuses_a_batch_outside_the_epoch(index):
+    plan = DataManager(Numbers(7), 3).epoch_plan(SequentialSampler(range(7)), 0)
+    with pytest.raises(IndexError):
+        plan[index]
+
+
+class OwnSubsets(Numbers):
+    """Numbers whose get_subset gives a dataset of its own kind (say, one loaded at once)."""
+
+    def get_subset(self, indices):
+        return OwnSubsets(len(indices))
+
+
+def test_get_subset_uses_the_datasets_own_get_subset():
+    manager = DataManager(OwnSubsets(10), 2).get_subset([9, 3, 4])
+    assert isinstance(manager.dataset, OwnSubsets)
+    assert firsts(manager) == [[0, 1], [2]]
+
+
+def test_replace_data_gives_a_manager_over_the_new_examples():
+    manager = DataManager(Numbers(9), 2, transforms=add_one)
+    replaced = manager.replace(data=Numbers(3))
+    assert firsts(replaced) == [[1, 2], [3]]
+    assert replaced.transforms is add_one
+
+
+def test_replace_refuses_every_unknown_setting_naming_each():
+    with pytest.raises(TypeError, match=r"replace.*\['batchsize', 'seeed'\]"):
+        DataManager(Numbers(4), 2).replace(seeed=1, batchsize=4)
+
+
+@pytest.mark.timeout(120)
+def test_a_copy_made_during_a_pass_keeps_its_workers_across_its_own_passes():
+    import copy
+    import pickle
+    manager = DataManager(Numbers(4), 2, transforms=add_pid, n_process_augmentation=2)
+    copies = []
+    try:
+        for _ in manager:
+            copies = [copy.copy(manager), pickle.loads(pickle.dumps(manager))]
+            break
+        for copied in copies:
+            first, second = _pids(copied), _pids(copied)
+            assert first == second
+    finally:
+        for copied in copies:
+            copied.finalize()
+        manager.finalize()
