@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -72,8 +74,8 @@ def test_get_subset_out_of_range_names_the_index():
         Numbers(10).get_subset([1, 12])
 
 
-def test_get_subset_rejects_non_integer_indices():
-    with pytest.raises(TypeError, match='integers'):
+def test_get_subset_rejects_non_integer_indices_naming_them():
+    with pytest.raises(TypeError, match=r'integers.*0\.5'):
         Numbers(10).get_subset([0.5])
 
 
@@ -119,9 +121,9 @@ def test_a_subset_of_a_plain_list_has_no_data_path():
     assert (subset.data_path, subset.load_fn, subset[0]) == (None, None, {'x': 2})
 
 
-@pytest.mark.parametrize('index', [1.0, '0', None])
-def test_a_subset_refuses_an_index_that_is_not_an_integer(index):
-    with pytest.raises(TypeError, match='index'):
+@pytest.mark.parametrize('index', [1.5, '0'])
+def test_a_subset_refuses_an_index_that_is_not_an_integer_naming_it(index):
+    with pytest.raises(TypeError, match=r'index.*{}'.format(re.escape(repr(index)))):
         Numbers(10).get_subset([3, 4])[index]
 
 

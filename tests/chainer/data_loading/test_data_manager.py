@@ -789,3 +789,75 @@ def test_a_copy_made_during_a_pass_keeps_its_workers_across_its_own_passes():
         for copied in copies:
             copied.finalize()
         manager.finalize()
+
+
+def _notes(error):
+    return '\n'.join(getattr(error, '__notes__', []))
+
+
+def test_examples_with_other_keys_are_refused_naming_both_examples_and_their_keys():
+    data = [{'data': np.zeros(1), 'label': 0}] * 3 + [{'data': np.zeros(1)}]
+    with pytest.raises(KeyError) as info:
+        list(DataManager(data, 2))
+    message = str(info.value)
+    assert 'dataset[3]' in message and 'dataset[2]' in message
+    assert "['data']" in message and "['data', 'label']" in message
+
+
+def test_examples_that_cannot_be_stacked_keep_the_error_and_name_the_key_and_indices():
+    data = [{'label': 0, 'data': np.zeros(2)}] * 3 + [{'label': 0, 'data': np.zeros(3)}]
+    with pytest.raises(ValueError) as info:
+        list(DataManager(data, 2))
+    assert "'data'" in _notes(info.value) and '[2, 3]' in _notes(info.value)
+
+
+def test_a_failing_transform_keeps_its_error_and_names_the_batchs_indices():
+    with pytest.raises(ZeroDivisionError, match='transform failed') as info:
+        list(DataManager(Numbers(4), 2, transforms=failing_transform))
+    assert 'transforms' in _notes(info.value) and '[0, 1]' in _notes(info.value)
+
+
+def test_a_failing_dataset_note_names_the_failing_index_only():
+    with pytest.raises(ArithmeticError) as info:
+        list(DataManager(FailsAt(8), 2))
+    assert 'dataset[5]' in _notes(info.value) and 'dataset[4]' not in _notes(info.value)
+
+
+def returns_a_list(batch):
+    return [batch]
+
+
+def test_a_transform_returning_no_dict_is_refused_naming_what_it_returned():
+    with pytest.raises(TypeError, match='transforms.*list'):
+        list(DataManager(Numbers(4), 2, transforms=returns_a_list))
+
+
+def with_a_function(batch):
+    return dict(batch, function=lambda: 0)
+
+
+@pytest.mark.timeout(60)
+def test_a_batch_that_cannot_be_sent_back_from_a_worker_names_its_indices():
+    manager = DataManager(Numbers(4), 2, transforms=with_a_function, n_process_augmentation=1)
+    with using_start_method('fork'), pytest.raises(Exception) as info:
+        list(manager)
+    assert 'dataset indices [0, 1]' in _notes(info.value)
+
+
+class Unpicklable(Numbers):
+    def __reduce__(self):
+        raise TypeError('no pickling of this dataset')
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('start_method', PICKLING_START_METHODS)
+def test_a_dataset_that_cannot_be_pickled_is_refused_naming_the_dataset(start_method):
+    with using_start_method(start_method):
+        manager = DataManager(Unpicklable(4), 2, transforms=add_one, n_process_augmentation=2)
+        with pytest.raises(TypeError, match='DataManager: dataset cannot be pickled'):
+            manager.get_iterator()
+
+
+def test_batch_keys_of_a_seeded_manager_are_the_keys_after_transforms():
+    manager = DataManager(Numbers(3), 2, transforms=add_noise, seed=5)
+    assert manager.batch_keys() == ['data', 'label', 'noise']

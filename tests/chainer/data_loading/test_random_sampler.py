@@ -100,3 +100,11 @@ def test_the_seed_is_stored_under_the_key_seed_of_chainers_snapshots():
 
 def test_the_length_is_the_number_of_indices():
     assert len(RandomSampler([5, 2, 9], seed=0)) == 3
+
+
+def test_unseeded_samplers_draw_seeds_from_a_range_too_wide_to_repeat():
+    # Two unseeded runs share an order only when they draw the same seed.
+    np.random.seed(0)
+    seeds = [RandomSampler(range(3)).seed for _ in range(200)]
+    assert len(set(seeds)) == 200
+    assert all(0 <= seed < 2 ** 32 for seed in seeds)
