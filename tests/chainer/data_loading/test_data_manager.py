@@ -861,3 +861,148 @@ def test_a_dataset_that_cannot_be_pickled_is_refused_naming_the_dataset(start_me
 def test_batch_keys_of_a_seeded_manager_are_the_keys_after_transforms():
     manager = DataManager(Numbers(3), 2, transforms=add_noise, seed=5)
     assert manager.batch_keys() == ['data', 'label', 'noise']
+
+
+def _take_flag(path):
+    """True for the one process that removes ``path``: the flagged event happens once."""
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+class FailsOnceAt4(object):
+    """A transform that fails (or, with ``exit``, ends its process) once, on the batch
+    starting at example 4, while ``flag`` exists."""
+
+    def __init__(self, flag, exit=False):
+        self.flag, self.exit = str(flag), exit
+
+    def __call__(self, batch):
+        if batch['data'][0, 0] == 4 and _take_flag(self.flag):
+            if self.exit:
+                os._exit(1)
+            raise ValueError('flaky')
+        return batch
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize('exit', [False, True])
+def test_with_workers_the_call_after_a_failed_batch_gives_that_batch(tmp_path, exit):
+    flag = tmp_path / 'fail'
+    flag.touch()
+    manager = DataManager(Numbers(8), 2, transforms=FailsOnceAt4(flag, exit),
+                          n_process_augmentation=2)
+    iterator = manager.get_iterator()
+    try:
+        got = firsts(iterator.next() for _ in range(2))
+        with pytest.raises(RuntimeError if exit else ValueError):
+            iterator.next()
+        assert iterator.epoch_detail == pytest.approx(0.5)
+        got += firsts(iterator.next() for _ in range(6))
+    finally:
+        iterator.finalize()
+    assert got == [[0, 1], [2, 3], [4, 5], [6, 7]] * 2
+
+
+class WaitsForFile(object):
+    """A transform that waits (at most 60 s) until ``path`` exists."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __call__(self, batch):
+        deadline = time.monotonic() + 60
+        while not os.path.exists(self.path) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return batch
+
+
+@pytest.mark.timeout(120)
+def test_a_slow_batch_warns_with_chainers_timeout_warning_then_arrives(tmp_path, monkeypatch):
+    import threading
+    import warnings
+
+    from chainer.iterators import MultiprocessIterator
+
+    from researchutils.chainer.data_loading import _batch_iterator
+    monkeypatch.setattr(_batch_iterator, '_DATASET_TIMEOUT_S', 0.2)
+    release = tmp_path / 'release'
+    manager = DataManager(Numbers(4), 2, transforms=WaitsForFile(release),
+                          n_process_augmentation=1)
+    iterator = manager.get_iterator()
+
+    def timeouts(caught):
+        return [w for w in caught if issubclass(w.category, MultiprocessIterator.TimeoutWarning)]
+
+    def release_after_a_warning(caught):
+        # The main thread is inside next() until the batch arrives.
+        deadline = time.monotonic() + 60
+        while not timeouts(caught) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        release.touch()
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            helper = threading.Thread(target=release_after_a_warning, args=(caught,))
+            helper.start()
+            batch = iterator.next()
+            helper.join()
+    finally:
+        iterator.finalize()
+    assert firsts([batch]) == [[0, 1]]
+    assert timeouts(caught) and 'DataManager' in str(timeouts(caught)[0].message)
+
+
+def test_epoch_detail_with_drop_last_counts_the_full_batches():
+    iterator = DataManager(Numbers(7), 3, drop_last=True).get_iterator()
+    details = []
+    for _ in range(3):
+        iterator.next()
+        details.append((iterator.epoch, iterator.is_new_epoch, iterator.epoch_detail))
+    assert details == [(0, False, 0.5), (1, True, 1.0), (1, False, 1.5)]
+
+
+def test_a_snapshot_holds_chainers_iterator_keys_and_the_samplers_seed():
+    iterator = _random_order(seed=4).get_iterator()
+    iterator.next()
+    state = {}
+    iterator.serialize(chainer.serializers.DictionarySerializer(state))
+    assert sorted(state) == ['current_position', 'epoch', 'is_new_epoch',
+                             'previous_epoch_detail', 'sampler/seed']
+    assert (int(state['current_position']), int(state['epoch'])) == (3, 0)
+    assert (bool(state['is_new_epoch']), float(state['previous_epoch_detail'])) == (False, 0.0)
+    assert int(state['sampler/seed']) == 4
+
+
+def test_a_snapshot_of_chainers_serial_iterator_resumes_where_it_stopped():
+    # Chainer's iterators and ours share their keys: a Trainer snapshot written with a
+    # SerialIterator resumes under a DataManager (the order Chainer also keeps is unused).
+    serial = chainer.iterators.SerialIterator(list(range(10)), 4, shuffle=False)
+    for _ in range(4):
+        serial.next()
+    state = {}
+    serial.serialize(chainer.serializers.DictionarySerializer(state))
+    iterator = DataManager(Numbers(10), 4).get_iterator()
+    iterator.serialize(chainer.serializers.NpzDeserializer(state))
+    assert (iterator.epoch, iterator.is_new_epoch) == (1, False)
+    assert iterator.previous_epoch_detail == pytest.approx(serial.previous_epoch_detail)
+    # Chainer's batches ran across the epoch's end: [8, 9, 0, 1], then [2, 3, 4, 5].
+    assert firsts([iterator.next()]) == [[6, 7, 8, 9]]
+    assert iterator.is_new_epoch and iterator.epoch == 2
+
+
+def test_a_snapshot_at_the_start_of_an_epoch_resumes_there():
+    state, before = _stopped_after(8, 5)
+    iterator = _resumed(state, 8)
+    assert (iterator.epoch, iterator.current_position, iterator.is_new_epoch) == (1, 0, True)
+    assert iterator.previous_epoch_detail == pytest.approx(0.8)
+    assert firsts([iterator.next()]) == [_order(2, 1, 40)[:8]]
+
+
+def test_a_snapshot_of_a_position_just_past_the_dataset_is_refused():
+    state, _ = _stopped_after(8, 2)
+    with pytest.raises(ValueError, match='current_position 16 outside 0..15'):
+        _resumed(state, 8, size=16)
