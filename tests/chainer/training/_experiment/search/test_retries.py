@@ -1,4 +1,5 @@
 """Retries of failed trials: a series of retries leads back to its first trial."""
+import os
 import warnings
 
 import pytest
@@ -40,3 +41,130 @@ def test_a_first_failure_is_its_own_origin():
     waiting, = study.get_trials(states=(optuna.trial.TrialState.WAITING,))
     assert waiting.system_attrs[retries.FAILED_TRIAL] == first
     assert retries.history(waiting) == [first]
+
+
+_X = {'x': optuna.distributions.FloatDistribution(0.0, 1.0)}
+_STATES = optuna.trial.TrialState
+
+
+def _add(study, state=_STATES.FAIL, x=0.5, **system_attrs):
+    """Adds a trial of ``state`` with ``x``; returns its number."""
+    study.add_trial(optuna.trial.create_trial(state=state, params={'x': x}, distributions=_X,
+                                              system_attrs=system_attrs,
+                                              **({'value': 0.0} if state == _STATES.COMPLETE
+                                                 else {})))
+    return study.trials[-1].number
+
+
+def _ended_process():
+    """The pid of a process that has ended (free now, or, rarely, given to a later one)."""
+    import subprocess
+    import sys
+    child = subprocess.Popen([sys.executable, '-c', 'import os; print(os.getpid())'],
+                             stdout=subprocess.PIPE, text=True)
+    out, _ = child.communicate(timeout=60)
+    return int(out)
+
+
+def _running(study, worker):
+    trial = study.ask(_X)
+    trial.set_user_attr(retries.WORKER_ATTR, worker)
+    return trial.number
+
+
+def test_the_worker_record_names_this_host_process_its_start_and_trial():
+    import socket
+    record = retries.worker(7)
+    assert record == {'host': socket.gethostname(), 'pid': os.getpid(),
+                      'started': record['started'], 'trial': 7}
+    # Linux: clock ticks since boot, the 22nd field of /proc/<pid>/stat.
+    with open('/proc/self/stat') as stream:
+        assert record['started'] == int(stream.read().rsplit(')', 1)[1].split()[19])
+
+
+def test_a_running_trial_whose_process_ended_is_failed_and_retried_with_its_parameters():
+    study = optuna.create_study()
+    # A start time no process has: dead even if the pid went to a later process.
+    number = _running(study, dict(retries.worker(0), pid=_ended_process(), started=-1))
+    retries.fail_dead_trials(study)
+    assert study.trials[number].state == _STATES.FAIL
+    waiting, = study.get_trials(states=(_STATES.WAITING,))
+    assert waiting.params == study.trials[number].params
+    assert retries.history(waiting) == [number]
+
+
+def test_a_trial_of_this_living_process_stays_running():
+    study = optuna.create_study()
+    number = _running(study, retries.worker(0))
+    retries.fail_dead_trials(study)
+    assert study.trials[number].state == _STATES.RUNNING
+    assert not study.get_trials(states=(_STATES.WAITING,))
+
+
+@pytest.mark.parametrize('change', [
+    {'host': 'another-host'},             # a pid of another host says nothing here
+    {'trial': 5},                         # a record copied from another trial
+    {'pid': True},                        # not a pid
+    {'pid': str(os.getpid())},            # not a pid
+])
+def test_a_record_that_says_nothing_of_this_trial_here_leaves_it_running(change):
+    study = optuna.create_study()
+    record = dict(retries.worker(0), pid=_ended_process(), started=None)
+    record.update(change)
+    number = _running(study, record)
+    retries.fail_dead_trials(study)
+    assert study.trials[number].state == _STATES.RUNNING
+    assert not study.get_trials(states=(_STATES.WAITING,))
+
+
+def test_a_trial_without_a_worker_record_stays_running():
+    study = optuna.create_study()
+    _running(study, 'not a record')
+    study.ask(_X)  # and one with no record at all
+    retries.fail_dead_trials(study)
+    assert [t.state for t in study.trials] == [_STATES.RUNNING] * 2
+
+
+def test_a_pid_given_to_a_later_process_is_dead_by_its_start_time():
+    study = optuna.create_study()
+    record = retries.worker(0)
+    number = _running(study, dict(record, pid=os.getpid(), started=record['started'] - 1))
+    retries.fail_dead_trials(study)
+    assert study.trials[number].state == _STATES.FAIL
+
+
+def test_a_trial_finished_meanwhile_is_neither_failed_nor_retried():
+    study = optuna.create_study()
+    trial = study.ask(_X)
+    study.tell(trial, 1.0)
+    retries.fail_and_retry(study, trial)
+    assert study.trials[trial.number].state == _STATES.COMPLETE
+    assert not study.get_trials(states=(_STATES.WAITING,))
+
+
+@pytest.mark.parametrize('history', [
+    'not a list', [], [0, True], [1, 0], [0, 0], [-1, 0], [0, 3], [0, 1.0]])
+def test_a_history_that_is_no_list_of_earlier_trial_numbers_is_none(history):
+    study = optuna.create_study()
+    for _ in range(3):
+        _add(study)
+    number = _add(study, _STATES.WAITING, retry_history=history)
+    assert retries.history(study.trials[number]) == []
+    assert retries.failed_chain(study, number) == []
+
+
+def test_the_failed_chain_is_the_earlier_trials_when_each_failed_with_the_same_parameters():
+    study = optuna.create_study()
+    first, second = _add(study), _add(study)
+    number = _add(study, _STATES.WAITING, retry_history=[first, second])
+    assert [t.number for t in retries.failed_chain(study, number)] == [first, second]
+
+
+@pytest.mark.parametrize('other', [{'state': _STATES.COMPLETE}, {'x': 0.25}])
+def test_a_chain_through_a_trial_not_failed_with_the_same_parameters_is_none(other):
+    study = optuna.create_study()
+    first, second = _add(study), _add(study, **other)
+    number = _add(study, _STATES.WAITING, retry_history=[first, second])
+    assert retries.failed_chain(study, number) == []
+    assert retries.failed_chain(study, first) == []
+
