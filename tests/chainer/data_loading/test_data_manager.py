@@ -953,7 +953,10 @@ def test_a_slow_batch_warns_with_chainers_timeout_warning_then_arrives(tmp_path,
     finally:
         iterator.finalize()
     assert firsts([batch]) == [[0, 1]]
-    assert timeouts(caught) and 'DataManager' in str(timeouts(caught)[0].message)
+    assert timeouts(caught)
+    # It names the iterator and how long the batch has taken.
+    assert 'DataManager' in str(timeouts(caught)[0].message)
+    assert '0.2 s' in str(timeouts(caught)[0].message)
 
 
 def test_epoch_detail_with_drop_last_counts_the_full_batches():
