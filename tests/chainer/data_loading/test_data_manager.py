@@ -1009,3 +1009,15 @@ def test_a_snapshot_of_a_position_just_past_the_dataset_is_refused():
     state, _ = _stopped_after(8, 2)
     with pytest.raises(ValueError, match='current_position 16 outside 0..15'):
         _resumed(state, 8, size=16)
+
+
+def test_a_fresh_snapshot_has_the_values_chainers_iterators_write():
+    # -1 stands for "no previous epoch detail" in Chainer's snapshots.
+    ours, chainers = {}, {}
+    DataManager(Numbers(10), 4).get_iterator().serialize(
+        chainer.serializers.DictionarySerializer(ours))
+    chainer.iterators.SerialIterator(list(range(10)), 4, shuffle=False).serialize(
+        chainer.serializers.DictionarySerializer(chainers))
+    shared = ['current_position', 'epoch', 'is_new_epoch', 'previous_epoch_detail']
+    assert {key: float(ours[key]) for key in shared} == {
+        key: float(chainers[key]) for key in shared}

@@ -93,12 +93,51 @@ def test_a_running_trial_whose_process_ended_is_failed_and_retried_with_its_para
     assert retries.history(waiting) == [number]
 
 
-def test_a_trial_of_this_living_process_stays_running():
-    study = optuna.create_study()
-    number = _running(study, retries.worker(0))
-    retries.fail_dead_trials(study)
+def test_a_trial_of_a_living_process_stays_running_and_the_process_is_left_alone():
+    import subprocess
+    import sys
+    # The worker answers on stdin once judged: it must still be there to answer.
+    child = subprocess.Popen(
+        [sys.executable, '-c', 'import sys; print("ready", flush=True); sys.stdin.readline(); '
+                               'print("alive", flush=True)'],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == 'ready\n'
+        study = optuna.create_study()
+        number = _running(study, dict(retries.worker(0), pid=child.pid, started=None))
+        retries.fail_dead_trials(study)
+        out, _ = child.communicate('\n', timeout=60)
+    finally:
+        child.kill()
+        child.wait()
+    assert out == 'alive\n'
     assert study.trials[number].state == _STATES.RUNNING
     assert not study.get_trials(states=(_STATES.WAITING,))
+
+
+def test_a_record_naming_no_trial_is_taken_for_the_trial_it_is_on():
+    study = optuna.create_study()
+    record = dict(retries.worker(0), pid=_ended_process(), started=-1)
+    del record['trial']
+    number = _running(study, record)
+    retries.fail_dead_trials(study)
+    assert study.trials[number].state == _STATES.FAIL
+
+
+def test_the_start_time_of_a_process_whose_name_holds_parentheses_and_spaces():
+    # /proc/<pid>/stat puts the name in parentheses, unescaped: the start time is counted
+    # from the last ")".
+    expected = retries.worker(0)['started']
+    with open('/proc/self/comm') as stream:
+        name = stream.read().rstrip('\n')
+    try:
+        with open('/proc/self/comm', 'w') as stream:
+            stream.write('w) 1 2) 3 (4')
+        started = retries.worker(0)['started']
+    finally:
+        with open('/proc/self/comm', 'w') as stream:
+            stream.write(name)
+    assert started == expected
 
 
 @pytest.mark.parametrize('change', [
