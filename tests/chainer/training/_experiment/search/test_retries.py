@@ -1,5 +1,8 @@
 """Retries of failed trials: a series of retries leads back to its first trial."""
+import contextlib
 import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -58,8 +61,6 @@ def _add(study, state=_STATES.FAIL, x=0.5, **system_attrs):
 
 def _ended_process():
     """The pid of a process that has ended (free now, or, rarely, given to a later one)."""
-    import subprocess
-    import sys
     child = subprocess.Popen([sys.executable, '-c', 'import os; print(os.getpid())'],
                              stdout=subprocess.PIPE, text=True)
     out, _ = child.communicate(timeout=60)
@@ -93,24 +94,28 @@ def test_a_running_trial_whose_process_ended_is_failed_and_retried_with_its_para
     assert retries.history(waiting) == [number]
 
 
-def test_a_trial_of_a_living_process_stays_running_and_the_process_is_left_alone():
-    import subprocess
-    import sys
-    # The worker answers on stdin once judged: it must still be there to answer.
+@contextlib.contextmanager
+def _living_worker():
+    """A process that answers "alive" on its stdout once it reads a line: yields
+    ``answer()``, which asks it, '' when it was ended meanwhile."""
     child = subprocess.Popen(
         [sys.executable, '-c', 'import sys; print("ready", flush=True); sys.stdin.readline(); '
                                'print("alive", flush=True)'],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline() == 'ready\n'
-        study = optuna.create_study()
-        number = _running(study, dict(retries.worker(0), pid=child.pid, started=None))
-        retries.fail_dead_trials(study)
-        out, _ = child.communicate('\n', timeout=60)
+        yield child.pid, lambda: child.communicate('\n', timeout=60)[0]
     finally:
         child.kill()
         child.wait()
-    assert out == 'alive\n'
+
+
+def test_a_trial_of_a_living_process_stays_running_and_the_process_is_left_alone():
+    study = optuna.create_study()
+    with _living_worker() as (pid, answer):
+        number = _running(study, dict(retries.worker(0), pid=pid, started=None))
+        retries.fail_dead_trials(study)
+        assert answer() == 'alive\n'   # the check sent it no signal
     assert study.trials[number].state == _STATES.RUNNING
     assert not study.get_trials(states=(_STATES.WAITING,))
 
@@ -166,9 +171,11 @@ def test_a_trial_without_a_worker_record_stays_running():
 
 def test_a_pid_given_to_a_later_process_is_dead_by_its_start_time():
     study = optuna.create_study()
-    record = retries.worker(0)
-    number = _running(study, dict(record, pid=os.getpid(), started=record['started'] - 1))
-    retries.fail_dead_trials(study)
+    with _living_worker() as (pid, answer):
+        # A start time before the living process's: the trial's process was an earlier one.
+        number = _running(study, dict(retries.worker(0), pid=pid, started=0))
+        retries.fail_dead_trials(study)
+        assert answer() == 'alive\n'
     assert study.trials[number].state == _STATES.FAIL
 
 
