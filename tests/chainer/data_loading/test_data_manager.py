@@ -659,7 +659,7 @@ def test_a_transform_that_cannot_be_pickled_is_refused_naming_it(start_method):
     with using_start_method(start_method):
         manager = DataManager(Numbers(4), 2, transforms=lambda batch: batch,
                               n_process_augmentation=2)
-        with pytest.raises(TypeError, match='transforms'):
+        with pytest.raises(TypeError, match=r'\btransforms\b'):
             manager.get_iterator()
 
 
@@ -740,10 +740,10 @@ def test_epoch_plan_with_drop_last_has_no_short_batch():
     assert [list(batch) for batch in plan[::-1]] == [[3, 4, 5], [0, 1, 2]]
 
 
-@pytest.mark.parametrize('index', [-1, 3])
-def test_epoch_plan_refuses_a_batch_outside_the_epoch(index):
+@pytest.mark.parametrize('index', [-1, 3, 4])
+def test_epoch_plan_refuses_a_batch_outside_the_epoch_naming_it_and_the_epochs_length(index):
     plan = DataManager(Numbers(7), 3).epoch_plan(SequentialSampler(range(7)), 0)
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match=r'{}\D+3'.format(index)):
         plan[index]
 
 
@@ -837,11 +837,17 @@ def with_a_function(batch):
 
 
 @pytest.mark.timeout(60)
-def test_a_batch_that_cannot_be_sent_back_from_a_worker_names_its_indices():
-    manager = DataManager(Numbers(4), 2, transforms=with_a_function, n_process_augmentation=1)
+@pytest.mark.parametrize('sampler_cls, sampler_kwargs, first', [
+    (SequentialSampler, {}, [0, 1]),
+    # An order array: its indices are NumPy integers, named as plain ones.
+    (RandomSampler, {'seed': 1}, _order(1, 0, 4)[:2]),
+])
+def test_a_batch_that_cannot_be_sent_back_from_a_worker_names_its_indices(
+        sampler_cls, sampler_kwargs, first):
+    manager = DataManager(Numbers(4), 2, 1, with_a_function, sampler_cls, sampler_kwargs)
     with using_start_method('fork'), pytest.raises(Exception) as info:
         list(manager)
-    assert 'dataset indices [0, 1]' in _notes(info.value)
+    assert 'dataset indices {}'.format(first) in _notes(info.value)
 
 
 class Unpicklable(Numbers):
@@ -1021,3 +1027,19 @@ def test_a_fresh_snapshot_has_the_values_chainers_iterators_write():
     shared = ['current_position', 'epoch', 'is_new_epoch', 'previous_epoch_detail']
     assert {key: float(ours[key]) for key in shared} == {
         key: float(chainers[key]) for key in shared}
+
+
+def test_the_source_a_worker_is_sent_makes_the_managers_batches():
+    # What each worker process runs (the source protocol of researchutils._process_pool),
+    # run here, where it can be watched.
+    from researchutils.chainer.data_loading._batches import BatchSource
+    seeded = DataManager(Numbers(6), 2, transforms=add_noise, seed=3)
+    made = BatchSource(Numbers(6), add_noise, 3).make([[4, 5], [0, 1]], [(0, 2), (0, 0)])
+    expected = list(seeded)
+    for batch, want in zip(made, [expected[2], expected[0]]):
+        assert batch.keys() == want.keys()
+        for key in want:
+            np.testing.assert_array_equal(batch[key], want[key])
+    unseeded = BatchSource(Numbers(6), add_one, None).make([[3, 1]], None)
+    assert firsts(unseeded) == [[4, 2]]
+    assert '[4, 5]' in BatchSource.describe(np.array([4, 5]))
