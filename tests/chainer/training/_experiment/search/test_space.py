@@ -113,6 +113,7 @@ def test_plain_candidates_are_stored_in_the_study_as_themselves():
     ([1, 1.0, True], 1),        # equal under ==: each stands for itself by its JSON text
     ([1, 1.0, True], 2),
     ([1, 1.0, True], 0),
+    ([2, 2.0], 1),              # two equal ones side by side
     ([(1, 2), (3, 4)], 1),      # a tuple Optuna cannot store
     ([None, Kind], 1),          # nor a class
 ])
@@ -159,15 +160,19 @@ def test_a_trial_of_another_space_is_refused_naming_the_study_and_trial(
         state, params, distributions):
     space = _space(width=[8, 16], rate=FloatRange(0.0, 1.0))
     _, trial = _stored(state, params, distributions)
-    with pytest.raises(ValueError, match=r"trial 0 of the study 'other'.*model/rate"):
+    with pytest.raises(ValueError, match=r"trial 0 of the study 'other'") as info:
         space.read(trial, 'other')
+    # It names the trial's parameters and the search's.
+    assert str(sorted(params)) in str(info.value)
+    assert "['model/rate', 'model/width']" in str(info.value)
 
 
 def test_a_stored_value_that_is_none_of_the_candidates_is_refused_naming_it():
     space = _space(width=[8, 16])
     _, trial = _stored(_COMPLETE, {'model/width': 32},
                        {'model/width': optuna.distributions.CategoricalDistribution([8, 32])})
-    with pytest.raises(ValueError, match=r"trial 0 of the study 'other' has model/width=32"):
+    with pytest.raises(ValueError, match=r"trial 0 of the study 'other' has model/width=32"
+                                         r".*\[8, 16\]"):
         space.read(trial, 'other')
 
 
@@ -185,3 +190,25 @@ def test_a_stored_number_outside_its_range_is_refused_naming_the_trial():
     _, trial = _stored(_COMPLETE, {'model/rate': 0.75}, _RATE)
     with pytest.raises(ValueError, match=r"^trial 0 of the study 'other': .*0\.75"):
         space.read(trial, 'other')
+
+
+def test_a_dict_candidate_is_read_back_whatever_the_order_of_its_keys_in_the_study():
+    # Another process may build the same candidate with its keys in another order.
+    space = _space(optimizer=[{'name': 'sgd', 'lr': 0.1}, {'name': 'adam', 'lr': 0.01}])
+    other = _space(optimizer=[{'lr': 0.1, 'name': 'sgd'}, {'lr': 0.01, 'name': 'adam'}])
+    labels = other.labels['model/optimizer']
+    _, trial = _stored(_COMPLETE, {'model/optimizer': labels[1]},
+                       {'model/optimizer': optuna.distributions.CategoricalDistribution(labels)})
+    assert space.read(trial, 'other') == {'model/optimizer': {'name': 'adam', 'lr': 0.01}}
+
+
+def test_ranges_with_a_step_are_suggested_on_their_steps():
+    space = _space(rate=FloatRange(0.0, 1.0, step=0.25), width=IntRange(0, 20, step=5))
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    rates, widths = set(), set()
+    for _ in range(40):
+        choice, _ = _asked(space, study)
+        rates.add(choice['model/rate'])
+        widths.add(choice['model/width'])
+    assert rates <= {0.0, 0.25, 0.5, 0.75, 1.0} and len(rates) > 2
+    assert widths <= {0, 5, 10, 15, 20} and len(widths) > 2
