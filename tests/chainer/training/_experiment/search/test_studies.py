@@ -117,9 +117,18 @@ def test_a_file_that_is_no_sqlite_database_is_refused_naming_it(tmp_path):
 
 def test_a_url_that_cannot_be_opened_is_refused_naming_the_study_and_the_storage(tmp_path):
     url = 'sqlite:///' + str(tmp_path / 'missing' / 'folder' / 'study.db')
-    with pytest.raises(OSError, match=r"study 'exp' in sqlite:///.*missing/folder/study\.db"):
+    with pytest.raises(OSError, match=r"study 'exp' in sqlite:///.*missing/folder/study\.db"
+                                      r".*unable to open database file"):
         with studies.opened_study(_experiment(tmp_path), url, None, None):
             pass
+
+
+def test_a_url_refused_is_named_without_its_password(tmp_path):
+    url = 'sqlite://user:secret@/' + str(tmp_path / 'study.db')
+    with pytest.raises(OSError, match=r"study 'exp' in sqlite://user:\*\*\*@") as info:
+        with studies.opened_study(_experiment(tmp_path), url, None, None):
+            pass
+    assert 'secret' not in str(info.value)
 
 
 def test_a_storage_object_is_used_as_it_is_and_left_open(tmp_path):
