@@ -171,3 +171,28 @@ def test_a_stored_study_id_that_no_search_wrote_is_refused_naming_it(value):
                                               ((None, None), None)])
 def test_the_grace_period_is_three_beats_unless_given(heartbeat, grace):
     assert studies.grace_of(*heartbeat) == grace
+
+
+def test_a_url_refused_is_named_as_given_before_optunas_brace_escaping(tmp_path):
+    # {{ and }} stand for one brace in a URL Optuna reads (it fills in {SCHEMA_VERSION}).
+    from sqlalchemy.engine import make_url
+    given = 'sqlite:///' + str(tmp_path / 'missing' / '{a}' / 'study.db')
+    escaped = given.replace('{', '{{').replace('}', '}}')
+    with pytest.raises(OSError) as info:
+        with studies.opened_study(_experiment(tmp_path), escaped, None, None):
+            pass
+    assert ' in {}: '.format(make_url(given).render_as_string()) in str(info.value)
+
+
+def test_a_storage_locked_by_another_process_is_tried_again_then_named_busy(tmp_path):
+    path = tmp_path / 'study.db'
+    url = 'sqlite:///{}?timeout=0'.format(path)   # no wait inside SQLite for the lock
+    with contextlib.closing(sqlite3.connect(str(path), isolation_level=None)) as other:
+        other.execute('BEGIN EXCLUSIVE')
+        with pytest.raises(OSError, match=r'stayed busy through 5 attempts.*locked'):
+            with studies.opened_study(_experiment(tmp_path), url, None, None):
+                pass
+        other.execute('ROLLBACK')
+    # Once free, it opens.
+    with studies.opened_study(_experiment(tmp_path), url, None, None) as study:
+        assert study.study_name == 'exp'
