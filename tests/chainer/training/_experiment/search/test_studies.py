@@ -189,7 +189,7 @@ def test_a_storage_locked_by_another_process_is_tried_again_then_named_busy(tmp_
     url = 'sqlite:///{}?timeout=0'.format(path)   # no wait inside SQLite for the lock
     with contextlib.closing(sqlite3.connect(str(path), isolation_level=None)) as other:
         other.execute('BEGIN EXCLUSIVE')
-        with pytest.raises(OSError, match=r'stayed busy through 5 attempts.*locked'):
+        with pytest.raises(OSError, match=r'stayed busy through 5 attempts over 5 s .*locked'):
             with studies.opened_study(_experiment(tmp_path), url, None, None):
                 pass
         other.execute('ROLLBACK')
