@@ -65,6 +65,8 @@ EXTRA_TESTS = {
         'tests/chainer/training/extensions/test_preemption_snapshot_handlers.py',
         'tests/chainer/training/extensions/test_signal_handlers.py'],
     'chainer/serializers/': ['tests/chainer/training/test_experiment_preemption.py'],
+    'chainer/data_loading/_batch_iterator.py': ['tests/chainer/data_loading/test_data_manager.py'],
+    'chainer/data_loading/_batches.py': ['tests/chainer/data_loading/test_data_manager.py'],
     '_files.py': ['tests/test_files.py', 'tests/chainer/serializers/test_npz.py'],
     '_process_pool.py': ['tests/test_lazy_pool.py', 'tests/test_process_worker.py',
                          'tests/test_chunks.py'],

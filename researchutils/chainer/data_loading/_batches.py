@@ -77,7 +77,8 @@ class BatchSource(object):
 
     @staticmethod
     def describe(indices: Indices) -> str:
-        return 'the batch of dataset indices {}'.format(list(indices))
+        # Plain ints: NumPy 2 writes an int64 of an order array as np.int64(4).
+        return 'the batch of dataset indices {}'.format([int(i) for i in indices])
 
     def make(self, batches: Sequence[Indices],
              keys: Sequence[tuple[int, int]] | None) -> list[Batch]:

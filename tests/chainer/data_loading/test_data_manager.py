@@ -659,7 +659,7 @@ def test_a_transform_that_cannot_be_pickled_is_refused_naming_it(start_method):
     with using_start_method(start_method):
         manager = DataManager(Numbers(4), 2, transforms=lambda batch: batch,
                               n_process_augmentation=2)
-        with pytest.raises(TypeError, match='transforms'):
+        with pytest.raises(TypeError, match=r'\btransforms\b'):
             manager.get_iterator()
 
 
@@ -722,3 +722,324 @@ def test_a_copy_of_a_manager_iterates_with_workers_of_its_own():
             unpickled.finalize()
     finally:
         manager.finalize()
+
+
+def test_epoch_plan_slices_the_samplers_order_into_the_managers_batches():
+    manager = DataManager(Numbers(7), 3)
+    order = _order(6, 2, 7)
+    plan = manager.epoch_plan(RandomSampler(range(7), seed=6), 2)
+    assert len(plan) == len(manager) == 3
+    assert [list(batch) for batch in plan] == [order[0:3], order[3:6], order[6:7]]
+    assert [list(batch) for batch in plan[1:]] == [order[3:6], order[6:7]]
+    assert list(plan[2]) == order[6:7]
+
+
+def test_epoch_plan_with_drop_last_has_no_short_batch():
+    plan = DataManager(Numbers(7), 3, drop_last=True).epoch_plan(SequentialSampler(range(7)), 0)
+    assert [list(batch) for batch in plan] == [[0, 1, 2], [3, 4, 5]]
+    assert [list(batch) for batch in plan[::-1]] == [[3, 4, 5], [0, 1, 2]]
+
+
+@pytest.mark.parametrize('index', [-1, 3, 4])
+def test_epoch_plan_refuses_a_batch_outside_the_epoch_naming_it_and_the_epochs_length(index):
+    plan = DataManager(Numbers(7), 3).epoch_plan(SequentialSampler(range(7)), 0)
+    with pytest.raises(IndexError, match=r'{}\D+3'.format(index)):
+        plan[index]
+
+
+class OwnSubsets(Numbers):
+    """Numbers whose get_subset gives a dataset of its own kind (say, one loaded at once)."""
+
+    def get_subset(self, indices):
+        return OwnSubsets(len(indices))
+
+
+def test_get_subset_uses_the_datasets_own_get_subset():
+    manager = DataManager(OwnSubsets(10), 2).get_subset([9, 3, 4])
+    assert isinstance(manager.dataset, OwnSubsets)
+    assert firsts(manager) == [[0, 1], [2]]
+
+
+def test_replace_data_gives_a_manager_over_the_new_examples():
+    manager = DataManager(Numbers(9), 2, transforms=add_one)
+    replaced = manager.replace(data=Numbers(3))
+    assert firsts(replaced) == [[1, 2], [3]]
+    assert replaced.transforms is add_one
+
+
+def test_replace_refuses_every_unknown_setting_naming_each():
+    with pytest.raises(TypeError, match=r"replace.*\['batchsize', 'seeed'\]"):
+        DataManager(Numbers(4), 2).replace(seeed=1, batchsize=4)
+
+
+@pytest.mark.timeout(120)
+def test_a_copy_made_during_a_pass_keeps_its_workers_across_its_own_passes():
+    import copy
+    import pickle
+    manager = DataManager(Numbers(4), 2, transforms=add_pid, n_process_augmentation=2)
+    copies = []
+    try:
+        for _ in manager:
+            copies = [copy.copy(manager), pickle.loads(pickle.dumps(manager))]
+            break
+        for copied in copies:
+            first, second = _pids(copied), _pids(copied)
+            assert first == second
+    finally:
+        for copied in copies:
+            copied.finalize()
+        manager.finalize()
+
+
+def _notes(error):
+    return '\n'.join(getattr(error, '__notes__', []))
+
+
+def test_examples_with_other_keys_are_refused_naming_both_examples_and_their_keys():
+    data = [{'data': np.zeros(1), 'label': 0}] * 3 + [{'data': np.zeros(1)}]
+    with pytest.raises(KeyError) as info:
+        list(DataManager(data, 2))
+    message = str(info.value)
+    assert 'dataset[3]' in message and 'dataset[2]' in message
+    assert "['data']" in message and "['data', 'label']" in message
+
+
+def test_examples_that_cannot_be_stacked_keep_the_error_and_name_the_key_and_indices():
+    data = [{'label': 0, 'data': np.zeros(2)}] * 3 + [{'label': 0, 'data': np.zeros(3)}]
+    with pytest.raises(ValueError) as info:
+        list(DataManager(data, 2))
+    assert "'data'" in _notes(info.value) and '[2, 3]' in _notes(info.value)
+
+
+def test_a_failing_transform_keeps_its_error_and_names_the_batchs_indices():
+    with pytest.raises(ZeroDivisionError, match='transform failed') as info:
+        list(DataManager(Numbers(4), 2, transforms=failing_transform))
+    assert 'transforms' in _notes(info.value) and '[0, 1]' in _notes(info.value)
+
+
+def test_a_failing_dataset_note_names_the_failing_index_only():
+    with pytest.raises(ArithmeticError) as info:
+        list(DataManager(FailsAt(8), 2))
+    assert 'dataset[5]' in _notes(info.value) and 'dataset[4]' not in _notes(info.value)
+
+
+def returns_a_list(batch):
+    return [batch]
+
+
+def test_a_transform_returning_no_dict_is_refused_naming_what_it_returned():
+    with pytest.raises(TypeError, match='transforms.*list'):
+        list(DataManager(Numbers(4), 2, transforms=returns_a_list))
+
+
+def with_a_function(batch):
+    return dict(batch, function=lambda: 0)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('sampler_cls, sampler_kwargs, first', [
+    (SequentialSampler, {}, [0, 1]),
+    # An order array: its indices are NumPy integers, named as plain ones.
+    (RandomSampler, {'seed': 1}, _order(1, 0, 4)[:2]),
+])
+def test_a_batch_that_cannot_be_sent_back_from_a_worker_names_its_indices(
+        sampler_cls, sampler_kwargs, first):
+    manager = DataManager(Numbers(4), 2, 1, with_a_function, sampler_cls, sampler_kwargs)
+    with using_start_method('fork'), pytest.raises(Exception) as info:
+        list(manager)
+    assert 'dataset indices {}'.format(first) in _notes(info.value)
+
+
+class Unpicklable(Numbers):
+    def __reduce__(self):
+        raise TypeError('no pickling of this dataset')
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('start_method', PICKLING_START_METHODS)
+def test_a_dataset_that_cannot_be_pickled_is_refused_naming_the_dataset(start_method):
+    with using_start_method(start_method):
+        manager = DataManager(Unpicklable(4), 2, transforms=add_one, n_process_augmentation=2)
+        with pytest.raises(TypeError, match='DataManager: dataset cannot be pickled'):
+            manager.get_iterator()
+
+
+def test_batch_keys_of_a_seeded_manager_are_the_keys_after_transforms():
+    manager = DataManager(Numbers(3), 2, transforms=add_noise, seed=5)
+    assert manager.batch_keys() == ['data', 'label', 'noise']
+
+
+def _take_flag(path):
+    """True for the one process that removes ``path``: the flagged event happens once."""
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+class FailsOnceAt4(object):
+    """A transform that fails (or, with ``exit``, ends its process) once, on the batch
+    starting at example 4, while ``flag`` exists."""
+
+    def __init__(self, flag, exit=False):
+        self.flag, self.exit = str(flag), exit
+
+    def __call__(self, batch):
+        if batch['data'][0, 0] == 4 and _take_flag(self.flag):
+            if self.exit:
+                os._exit(1)
+            raise ValueError('flaky')
+        return batch
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize('exit', [False, True])
+def test_with_workers_the_call_after_a_failed_batch_gives_that_batch(tmp_path, exit):
+    flag = tmp_path / 'fail'
+    flag.touch()
+    manager = DataManager(Numbers(8), 2, transforms=FailsOnceAt4(flag, exit),
+                          n_process_augmentation=2)
+    iterator = manager.get_iterator()
+    try:
+        got = firsts(iterator.next() for _ in range(2))
+        with pytest.raises(RuntimeError if exit else ValueError):
+            iterator.next()
+        assert iterator.epoch_detail == pytest.approx(0.5)
+        got += firsts(iterator.next() for _ in range(6))
+    finally:
+        iterator.finalize()
+    assert got == [[0, 1], [2, 3], [4, 5], [6, 7]] * 2
+
+
+class WaitsForFile(object):
+    """A transform that waits (at most 60 s) until ``path`` exists."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __call__(self, batch):
+        deadline = time.monotonic() + 60
+        while not os.path.exists(self.path) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return batch
+
+
+@pytest.mark.timeout(120)
+def test_a_slow_batch_warns_with_chainers_timeout_warning_then_arrives(tmp_path, monkeypatch):
+    import threading
+    import warnings
+
+    from chainer.iterators import MultiprocessIterator
+
+    from researchutils.chainer.data_loading import _batch_iterator
+    monkeypatch.setattr(_batch_iterator, '_DATASET_TIMEOUT_S', 0.2)
+    release = tmp_path / 'release'
+    manager = DataManager(Numbers(4), 2, transforms=WaitsForFile(release),
+                          n_process_augmentation=1)
+    iterator = manager.get_iterator()
+
+    def timeouts(caught):
+        return [w for w in caught if issubclass(w.category, MultiprocessIterator.TimeoutWarning)]
+
+    def release_after_a_warning(caught):
+        # The main thread is inside next() until the batch arrives.
+        deadline = time.monotonic() + 60
+        while not timeouts(caught) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        release.touch()
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            helper = threading.Thread(target=release_after_a_warning, args=(caught,))
+            helper.start()
+            batch = iterator.next()
+            helper.join()
+    finally:
+        iterator.finalize()
+    assert firsts([batch]) == [[0, 1]]
+    assert timeouts(caught)
+    # It names the iterator and how long the batch has taken.
+    assert 'DataManager' in str(timeouts(caught)[0].message)
+    assert '0.2 s' in str(timeouts(caught)[0].message)
+
+
+def test_epoch_detail_with_drop_last_counts_the_full_batches():
+    iterator = DataManager(Numbers(7), 3, drop_last=True).get_iterator()
+    details = []
+    for _ in range(3):
+        iterator.next()
+        details.append((iterator.epoch, iterator.is_new_epoch, iterator.epoch_detail))
+    assert details == [(0, False, 0.5), (1, True, 1.0), (1, False, 1.5)]
+
+
+def test_a_snapshot_holds_chainers_iterator_keys_and_the_samplers_seed():
+    iterator = _random_order(seed=4).get_iterator()
+    iterator.next()
+    state = {}
+    iterator.serialize(chainer.serializers.DictionarySerializer(state))
+    assert sorted(state) == ['current_position', 'epoch', 'is_new_epoch',
+                             'previous_epoch_detail', 'sampler/seed']
+    assert (int(state['current_position']), int(state['epoch'])) == (3, 0)
+    assert (bool(state['is_new_epoch']), float(state['previous_epoch_detail'])) == (False, 0.0)
+    assert int(state['sampler/seed']) == 4
+
+
+def test_a_snapshot_of_chainers_serial_iterator_resumes_where_it_stopped():
+    # Chainer's iterators and ours share their keys: a Trainer snapshot written with a
+    # SerialIterator resumes under a DataManager (the order Chainer also keeps is unused).
+    serial = chainer.iterators.SerialIterator(list(range(10)), 4, shuffle=False)
+    for _ in range(4):
+        serial.next()
+    state = {}
+    serial.serialize(chainer.serializers.DictionarySerializer(state))
+    iterator = DataManager(Numbers(10), 4).get_iterator()
+    iterator.serialize(chainer.serializers.NpzDeserializer(state))
+    assert (iterator.epoch, iterator.is_new_epoch) == (1, False)
+    assert iterator.previous_epoch_detail == pytest.approx(serial.previous_epoch_detail)
+    # Chainer's batches ran across the epoch's end: [8, 9, 0, 1], then [2, 3, 4, 5].
+    assert firsts([iterator.next()]) == [[6, 7, 8, 9]]
+    assert iterator.is_new_epoch and iterator.epoch == 2
+
+
+def test_a_snapshot_at_the_start_of_an_epoch_resumes_there():
+    state, before = _stopped_after(8, 5)
+    iterator = _resumed(state, 8)
+    assert (iterator.epoch, iterator.current_position, iterator.is_new_epoch) == (1, 0, True)
+    assert iterator.previous_epoch_detail == pytest.approx(0.8)
+    assert firsts([iterator.next()]) == [_order(2, 1, 40)[:8]]
+
+
+def test_a_snapshot_of_a_position_just_past_the_dataset_is_refused():
+    state, _ = _stopped_after(8, 2)
+    with pytest.raises(ValueError, match='current_position 16 outside 0..15'):
+        _resumed(state, 8, size=16)
+
+
+def test_a_fresh_snapshot_has_the_values_chainers_iterators_write():
+    # -1 stands for "no previous epoch detail" in Chainer's snapshots.
+    ours, chainers = {}, {}
+    DataManager(Numbers(10), 4).get_iterator().serialize(
+        chainer.serializers.DictionarySerializer(ours))
+    chainer.iterators.SerialIterator(list(range(10)), 4, shuffle=False).serialize(
+        chainer.serializers.DictionarySerializer(chainers))
+    shared = ['current_position', 'epoch', 'is_new_epoch', 'previous_epoch_detail']
+    assert {key: float(ours[key]) for key in shared} == {
+        key: float(chainers[key]) for key in shared}
+
+
+def test_the_source_a_worker_is_sent_makes_the_managers_batches():
+    # What each worker process runs (the source protocol of researchutils._process_pool),
+    # run here, where it can be watched.
+    from researchutils.chainer.data_loading._batches import BatchSource
+    seeded = DataManager(Numbers(6), 2, transforms=add_noise, seed=3)
+    made = BatchSource(Numbers(6), add_noise, 3).make([[4, 5], [0, 1]], [(0, 2), (0, 0)])
+    expected = list(seeded)
+    for batch, want in zip(made, [expected[2], expected[0]]):
+        assert batch.keys() == want.keys()
+        for key in want:
+            np.testing.assert_array_equal(batch[key], want[key])
+    unseeded = BatchSource(Numbers(6), add_one, None).make([[3, 1]], None)
+    assert firsts(unseeded) == [[4, 2]]
+    assert '[4, 5]' in BatchSource.describe(np.array([4, 5]))

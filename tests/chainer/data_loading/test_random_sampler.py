@@ -86,3 +86,25 @@ def test_indices_that_are_not_integers_are_refused_not_rounded(indices):
 def test_negative_indices_are_refused():
     with pytest.raises(ValueError, match='^indices must be a flat sequence of integers >= 0'):
         RandomSampler([3, -1], seed=0)
+
+
+def test_the_seed_is_stored_under_the_key_seed_of_chainers_snapshots():
+    # Snapshots written by earlier runs name it 'seed'; a resume reads it back from there.
+    target = {}
+    RandomSampler(range(30), seed=5).serialize(chainer.serializers.DictionarySerializer(target))
+    assert list(target) == ['seed'] and int(target['seed']) == 5
+    restored = RandomSampler(range(30), seed=99)
+    restored.serialize(chainer.serializers.NpzDeserializer({'seed': np.asarray(6)}))
+    assert restored.seed == 6
+
+
+def test_the_length_is_the_number_of_indices():
+    assert len(RandomSampler([5, 2, 9], seed=0)) == 3
+
+
+def test_unseeded_samplers_draw_seeds_from_a_range_too_wide_to_repeat():
+    # Two unseeded runs share an order only when they draw the same seed.
+    np.random.seed(0)
+    seeds = [RandomSampler(range(3)).seed for _ in range(200)]
+    assert len(set(seeds)) == 200
+    assert all(0 <= seed < 2 ** 32 for seed in seeds)

@@ -34,3 +34,14 @@ def test_negative_indices_are_refused(indices):
 @pytest.mark.parametrize('indices', [[], np.array([], np.int32), range(0)])
 def test_no_indices_is_an_empty_epoch(indices):
     assert list(SequentialSampler(indices).epoch_order(0)) == []
+
+
+def test_changing_a_returned_order_leaves_the_next_epochs_order_alone():
+    sampler = SequentialSampler(np.array([4, 0, 2]))
+    order = sampler.epoch_order(0)
+    order[0] = 7
+    np.testing.assert_array_equal(sampler.epoch_order(1), [4, 0, 2])
+
+
+def test_a_range_of_indices_stays_a_range():
+    assert SequentialSampler(range(2, 9)).epoch_order(3) == range(2, 9)

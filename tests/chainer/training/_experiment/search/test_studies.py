@@ -5,7 +5,8 @@ import warnings
 
 import pytest
 
-from tests.chainer.training import search_tasks
+from researchutils.chainer.training._experiment.search import studies
+from tests.chainer.training import search_tasks, tasks
 
 optuna = pytest.importorskip('optuna')
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -53,3 +54,145 @@ def _state_after_silence(tmp_path, study):
 def test_search_gives_its_storage_the_grace_period_it_is_given(tmp_path, grace_period, state):
     study = _searched_study(tmp_path, grace_period)
     assert _state_after_silence(tmp_path, study) == state
+
+
+def _experiment(save_path, **kwargs):
+    return tasks.experiment(save_path, search_tasks.search_params(), val_score_key='MSE',
+                            **kwargs)
+
+
+@pytest.mark.parametrize('folder', ['plain', 'a?b#c%d {e} f\u00e9'])
+def test_the_default_study_is_search_db_in_the_experiments_folder_whatever_its_name(
+        tmp_path, folder):
+    experiment = _experiment(tmp_path / folder)
+    with studies.opened_study(experiment, None, None, None) as study:
+        assert study.study_name == experiment.name
+        assert study.direction.name.lower() == 'minimize'
+        study.set_user_attr('mark', 1)
+    path = tmp_path / folder / experiment.name / 'search.db'
+    assert path.is_file()
+    with contextlib.closing(sqlite3.connect(str(path))) as database:
+        (name,), = database.execute('SELECT study_name FROM studies').fetchall()
+    assert name == experiment.name
+
+
+def test_a_highest_score_mode_opens_a_study_to_maximize(tmp_path):
+    experiment = _experiment(tmp_path, val_score_mode='highest')
+    with studies.opened_study(experiment, None, None, None) as study:
+        assert study.direction.name.lower() == 'maximize'
+
+
+def test_a_study_of_the_other_direction_is_refused_naming_it(tmp_path):
+    import sqlalchemy.pool
+    url = 'sqlite:///' + str(tmp_path / 'shared.db')
+    # Made by another search; no connection of it is left open.
+    storage = optuna.storages.RDBStorage(url, engine_kwargs={
+        'poolclass': sqlalchemy.pool.NullPool})
+    optuna.create_study(storage=storage, study_name='exp', direction='maximize')
+    storage.remove_session()
+    storage.engine.dispose()
+    with pytest.raises(ValueError, match=r"'exp'.*maximize.*'lowest'.*minimize"):
+        with studies.opened_study(_experiment(tmp_path), url, None, None):
+            pass
+
+
+def test_a_folder_named_search_db_is_refused_naming_it(tmp_path):
+    experiment = _experiment(tmp_path)
+    path = tmp_path / experiment.name / 'search.db'
+    path.mkdir(parents=True)
+    with pytest.raises(OSError, match='search.db.*folder'):
+        with studies.opened_study(experiment, None, None, None):
+            pass
+
+
+def test_a_file_that_is_no_sqlite_database_is_refused_naming_it(tmp_path):
+    experiment = _experiment(tmp_path)
+    path = tmp_path / experiment.name / 'search.db'
+    path.parent.mkdir(parents=True)
+    path.write_text('not a database, long enough to be read as one ' * 4)
+    with pytest.raises(OSError, match='search.db.*no SQLite database'):
+        with studies.opened_study(experiment, None, None, None):
+            pass
+
+
+def test_a_url_that_cannot_be_opened_is_refused_naming_the_study_and_the_storage(tmp_path):
+    url = 'sqlite:///' + str(tmp_path / 'missing' / 'folder' / 'study.db')
+    with pytest.raises(OSError, match=r"study 'exp' in sqlite:///.*missing/folder/study\.db"
+                                      r".*unable to open database file"):
+        with studies.opened_study(_experiment(tmp_path), url, None, None):
+            pass
+
+
+def test_a_url_refused_is_named_without_its_password(tmp_path):
+    url = 'sqlite://user:secret@/' + str(tmp_path / 'study.db')
+    with pytest.raises(OSError, match=r"study 'exp' in sqlite://user:\*\*\*@") as info:
+        with studies.opened_study(_experiment(tmp_path), url, None, None):
+            pass
+    assert 'secret' not in str(info.value)
+
+
+def test_a_storage_object_is_used_as_it_is_and_left_open(tmp_path):
+    storage = optuna.storages.InMemoryStorage()
+    with studies.opened_study(_experiment(tmp_path), storage, None, None) as study:
+        study.set_user_attr('mark', 1)
+    # The user's storage still answers.
+    assert optuna.load_study(study_name='exp', storage=storage).user_attrs == {'mark': 1}
+
+
+def test_the_samplers_and_pruners_given_are_the_studys(tmp_path):
+    sampler, pruner = optuna.samplers.RandomSampler(seed=0), optuna.pruners.NopPruner()
+    with studies.opened_study(_experiment(tmp_path), optuna.storages.InMemoryStorage(),
+                              sampler, pruner) as study:
+        assert (study.sampler, study.pruner) == (sampler, pruner)
+    with studies.opened_study(_experiment(tmp_path), optuna.storages.InMemoryStorage(),
+                              None, None) as study:
+        assert isinstance(study.sampler, optuna.samplers.TPESampler)
+        assert isinstance(study.pruner, optuna.pruners.MedianPruner)
+
+
+def test_a_study_id_is_stored_once_and_kept():
+    study = optuna.create_study()
+    first = studies.study_id(study)
+    assert len(first) == 32 and int(first, 16) >= 0
+    assert studies.study_id(study) == first
+    assert study.user_attrs[studies.STUDY_ID_ATTR] == first
+    assert studies.study_id(optuna.create_study()) != first
+
+
+@pytest.mark.parametrize('value', ['not-an-id', 'A' * 32, 5])
+def test_a_stored_study_id_that_no_search_wrote_is_refused_naming_it(value):
+    study = optuna.create_study(study_name='named')
+    study.set_user_attr(studies.STUDY_ID_ATTR, value)
+    with pytest.raises(ValueError, match=r"'named'.*researchutils_study_id={!r}".format(value)):
+        studies.study_id(study)
+
+
+@pytest.mark.parametrize('heartbeat, grace', [((60, None), 180), ((60, 7), 7), ((None, 7), None),
+                                              ((None, None), None)])
+def test_the_grace_period_is_three_beats_unless_given(heartbeat, grace):
+    assert studies.grace_of(*heartbeat) == grace
+
+
+def test_a_url_refused_is_named_as_given_before_optunas_brace_escaping(tmp_path):
+    # {{ and }} stand for one brace in a URL Optuna reads (it fills in {SCHEMA_VERSION}).
+    from sqlalchemy.engine import make_url
+    given = 'sqlite:///' + str(tmp_path / 'missing' / '{a}' / 'study.db')
+    escaped = given.replace('{', '{{').replace('}', '}}')
+    with pytest.raises(OSError) as info:
+        with studies.opened_study(_experiment(tmp_path), escaped, None, None):
+            pass
+    assert ' in {}: '.format(make_url(given).render_as_string()) in str(info.value)
+
+
+def test_a_storage_locked_by_another_process_is_tried_again_then_named_busy(tmp_path):
+    path = tmp_path / 'study.db'
+    url = 'sqlite:///{}?timeout=0'.format(path)   # no wait inside SQLite for the lock
+    with contextlib.closing(sqlite3.connect(str(path), isolation_level=None)) as other:
+        other.execute('BEGIN EXCLUSIVE')
+        with pytest.raises(OSError, match=r'stayed busy through 5 attempts over 5 s .*locked'):
+            with studies.opened_study(_experiment(tmp_path), url, None, None):
+                pass
+        other.execute('ROLLBACK')
+    # Once free, it opens.
+    with studies.opened_study(_experiment(tmp_path), url, None, None) as study:
+        assert study.study_name == 'exp'
