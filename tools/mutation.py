@@ -85,7 +85,8 @@ SAMPLE_PATTERN = '*__mutmut_*0'
 _COPIED = ('researchutils', '_researchutils_chainer_compat', 'tests', 'pyproject.toml',
            'setup.py', 'README.md')
 # Calls whose string arguments are messages to a person (add_note: an exception's note).
-_MESSAGE_CALLS = {'warn', 'write', 'warning', 'error', 'info', 'debug', 'print', 'add_note'}
+_MESSAGE_CALLS = {'warn', 'write', 'warning', 'error', 'info', 'debug', 'print', 'add_note',
+                  '_add_note'}
 # mutmut's exit codes (mutmut/stats.py) grouped as the report counts them.
 _KILLED = {1, 3, 37}
 _SURVIVED = {0}
