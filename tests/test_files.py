@@ -409,3 +409,109 @@ def test_output_dir_over_a_file_names_base_dir(tmp_path):
     base_dir.write_text('a file')
     with pytest.raises(ValueError, match="^base_dir '.*runs' exists and is not a directory"):
         files.prepare_output_dir(base_dir, None)
+
+
+# What the checks name, and the cases they draw a line between -------------------------------
+
+@pytest.mark.parametrize('exts', [b'.txt', {'.txt': True}, 5])
+def test_search_refuses_exts_that_are_not_extensions_or_a_list_of_them(tree, exts):
+    with pytest.raises(TypeError, match='^exts must be .*got {}'.format(re.escape(repr(exts)))):
+        files.search_all_files_under(tree[0], exts=exts)
+
+
+def test_search_refuses_an_extension_that_is_not_a_str_naming_it(tree):
+    with pytest.raises(TypeError, match=r'^exts must be .*got 3$'):
+        files.search_all_files_under(tree[0], exts=['.txt', 3])
+
+
+@pytest.mark.parametrize('ext', ['.', 'txt', ''])
+def test_search_refuses_an_extension_without_a_dot_and_a_name(tree, ext):
+    with pytest.raises(ValueError, match='^exts must be .*got {}$'.format(re.escape(repr(ext)))):
+        files.search_all_files_under(tree[0], exts=[ext])
+
+
+def test_search_takes_any_iterable_of_extensions(tree):
+    root, _ = tree
+    found = files.search_all_files_under(root, exts=(ext for ext in ['.md']))
+    assert _relative(found, root) == ['b.md', 'sub/d.md']
+
+
+def test_search_refusals_name_the_folder_given(tmp_path):
+    missing = tmp_path / 'missing'
+    with pytest.raises(ValueError, match='^pathstr {} does not exist$'.format(
+            re.escape(repr(str(missing))))):
+        files.search_all_files_under(missing)
+    path = _touch(tmp_path / 'a.txt')
+    with pytest.raises(ValueError, match='^pathstr {} is not a folder$'.format(
+            re.escape(repr(str(path))))):
+        files.search_all_files_under(path)
+
+
+def test_create_dir_over_a_file_names_outdir_and_the_path(tmp_path):
+    path = _touch(tmp_path / 'a.txt')
+    with pytest.raises(ValueError, match="^outdir {} exists and is not a directory$".format(
+            re.escape(repr(str(path))))):
+        files.create_dir_if_not_exist(path)
+
+
+def test_write_text_of_bytes_names_data_and_its_type(tmp_path):
+    with pytest.raises(TypeError, match='^data must be a str, got bytes$'):
+        files.write_text_to_file(tmp_path / 'note.txt', b'bytes')
+
+
+def test_write_text_into_a_missing_folder_names_the_folder_and_the_file(tmp_path):
+    path = str(tmp_path / 'missing' / 'note.txt')
+    with pytest.raises(FileNotFoundError) as raised:
+        files.write_text_to_file(path, 'text')
+    assert repr(str(tmp_path / 'missing')) in str(raised.value)
+    assert repr(path) in str(raised.value)
+
+
+def test_save_pickle_into_a_missing_folder_is_refused_and_writes_nothing(tmp_path):
+    with pytest.raises(FileNotFoundError, match='missing'):
+        files.save_pickle(tmp_path / 'missing' / 'data.pkl', [1])
+    assert os.listdir(tmp_path) == []
+
+
+def test_load_pickle_reads_python_2_strings_as_bytes(tmp_path):
+    # Python 2's pickle of the str 'abc' (SHORT_BINSTRING): text of unknown encoding.
+    path = tmp_path / 'py2.pkl'
+    path.write_bytes(b'\x80\x02U\x03abcq\x00.')
+    assert files.load_pickle(path) == b'abc'
+
+
+def test_load_pickle_of_a_missing_file_names_it(tmp_path):
+    path = tmp_path / 'absent.pkl'
+    with pytest.raises(FileNotFoundError, match='absent.pkl'):
+        files.load_pickle(path)
+
+
+def test_output_dir_without_arguments_writes_null(tmp_path):
+    out = files.prepare_output_dir(tmp_path, None)
+    assert files.read_text_from_file(os.path.join(out, 'args.txt')) == 'null'
+
+
+def test_runs_in_the_same_second_are_numbered_from_one(tmp_path):
+    outs = [files.prepare_output_dir(tmp_path, {'run': i}, time_format='fixed')
+            for i in range(3)]
+    assert [os.path.basename(out) for out in outs] == ['fixed', 'fixed-1', 'fixed-2']
+
+
+@pytest.mark.parametrize('time_format', ['', '.', '..', 'a/b'])
+def test_output_dir_refuses_a_time_format_giving_no_folder_name_of_its_own(tmp_path,
+                                                                          time_format):
+    with pytest.raises(ValueError, match='^time_format {!r} gives the folder name'.format(
+            time_format).replace('.', r'\.')):
+        files.prepare_output_dir(tmp_path, {}, time_format=time_format)
+    assert os.listdir(tmp_path) == []
+
+
+def test_output_dir_refuses_a_time_format_that_is_not_a_str(tmp_path):
+    with pytest.raises(TypeError, match='^time_format '):
+        files.prepare_output_dir(tmp_path, {}, time_format=5)
+    assert os.listdir(tmp_path) == []
+
+
+def test_output_dir_refusal_of_args_names_their_type(tmp_path):
+    with pytest.raises(TypeError, match='^args must be .*got list$'):
+        files.prepare_output_dir(tmp_path, ['--lr', '0.1'])

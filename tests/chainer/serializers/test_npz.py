@@ -100,7 +100,7 @@ def test_save_model_with_overwrite_keeps_the_mode_of_the_file_it_replaces(tmp_pa
 
 
 def test_save_model_refuses_an_overwrite_that_is_not_a_bool(tmp_path):
-    with pytest.raises(TypeError, match="overwrite must be True or False, got 'yes'"):
+    with pytest.raises(TypeError, match="^overwrite must be True or False, got 'yes'"):
         serializers.save_model(str(tmp_path / 'model.npz'), make_model(), overwrite='yes')
 
 
@@ -221,13 +221,15 @@ def test_saved_model_follows_the_umask_like_chainers_save_npz(tmp_path, umask):
     assert stat.S_IMODE(os.stat(str(tmp_path / 'chainers.npz')).st_mode) == 0o666 & ~umask
 
 
-def test_save_model_rejects_a_non_link(tmp_path):
-    with pytest.raises(TypeError, match='model'):
-        serializers.save_model(str(tmp_path / 'x.npz'), object())
+def test_save_model_rejects_a_non_link_naming_the_argument_and_its_value(tmp_path):
+    value = object()
+    with pytest.raises(TypeError, match='^model must be') as raised:
+        serializers.save_model(str(tmp_path / 'x.npz'), value)
+    assert repr(value) in str(raised.value)
 
 
 def test_save_model_rejects_a_non_path(tmp_path):
-    with pytest.raises(TypeError, match='path'):
+    with pytest.raises(TypeError, match='^path must be a path .*got 3$'):
         serializers.save_model(3, make_model())
 
 
@@ -250,6 +252,10 @@ def test_load_model_of_missing_file_warns_once_and_returns_model_unchanged(tmp_p
         assert serializers.load_model(path, model) is model
     assert len(record) == 1
     assert path in str(record[0].message)
+    # It names what is left unchanged, and points at the caller's line.
+    assert re.search(r'\bmodel\b', str(record[0].message).replace(path, ''))
+    assert 'None' not in str(record[0].message)
+    assert record[0].filename == __file__
     for name, value in before.items():
         numpy.testing.assert_array_equal(_parameters(model)[name], value)
 
@@ -352,6 +358,44 @@ def test_load_model_refuses_an_array_whose_dtype_does_not_cast_to_the_models(tmp
     _assert_unchanged(model, before)
 
 
+def test_a_wider_float_than_the_parameter_loads_cast_as_chainer_does(tmp_path):
+    path = str(tmp_path / 'double.npz')
+    arrays = _model_arrays(L.Linear(3, 2))
+    numpy.savez(path, **{key: value.astype(numpy.float64) for key, value in arrays.items()})
+    model = serializers.load_model(path, L.Linear(3, 2))
+    assert model.W.dtype == numpy.float32
+    numpy.testing.assert_array_equal(model.W.array, arrays['W'])
+
+
+class _Counting(chainer.Link):
+    """A link with an integer array: the counts of each of three classes seen."""
+
+    def __init__(self):
+        super().__init__()
+        self.add_persistent('counts', numpy.zeros(3, numpy.int32))
+
+
+def test_load_model_refuses_floats_for_an_integer_array_naming_both_dtypes(tmp_path):
+    path = str(tmp_path / 'counts.npz')
+    numpy.savez(path, counts=numpy.array([0.5, 1.5, 2.5]))
+    model = _Counting()
+    with pytest.raises(ValueError, match=r"counts\.npz.*'counts'") as raised:
+        serializers.load_model(path, model)
+    message = str(raised.value).replace(path, '')
+    assert '<f8' in message and '<i4' in message and re.search(r'\bmodel\b', message)
+    numpy.testing.assert_array_equal(model.counts, [0, 0, 0])
+
+
+def test_load_model_refuses_a_single_string_where_the_model_has_an_array(tmp_path):
+    path = str(tmp_path / 'text.npz')
+    arrays = _model_arrays(L.Linear(3, 2))
+    arrays['W'] = numpy.asarray('weights')
+    numpy.savez(path, **arrays)
+    with pytest.raises(ValueError, match=r"text\.npz.*'W'.*<U7") as raised:
+        serializers.load_model(path, L.Linear(3, 2))
+    assert re.search(r'\bmodel\b', str(raised.value).replace(path, ''))
+
+
 def test_load_model_from_snapshot_refuses_an_array_of_another_shape(snapshot_run):
     _, path = snapshot_run
     model = L.Classifier(L.Linear(3, 4))
@@ -431,8 +475,11 @@ def test_arrays_the_model_lacks_are_named_in_a_warning_and_the_rest_loads(tmp_pa
     path = str(tmp_path / 'two.npz')
     saved = _TwoLayers()
     serializers.save_model(path, saved)
-    with pytest.warns(UserWarning, match=r"two\.npz.*'second/W', 'second/b'"):
+    with pytest.warns(UserWarning, match=r"two\.npz.*'second/W', 'second/b'") as record:
         model = serializers.load_model(path, _OneLayer())
+    # It names what lacks them, and points at the caller's line.
+    assert re.search(r'\bmodel\b', str(record[0].message).replace(path, ''))
+    assert record[0].filename == __file__
     numpy.testing.assert_array_equal(model.first.W.array, saved.first.W.array)
 
 
@@ -463,9 +510,11 @@ def test_load_model_from_snapshot_warns_of_or_refuses_arrays_the_model_lacks(sna
     with pytest.raises(ValueError, match=refused) as raised:
         serializers.load_model_from_snapshot(path, model, strict=True)
     _assert_unchanged(model, before)
-    # Both name what lacks the arrays: the model (not a key's "model:" prefix).
+    # Both name the file and what lacks the arrays: the model (not a key's "model:" prefix).
     for message in (str(record[0].message), str(raised.value)):
+        assert path in message
         assert re.search(r'\bmodel\b(?!:)', message.replace(path, '')), message
+    assert record[0].filename == __file__
 
 
 class _BiasFree(chainer.Chain):
@@ -477,8 +526,10 @@ class _BiasFree(chainer.Chain):
 
 def test_load_model_with_missing_array_names_file_and_array(tmp_path):
     serializers.save_model(str(tmp_path / 'model.npz'), L.Linear(3, 2))
-    with pytest.raises(KeyError, match='model.npz.*predictor/[Wb]'):
-        serializers.load_model(str(tmp_path / 'model.npz'), make_model())
+    path = str(tmp_path / 'model.npz')
+    with pytest.raises(KeyError, match='model.npz.*predictor/[Wb]') as raised:
+        serializers.load_model(path, make_model())
+    assert re.search(r'\bmodel\b', raised.value.args[0].replace(path, ''))
 
 
 # Trainer snapshots ----------------------------------------------------------
@@ -515,8 +566,10 @@ def test_resumed_run_continues_like_an_uninterrupted_one(snapshot_run, tmp_path)
 def test_load_snapshot_of_missing_file_warns_and_returns_trainer(tmp_path):
     trainer = make_trainer(tmp_path / 'run')
     # The warning names the file and what is left unchanged.
-    with pytest.warns(UserWarning, match=r'nothing_here.*\btrainer\b'):
+    with pytest.warns(UserWarning, match=r'nothing_here.*\btrainer\b') as record:
         assert serializers.load_snapshot(str(tmp_path / 'nothing_here'), trainer) is trainer
+    assert 'None' not in str(record[0].message)
+    assert record[0].filename == __file__
     assert trainer.updater.iteration == 0
 
 
@@ -811,7 +864,7 @@ def test_save_model_compresses_by_default_and_not_when_told(tmp_path):
 
 
 def test_save_model_compression_is_a_bool(tmp_path):
-    with pytest.raises(TypeError, match="compression.*'no'"):
+    with pytest.raises(TypeError, match="^compression must be True or False, got 'no'"):
         serializers.save_model(str(tmp_path / 'm.npz'), L.Linear(3, 2), compression='no')
     assert not (tmp_path / 'm.npz').exists()
 
@@ -1052,8 +1105,9 @@ def test_a_snapshot_value_that_does_not_fit_the_trainers_number_is_refused_namin
     _, snapshot = snapshot_run
     path = _with_array(_snapshot_arrays(snapshot), 'updater/iteration', value,
                        str(tmp_path / 'crafted.npz'))
-    with pytest.raises(error, match=r"crafted\.npz.*'updater/iteration'.*" + says):
+    with pytest.raises(error, match=r"crafted\.npz.*'updater/iteration'.*" + says) as raised:
         serializers.load_snapshot(path, make_trainer(tmp_path / 'resumed'))
+    assert re.search(r'\btrainer\b', str(raised.value).replace(path, ''))
 
 
 def test_a_snapshot_lacking_a_value_the_trainer_needs_is_refused_naming_it(snapshot_run,
@@ -1061,8 +1115,10 @@ def test_a_snapshot_lacking_a_value_the_trainer_needs_is_refused_naming_it(snaps
     _, snapshot = snapshot_run
     path = _with_array(_snapshot_arrays(snapshot), 'updater/iterator:main/current_position',
                        None, str(tmp_path / 'lacking.npz'))
-    with pytest.raises(KeyError, match=r"lacking\.npz.*'updater/iterator:main/current_position'"):
+    with pytest.raises(KeyError, match=r"lacking\.npz.*'updater/iterator:main/current_position'"
+                       ) as raised:
         serializers.load_snapshot(path, make_trainer(tmp_path / 'resumed'))
+    assert re.search(r'\btrainer\b', raised.value.args[0].replace(path, ''))
 
 
 def test_a_snapshot_whose_model_has_arrays_the_trainers_lacks_is_refused(snapshot_run, tmp_path):

@@ -347,3 +347,14 @@ def test_an_npy_member_in_format_version_2_loads(tmp_path):
     model = serializers.load_model(path, L.Linear(3, 2))
     numpy.testing.assert_array_equal(model.W.array, source.W.array)
     numpy.testing.assert_array_equal(model.b.array, source.b.array)
+
+
+@pytest.mark.parametrize('module', [b'numpy.core.multiarray', b'numpy._core.multiarray'])
+def test_the_none_pickles_of_numpy_1_and_numpy_2_are_chainers_none(module):
+    # NumPy 1 names its array rebuilder numpy.core.multiarray._reconstruct, NumPy 2
+    # numpy._core.multiarray._reconstruct: a snapshot written under either loads under both.
+    payload = pickle.dumps(numpy.asarray(None), protocol=3)
+    for written in (b'numpy.core.multiarray', b'numpy._core.multiarray'):
+        payload = payload.replace(b'c' + written + b'\n', b'c' + module + b'\n')
+    assert b'c' + module + b'\n_reconstruct\n' in payload
+    assert is_chainers_none(payload)
