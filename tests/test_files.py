@@ -1,5 +1,7 @@
 """researchutils.files: real files and folders on disk, and real concurrent processes."""
 import argparse
+import errno
+import fcntl
 import json
 import multiprocessing
 import os
@@ -13,7 +15,7 @@ import sys
 
 import pytest
 
-from researchutils import files
+from researchutils import _files, files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -515,3 +517,84 @@ def test_output_dir_refuses_a_time_format_that_is_not_a_str(tmp_path):
 def test_output_dir_refusal_of_args_names_their_type(tmp_path):
     with pytest.raises(TypeError, match='^args must be .*got list$'):
         files.prepare_output_dir(tmp_path, ['--lr', '0.1'])
+
+
+# _files: the atomic writer under every module that writes files ------------------------------
+
+def _write(path, text):
+    _files.write_atomically(str(path), lambda stream: stream.write(text.encode()),
+                            overwrite=False)
+
+
+def test_a_fifo_named_like_a_temporary_is_neither_waited_on_nor_removed(tmp_path):
+    # Opened for its lock without blocking: a FIFO with no writer would block a plain open.
+    fifo = tmp_path / '.note.txt.0123456789ab.tmp'
+    os.mkfifo(fifo)
+    files.write_text_to_file(tmp_path / 'note.txt', 'text')
+    assert sorted(os.listdir(tmp_path)) == sorted([fifo.name, 'note.txt'])
+
+
+def _tokens(monkeypatch, *tokens):
+    """Makes the temporary names' random parts ``tokens``, in turn, the last one forever."""
+    given = list(tokens)
+    monkeypatch.setattr(_files.secrets, 'token_hex',
+                        lambda size: given.pop(0) if len(given) > 1 else given[0])
+
+
+def test_a_temporary_name_taken_by_a_live_writer_is_skipped_for_a_free_one(tmp_path,
+                                                                          monkeypatch):
+    taken = tmp_path / '.note.txt.aaaaaaaaaaaa.tmp'
+    with open(taken, 'wb') as live:
+        fcntl.flock(live, fcntl.LOCK_EX)  # its writer is alive: no sweep removes it
+        _tokens(monkeypatch, 'aaaaaaaaaaaa', 'bbbbbbbbbbbb')
+        files.write_text_to_file(tmp_path / 'note.txt', 'text')
+        assert (tmp_path / 'note.txt').read_text() == 'text'
+        assert sorted(os.listdir(tmp_path)) == [taken.name, 'note.txt']
+
+
+def test_no_free_temporary_name_is_an_error_naming_the_file_and_folder(tmp_path, monkeypatch):
+    taken = tmp_path / '.note.txt.aaaaaaaaaaaa.tmp'
+    with open(taken, 'wb') as live:
+        fcntl.flock(live, fcntl.LOCK_EX)
+        _tokens(monkeypatch, 'aaaaaaaaaaaa')
+        with pytest.raises(FileExistsError) as raised:
+            files.write_text_to_file(tmp_path / 'note.txt', 'text')
+    assert raised.value.errno == errno.EEXIST
+    assert repr('note.txt') in str(raised.value) and repr(str(tmp_path)) in str(raised.value)
+    assert os.listdir(tmp_path) == [taken.name]
+
+
+def _without_hard_links(monkeypatch):
+    """link() refused as by a file system without hard links (FAT, some network shares)."""
+    def refuse(source, target):
+        raise PermissionError(errno.EPERM, os.strerror(errno.EPERM))
+
+    monkeypatch.setattr(_files.os, 'link', refuse)
+
+
+def test_a_new_file_is_published_on_a_file_system_without_hard_links(tmp_path, monkeypatch):
+    _without_hard_links(monkeypatch)
+    _write(tmp_path / 'new.txt', 'text')
+    assert os.listdir(tmp_path) == ['new.txt']
+    assert (tmp_path / 'new.txt').read_text() == 'text'
+
+
+def test_an_existing_file_is_kept_on_a_file_system_without_hard_links(tmp_path, monkeypatch):
+    (tmp_path / 'taken.txt').write_text('first')
+    _without_hard_links(monkeypatch)
+    with pytest.raises(FileExistsError, match='taken.txt'):
+        _write(tmp_path / 'taken.txt', 'second')
+    assert os.listdir(tmp_path) == ['taken.txt']
+    assert (tmp_path / 'taken.txt').read_text() == 'first'
+
+
+def test_a_new_file_never_replaces_one_made_meanwhile(tmp_path):
+    path = tmp_path / 'taken.txt'
+
+    def write(stream):
+        path.write_text('made meanwhile')
+        stream.write(b'second')
+
+    with pytest.raises(FileExistsError):
+        _files.write_atomically(str(path), write, overwrite=False)
+    assert os.listdir(tmp_path) == ['taken.txt'] and path.read_text() == 'made meanwhile'

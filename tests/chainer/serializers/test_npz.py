@@ -512,7 +512,7 @@ def test_load_model_from_snapshot_warns_of_or_refuses_arrays_the_model_lacks(sna
     _assert_unchanged(model, before)
     # Both name the file and what lacks the arrays: the model (not a key's "model:" prefix).
     for message in (str(record[0].message), str(raised.value)):
-        assert path in message
+        assert path in message and 'None' not in message
         assert re.search(r'\bmodel\b(?!:)', message.replace(path, '')), message
     assert record[0].filename == __file__
 
