@@ -358,3 +358,67 @@ def test_the_none_pickles_of_numpy_1_and_numpy_2_are_chainers_none(module):
         payload = payload.replace(b'c' + written + b'\n', b'c' + module + b'\n')
     assert b'c' + module + b'\n_reconstruct\n' in payload
     assert is_chainers_none(payload)
+
+
+def _none_pickle_with(change):
+    payload = bytearray(pickle.dumps(numpy.asarray(None), protocol=3))
+    change(payload)
+    return bytes(payload)
+
+
+def _replace(old, new):
+    def change(payload):
+        assert payload.count(old) == 1, (old, bytes(payload))
+        at = payload.index(old)
+        payload[at:at + len(old)] = new
+    return change
+
+
+def _dtype_flags(align, copy):
+    # numpy.dtype('O8', align, copy): the two bools right after the 'O8' and its memo.
+    def change(payload):
+        at = payload.index(b'O8') + 4
+        assert payload[at:at + 2] == b'\x89\x88'
+        payload[at:at + 2] = (b'\x88' if align else b'\x89') + (b'\x88' if copy else b'\x89')
+    return change
+
+
+@pytest.mark.parametrize('change', [
+    _replace(b'K\x00\x85', b'K\x01\x85'),                       # _reconstruct's shape (1,)
+    _replace(b'C\x01b', b'C\x01c'),                             # its type code 'c'
+    _replace(b'(K\x01)', b'(K\x02)'),                           # state version 2
+    _replace(b'(K\x01)', b'(K\x01K\x01\x85'),                   # shape (1,)
+    _replace(b'X\x02\x00\x00\x00O8', b'X\x02\x00\x00\x00O4'),   # dtype O4
+    _dtype_flags(align=True, copy=True),
+    _dtype_flags(align=False, copy=False),
+    _replace(b'X\x01\x00\x00\x00|', b'X\x01\x00\x00\x00<'),     # byte order '<'
+    _replace(b'NNNJ', b'NNK\x00J'),                             # dtype fields 0
+    _replace(b'NNNJ\xff\xff\xff\xff', b'NNNJ\x00\x00\x00\x00'),  # dtype element size 0
+    _replace(b'K?t', b'K>t'),                                   # dtype flags 62
+    _replace(b'b\x89]', b'b\x88]'),                             # Fortran order
+], ids=['reconstruct-shape', 'reconstruct-code', 'version', 'shape', 'dtype', 'dtype-align',
+        'dtype-copy', 'byte-order', 'fields', 'element-size', 'dtype-flags', 'fortran'])
+def test_a_pickle_one_field_away_from_numpys_none_is_not_chainers_none(change):
+    # Only exactly the pickle of numpy.asarray(None) passes, not one that differs anywhere.
+    assert is_chainers_none(pickle.dumps(numpy.asarray(None), protocol=3))
+    assert not is_chainers_none(_none_pickle_with(change))
+
+
+def test_an_archive_refuses_a_key_it_does_not_hold_naming_it(tmp_path):
+    path = str(tmp_path / 'arrays.npz')
+    numpy.savez(path, w=numpy.ones(2))
+    with open_archive(path) as archive:
+        with pytest.raises(KeyError, match="'x'"):
+            archive['x']
+
+
+def test_a_corrupt_zip_directory_is_refused_naming_the_file(tmp_path):
+    # The end record is intact (so it is a zip file), the directory it points at is not.
+    path = tmp_path / 'directory.npz'
+    numpy.savez(str(path), w=numpy.ones(2))
+    data = bytearray(path.read_bytes())
+    at = data.index(b'PK\x01\x02')
+    data[at:at + 4] = b'PK\x09\x09'
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"directory\.npz.*truncated or corrupt.*BadZipFile"):
+        open_archive(str(path))
