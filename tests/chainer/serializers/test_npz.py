@@ -609,7 +609,8 @@ def test_load_model_from_snapshot_with_wrong_key_lists_the_models_held(snapshot_
     with pytest.raises(KeyError) as raised:
         serializers.load_model_from_snapshot(path, make_model(), key='updater/model:other/')
     message = raised.value.args[0]
-    assert "'updater/model:other/'" in message
+    assert path in message and "'updater/model:other/'" in message
+    assert re.search(r'\bmodel\b(?!:)', message.replace(path, ''))
     # The one model the snapshot holds, by its prefix (not by one of its arrays' keys).
     assert "'updater/model:main/'" in message and 'predictor' not in message
 
