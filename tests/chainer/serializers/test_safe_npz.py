@@ -1,7 +1,9 @@
 """Tests of the npz reader that never unpickles (serializers/_safe_npz.py)."""
+import errno
 import io
 import os
 import pickle
+import tracemalloc
 import zipfile
 
 import chainer
@@ -177,6 +179,14 @@ def test_a_member_larger_than_its_header_says_is_refused(tmp_path):
         {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}, bytes(24 + 10 ** 6))})
     with pytest.raises(ValueError, match=r"long\.npz.*'W'.*bytes"):
         serializers.load_model(path, L.Linear(3, 2))
+    with zipfile.ZipFile(path) as archive:
+        size = archive.getinfo('W.npy').file_size
+    with pytest.raises(UnreadableFile) as raised:
+        open_archive(path)
+    # The member's size, and the header's shape, dtype and the size they make.
+    message = str(raised.value)
+    assert str(size) in message and '(2, 3)' in message and '<f4' in message
+    assert str(size - 10 ** 6) in message
 
 
 @pytest.mark.parametrize('descr', ['|V1024', [('a', '<f8'), ('b', '<f8')], '|S8', '<U4',
@@ -188,6 +198,10 @@ def test_an_array_of_a_non_numeric_dtype_is_refused_at_opening(tmp_path, descr):
          'shape': (2, 3)}, bytes(6 * dtype.itemsize))})
     with pytest.raises(ValueError, match=r"void\.npz.*'W'.*dtype"):
         serializers.load_model(path, L.Linear(3, 2))
+    # At opening, before any target is looked at, naming the dtype.
+    with pytest.raises(UnreadableFile, match=r"void\.npz.*'W'") as raised:
+        open_archive(path)
+    assert dtype.str in str(raised.value)
 
 
 def test_a_subarray_dtype_is_refused_at_opening(tmp_path):
@@ -420,5 +434,119 @@ def test_a_corrupt_zip_directory_is_refused_naming_the_file(tmp_path):
     at = data.index(b'PK\x01\x02')
     data[at:at + 4] = b'PK\x09\x09'
     path.write_bytes(bytes(data))
-    with pytest.raises(ValueError, match=r"directory\.npz.*truncated or corrupt.*BadZipFile"):
+    with pytest.raises(ValueError, match=r"directory\.npz.*truncated or corrupt.*BadZipFile"
+                       ) as raised:
         open_archive(str(path))
+    assert str(raised.value.__cause__) in str(raised.value)  # zipfile's own words
+
+
+def _protocol_2_none(change):
+    payload = bytearray(pickle.dumps(numpy.asarray(None), protocol=2))
+    change(payload)
+    return bytes(payload)
+
+
+def _as_dtype_call(payload):
+    # The same arguments and state, given to numpy.dtype instead of the array rebuilder.
+    for module in (b'numpy._core.multiarray', b'numpy.core.multiarray'):
+        old = b'c' + module + b'\n_reconstruct\n'
+        if old in payload:
+            at = payload.index(old)
+            payload[at:at + len(old)] = b'cnumpy\ndtype\n'
+            return
+    raise AssertionError(bytes(payload))
+
+
+@pytest.mark.parametrize('payload', [
+    lambda: _none_pickle_with(_as_dtype_call),
+    # Protocol 2 writes the type code b'b' as _codecs.encode('b', 'latin1').
+    lambda: _protocol_2_none(_replace(b'X\x01\x00\x00\x00b', b'X\x01\x00\x00\x00c')),
+    lambda: _protocol_2_none(_replace(b'latin1', b'ascii\x00')),
+], ids=['another-call', 'protocol-2-code', 'protocol-2-codec'])
+def test_a_pickle_of_another_call_or_code_is_not_chainers_none(payload):
+    assert is_chainers_none(pickle.dumps(numpy.asarray(None), protocol=2))
+    assert not is_chainers_none(payload())
+
+
+def test_an_archive_opened_by_its_path_alone_reads_it(tmp_path):
+    path = str(tmp_path / 'arrays.npz')
+    numpy.savez(path, w=numpy.arange(3.0))
+    with _safe_npz.Archive(path) as archive:
+        numpy.testing.assert_array_equal(archive['w'], [0, 1, 2])
+
+
+@pytest.mark.parametrize('method', [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_the_refusal_of_a_compression_method_names_the_member_and_the_method(tmp_path,
+                                                                             method):
+    path = _write_npz(str(tmp_path / 'm.npz'), _linear_arrays(), {'junk': (
+        {'descr': '<f8', 'fortran_order': False, 'shape': (0,)}, bytes(1000))},
+        compress_type=method)
+    with pytest.raises(UnreadableFile, match=r"m\.npz.*'junk'.*method {}\b".format(method)):
+        open_archive(path)
+
+
+def test_the_refusal_of_an_encrypted_member_names_it(tmp_path):
+    def set_flag(data, at):
+        data[at] |= 1
+
+    path = _patched_zip(tmp_path, 6, 8, set_flag, 'encrypted.npz')
+    with pytest.raises(UnreadableFile, match=r"encrypted\.npz.*'[Wb]'.*encrypted"):
+        open_archive(path)
+
+
+def test_corrupt_array_data_is_refused_when_read_naming_the_key_and_the_error(tmp_path):
+    path = tmp_path / 'flipped.npz'
+    numpy.savez(str(path), w=numpy.zeros(1000))
+    with zipfile.ZipFile(str(path)) as archive:
+        info = archive.getinfo('w.npy')
+    data = bytearray(path.read_bytes())
+    start = info.header_offset + 30 + len(info.filename) + 500
+    data[start:start + 8] = b'\xff' * 8  # inside the array's data: the header reads fine
+    path.write_bytes(bytes(data))
+    with open_archive(str(path)) as archive:
+        with pytest.raises(UnreadableFile, match=r"flipped\.npz.*'w'.*BadZipFile.*CRC"):
+            archive['w']
+
+
+def test_an_npy_member_in_format_version_3_is_refused_naming_the_version(tmp_path):
+    path = str(tmp_path / 'version3.npz')
+    with zipfile.ZipFile(path, 'w') as archive:
+        buffer = io.BytesIO()
+        numpy.lib.format.write_array(buffer, numpy.zeros(2), version=(3, 0))
+        archive.writestr('w.npy', buffer.getvalue())
+    with pytest.raises(UnreadableFile, match=r"version3\.npz.*'w'.*\(3, 0\)"):
+        open_archive(path)
+
+
+def test_open_archive_of_a_directory_names_it_with_its_errno(tmp_path):
+    with pytest.raises(IsADirectoryError) as raised:
+        open_archive(os.fspath(tmp_path))
+    assert raised.value.errno == errno.EISDIR
+    assert repr(os.fspath(tmp_path)) in str(raised.value)
+
+
+def test_a_large_object_array_is_refused_without_reading_it(tmp_path):
+    # Only as many bytes as NumPy's None pickle can have are read of an object array.
+    buffer = io.BytesIO()
+    numpy.lib.format.write_array_header_1_0(
+        buffer, {'descr': '|O', 'fortran_order': False, 'shape': ()})
+    path = str(tmp_path / 'object.npz')
+    with zipfile.ZipFile(path, 'w', compression=zipfile.ZIP_DEFLATED) as archive:
+        with archive.open('W.npy', 'w') as member:
+            member.write(buffer.getvalue() + pickle.dumps(numpy.asarray(None), protocol=3))
+            chunk = bytes(1 << 20)
+            for _ in range(64):
+                member.write(chunk)
+    tracemalloc.start()
+    try:
+        with pytest.raises(UnreadableFile, match=r"object\.npz.*object array.*'W'"):
+            open_archive(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < (16 << 20), peak
+
+
+def test_a_pickle_with_a_persistent_id_is_not_chainers_none():
+    # PERSID: an object the unpickler would have to look up outside the pickle.
+    assert not is_chainers_none(b'\x80\x02Pnone\n.')
