@@ -401,7 +401,8 @@ def test_file_exists_of_true_is_refused_not_standard_output():
 
 
 def test_output_dir_refuses_a_nul_byte_in_the_time_format(tmp_path):
-    with pytest.raises(ValueError, match='time_format must not hold a NUL byte'):
+    with pytest.raises(ValueError, match=re.escape(
+            'time_format must not hold a NUL byte, got {!r}'.format('%Y\0junk'))):
         files.prepare_output_dir(str(tmp_path), None, time_format='%Y\0junk')
     assert os.listdir(tmp_path) == []
 
@@ -502,8 +503,9 @@ def test_runs_in_the_same_second_are_numbered_from_one(tmp_path):
 @pytest.mark.parametrize('time_format', ['', '.', '..', 'a/b'])
 def test_output_dir_refuses_a_time_format_giving_no_folder_name_of_its_own(tmp_path,
                                                                           time_format):
-    with pytest.raises(ValueError, match='^time_format {!r} gives the folder name'.format(
-            time_format).replace('.', r'\.')):
+    # The folder name is the time format itself here: it has no % codes.
+    with pytest.raises(ValueError, match=re.escape('time_format {!r} gives the folder name {!r}'
+                                                   .format(time_format, time_format))):
         files.prepare_output_dir(tmp_path, {}, time_format=time_format)
     assert os.listdir(tmp_path) == []
 
@@ -598,3 +600,46 @@ def test_a_new_file_never_replaces_one_made_meanwhile(tmp_path):
     with pytest.raises(FileExistsError):
         _files.write_atomically(str(path), write, overwrite=False)
     assert os.listdir(tmp_path) == ['taken.txt'] and path.read_text() == 'made meanwhile'
+
+
+@pytest.mark.parametrize('ext', ['.c', '.h'])
+def test_search_takes_a_one_letter_extension(tmp_path, ext):
+    _touch(tmp_path / 'src' / ('main' + ext))
+    _touch(tmp_path / 'src' / 'notes.txt')
+    found = files.search_all_files_under(tmp_path / 'src', exts=[ext])
+    assert _relative(found, tmp_path / 'src') == ['main' + ext]
+
+
+def test_text_files_are_utf_8_whatever_the_locale(tmp_path):
+    # Under the C locale without UTF-8 mode, open() would use ASCII.
+    code = ('import sys\n'
+            'from researchutils.files import read_text_from_file, write_text_to_file\n'
+            'write_text_to_file(sys.argv[1], "caf\\u00e9")\n'
+            'print(ascii(read_text_from_file(sys.argv[1])))\n')
+    path = tmp_path / 'note.txt'
+    env = dict(os.environ, LC_ALL='C', LANG='C', PYTHONUTF8='0', PYTHONCOERCECLOCALE='0')
+    out = subprocess.run([sys.executable, '-c', code, str(path)], env=env, cwd=ROOT,
+                         check=True, capture_output=True, text=True).stdout
+    assert out.strip() == ascii('caf\u00e9')
+    assert path.read_bytes() == 'caf\u00e9'.encode('utf-8')
+
+
+def test_output_dir_is_named_by_the_time_by_default(tmp_path):
+    out = files.prepare_output_dir(tmp_path, {})
+    assert re.fullmatch(r'\d{4}-\d\d-\d\d-\d{6}', os.path.basename(out))
+
+
+def test_output_dir_is_removed_when_writing_the_command_fails(tmp_path, monkeypatch):
+    # The disk fills up after args.txt: the half-written folder goes again.
+    write_text = files.write_text
+
+    def disk_full_at_the_command(path, text):
+        if path.endswith('command.txt'):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        write_text(path, text)
+
+    monkeypatch.setattr(files, 'write_text', disk_full_at_the_command)
+    with pytest.raises(OSError) as raised:
+        files.prepare_output_dir(tmp_path, {'lr': 0.1}, time_format='fixed')
+    assert raised.value.errno == errno.ENOSPC
+    assert os.listdir(tmp_path) == []
