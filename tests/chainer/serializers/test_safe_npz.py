@@ -3,6 +3,7 @@ import errno
 import io
 import os
 import pickle
+import re
 import tracemalloc
 import zipfile
 
@@ -186,7 +187,7 @@ def test_a_member_larger_than_its_header_says_is_refused(tmp_path):
     # The member's size, and the header's shape, dtype and the size they make.
     message = str(raised.value)
     assert str(size) in message and '(2, 3)' in message and '<f4' in message
-    assert str(size - 10 ** 6) in message
+    assert re.search(r'\b{}\b'.format(size - 10 ** 6), message)
 
 
 @pytest.mark.parametrize('descr', ['|V1024', [('a', '<f8'), ('b', '<f8')], '|S8', '<U4',
