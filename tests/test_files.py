@@ -610,7 +610,7 @@ def test_search_takes_a_one_letter_extension(tmp_path, ext):
     assert _relative(found, tmp_path / 'src') == ['main' + ext]
 
 
-def test_text_files_are_utf_8_whatever_the_locale(tmp_path):
+def test_text_files_are_utf_8_whatever_the_locale_of_the_process(tmp_path):
     # Under the C locale without UTF-8 mode, open() would use ASCII.
     code = ('import sys\n'
             'from researchutils.files import read_text_from_file, write_text_to_file\n'
@@ -622,6 +622,7 @@ def test_text_files_are_utf_8_whatever_the_locale(tmp_path):
                          check=True, capture_output=True, text=True).stdout
     assert out.strip() == ascii('caf\u00e9')
     assert path.read_bytes() == 'caf\u00e9'.encode('utf-8')
+    assert files.read_text_from_file(path) == 'caf\u00e9'  # and here, whatever the locale
 
 
 def test_output_dir_is_named_by_the_time_by_default(tmp_path):
