@@ -644,3 +644,27 @@ def test_output_dir_is_removed_when_writing_the_command_fails(tmp_path, monkeypa
         files.prepare_output_dir(tmp_path, {'lr': 0.1}, time_format='fixed')
     assert raised.value.errno == errno.ENOSPC
     assert os.listdir(tmp_path) == []
+
+
+def test_every_dead_temporary_is_removed_whatever_else_is_named_like_one(tmp_path):
+    # Beside the dead (unlocked) temporaries: live ones (locked) and links, which a sweep
+    # skips, in whatever order the folder lists them.
+    def temporary(i):
+        return tmp_path / '.note.txt.{:012x}.tmp'.format(i)
+
+    dead = [temporary(i) for i in range(3)]
+    for path in dead:
+        path.write_bytes(b'left by a killed writer')
+    links = [temporary(i) for i in range(3, 6)]
+    for path in links:
+        os.symlink(tmp_path / 'elsewhere', path)
+    live = [open(temporary(i), 'wb') for i in range(6, 9)]
+    try:
+        for stream in live:
+            fcntl.flock(stream, fcntl.LOCK_EX)
+        files.write_text_to_file(tmp_path / 'note.txt', 'text')
+        kept = sorted(path.name for path in links + [temporary(i) for i in range(6, 9)])
+        assert sorted(os.listdir(tmp_path)) == sorted(kept + ['note.txt'])
+    finally:
+        for stream in live:
+            stream.close()
