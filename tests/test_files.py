@@ -1,5 +1,7 @@
 """researchutils.files: real files and folders on disk, and real concurrent processes."""
 import argparse
+import errno
+import fcntl
 import json
 import multiprocessing
 import os
@@ -13,7 +15,7 @@ import sys
 
 import pytest
 
-from researchutils import files
+from researchutils import _files, files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -399,7 +401,8 @@ def test_file_exists_of_true_is_refused_not_standard_output():
 
 
 def test_output_dir_refuses_a_nul_byte_in_the_time_format(tmp_path):
-    with pytest.raises(ValueError, match='time_format must not hold a NUL byte'):
+    with pytest.raises(ValueError, match=re.escape(
+            'time_format must not hold a NUL byte, got {!r}'.format('%Y\0junk'))):
         files.prepare_output_dir(str(tmp_path), None, time_format='%Y\0junk')
     assert os.listdir(tmp_path) == []
 
@@ -409,3 +412,259 @@ def test_output_dir_over_a_file_names_base_dir(tmp_path):
     base_dir.write_text('a file')
     with pytest.raises(ValueError, match="^base_dir '.*runs' exists and is not a directory"):
         files.prepare_output_dir(base_dir, None)
+
+
+# What the checks name, and the cases they draw a line between -------------------------------
+
+@pytest.mark.parametrize('exts', [b'.txt', {'.txt': True}, 5])
+def test_search_refuses_exts_that_are_not_extensions_or_a_list_of_them(tree, exts):
+    with pytest.raises(TypeError, match='^exts must be .*got {}'.format(re.escape(repr(exts)))):
+        files.search_all_files_under(tree[0], exts=exts)
+
+
+def test_search_refuses_an_extension_that_is_not_a_str_naming_it(tree):
+    with pytest.raises(TypeError, match=r'^exts must be .*got 3$'):
+        files.search_all_files_under(tree[0], exts=['.txt', 3])
+
+
+@pytest.mark.parametrize('ext', ['.', 'txt', ''])
+def test_search_refuses_an_extension_without_a_dot_and_a_name(tree, ext):
+    with pytest.raises(ValueError, match='^exts must be .*got {}$'.format(re.escape(repr(ext)))):
+        files.search_all_files_under(tree[0], exts=[ext])
+
+
+def test_search_takes_any_iterable_of_extensions(tree):
+    root, _ = tree
+    found = files.search_all_files_under(root, exts=(ext for ext in ['.md']))
+    assert _relative(found, root) == ['b.md', 'sub/d.md']
+
+
+def test_search_refusals_name_the_folder_given(tmp_path):
+    missing = tmp_path / 'missing'
+    with pytest.raises(ValueError, match='^pathstr {} does not exist$'.format(
+            re.escape(repr(str(missing))))):
+        files.search_all_files_under(missing)
+    path = _touch(tmp_path / 'a.txt')
+    with pytest.raises(ValueError, match='^pathstr {} is not a folder$'.format(
+            re.escape(repr(str(path))))):
+        files.search_all_files_under(path)
+
+
+def test_create_dir_over_a_file_names_outdir_and_the_path(tmp_path):
+    path = _touch(tmp_path / 'a.txt')
+    with pytest.raises(ValueError, match="^outdir {} exists and is not a directory$".format(
+            re.escape(repr(str(path))))):
+        files.create_dir_if_not_exist(path)
+
+
+def test_write_text_of_bytes_names_data_and_its_type(tmp_path):
+    with pytest.raises(TypeError, match='^data must be a str, got bytes$'):
+        files.write_text_to_file(tmp_path / 'note.txt', b'bytes')
+
+
+def test_write_text_into_a_missing_folder_names_the_folder_and_the_file(tmp_path):
+    path = str(tmp_path / 'missing' / 'note.txt')
+    with pytest.raises(FileNotFoundError) as raised:
+        files.write_text_to_file(path, 'text')
+    assert repr(str(tmp_path / 'missing')) in str(raised.value)
+    assert repr(path) in str(raised.value)
+
+
+def test_save_pickle_into_a_missing_folder_is_refused_and_writes_nothing(tmp_path):
+    with pytest.raises(FileNotFoundError, match='missing'):
+        files.save_pickle(tmp_path / 'missing' / 'data.pkl', [1])
+    assert os.listdir(tmp_path) == []
+
+
+def test_load_pickle_reads_python_2_strings_as_bytes(tmp_path):
+    # Python 2's pickle of the str 'abc' (SHORT_BINSTRING): text of unknown encoding.
+    path = tmp_path / 'py2.pkl'
+    path.write_bytes(b'\x80\x02U\x03abcq\x00.')
+    assert files.load_pickle(path) == b'abc'
+
+
+def test_load_pickle_of_a_missing_file_names_it(tmp_path):
+    path = tmp_path / 'absent.pkl'
+    with pytest.raises(FileNotFoundError, match='absent.pkl'):
+        files.load_pickle(path)
+
+
+def test_output_dir_without_arguments_writes_null(tmp_path):
+    out = files.prepare_output_dir(tmp_path, None)
+    assert files.read_text_from_file(os.path.join(out, 'args.txt')) == 'null'
+
+
+def test_runs_in_the_same_second_are_numbered_from_one(tmp_path):
+    outs = [files.prepare_output_dir(tmp_path, {'run': i}, time_format='fixed')
+            for i in range(3)]
+    assert [os.path.basename(out) for out in outs] == ['fixed', 'fixed-1', 'fixed-2']
+
+
+@pytest.mark.parametrize('time_format', ['', '.', '..', 'a/b'])
+def test_output_dir_refuses_a_time_format_giving_no_folder_name_of_its_own(tmp_path,
+                                                                          time_format):
+    # The folder name is the time format itself here: it has no % codes.
+    with pytest.raises(ValueError, match=re.escape('time_format {!r} gives the folder name {!r}'
+                                                   .format(time_format, time_format))):
+        files.prepare_output_dir(tmp_path, {}, time_format=time_format)
+    assert os.listdir(tmp_path) == []
+
+
+def test_output_dir_refuses_a_time_format_that_is_not_a_str(tmp_path):
+    with pytest.raises(TypeError, match='^time_format '):
+        files.prepare_output_dir(tmp_path, {}, time_format=5)
+    assert os.listdir(tmp_path) == []
+
+
+def test_output_dir_refusal_of_args_names_their_type(tmp_path):
+    with pytest.raises(TypeError, match='^args must be .*got list$'):
+        files.prepare_output_dir(tmp_path, ['--lr', '0.1'])
+
+
+# _files: the atomic writer under every module that writes files ------------------------------
+
+def _write(path, text):
+    _files.write_atomically(str(path), lambda stream: stream.write(text.encode()),
+                            overwrite=False)
+
+
+def test_a_fifo_named_like_a_temporary_is_neither_waited_on_nor_removed(tmp_path):
+    # Opened for its lock without blocking: a FIFO with no writer would block a plain open.
+    fifo = tmp_path / '.note.txt.0123456789ab.tmp'
+    os.mkfifo(fifo)
+    files.write_text_to_file(tmp_path / 'note.txt', 'text')
+    assert sorted(os.listdir(tmp_path)) == sorted([fifo.name, 'note.txt'])
+
+
+def _tokens(monkeypatch, *tokens):
+    """Makes the temporary names' random parts ``tokens``, in turn, the last one forever."""
+    given = list(tokens)
+    monkeypatch.setattr(_files.secrets, 'token_hex',
+                        lambda size: given.pop(0) if len(given) > 1 else given[0])
+
+
+def test_a_temporary_name_taken_by_a_live_writer_is_skipped_for_a_free_one(tmp_path,
+                                                                          monkeypatch):
+    taken = tmp_path / '.note.txt.aaaaaaaaaaaa.tmp'
+    with open(taken, 'wb') as live:
+        fcntl.flock(live, fcntl.LOCK_EX)  # its writer is alive: no sweep removes it
+        _tokens(monkeypatch, 'aaaaaaaaaaaa', 'bbbbbbbbbbbb')
+        files.write_text_to_file(tmp_path / 'note.txt', 'text')
+        assert (tmp_path / 'note.txt').read_text() == 'text'
+        assert sorted(os.listdir(tmp_path)) == [taken.name, 'note.txt']
+
+
+def test_no_free_temporary_name_is_an_error_naming_the_file_and_folder(tmp_path, monkeypatch):
+    taken = tmp_path / '.note.txt.aaaaaaaaaaaa.tmp'
+    with open(taken, 'wb') as live:
+        fcntl.flock(live, fcntl.LOCK_EX)
+        _tokens(monkeypatch, 'aaaaaaaaaaaa')
+        with pytest.raises(FileExistsError) as raised:
+            files.write_text_to_file(tmp_path / 'note.txt', 'text')
+    assert raised.value.errno == errno.EEXIST
+    assert repr('note.txt') in str(raised.value) and repr(str(tmp_path)) in str(raised.value)
+    assert os.listdir(tmp_path) == [taken.name]
+
+
+def _without_hard_links(monkeypatch):
+    """link() refused as by a file system without hard links (FAT, some network shares)."""
+    def refuse(source, target):
+        raise PermissionError(errno.EPERM, os.strerror(errno.EPERM))
+
+    monkeypatch.setattr(_files.os, 'link', refuse)
+
+
+def test_a_new_file_is_published_on_a_file_system_without_hard_links(tmp_path, monkeypatch):
+    _without_hard_links(monkeypatch)
+    _write(tmp_path / 'new.txt', 'text')
+    assert os.listdir(tmp_path) == ['new.txt']
+    assert (tmp_path / 'new.txt').read_text() == 'text'
+
+
+def test_an_existing_file_is_kept_on_a_file_system_without_hard_links(tmp_path, monkeypatch):
+    (tmp_path / 'taken.txt').write_text('first')
+    _without_hard_links(monkeypatch)
+    with pytest.raises(FileExistsError, match='taken.txt'):
+        _write(tmp_path / 'taken.txt', 'second')
+    assert os.listdir(tmp_path) == ['taken.txt']
+    assert (tmp_path / 'taken.txt').read_text() == 'first'
+
+
+def test_a_new_file_never_replaces_one_made_meanwhile(tmp_path):
+    path = tmp_path / 'taken.txt'
+
+    def write(stream):
+        path.write_text('made meanwhile')
+        stream.write(b'second')
+
+    with pytest.raises(FileExistsError):
+        _files.write_atomically(str(path), write, overwrite=False)
+    assert os.listdir(tmp_path) == ['taken.txt'] and path.read_text() == 'made meanwhile'
+
+
+@pytest.mark.parametrize('ext', ['.c', '.h'])
+def test_search_takes_a_one_letter_extension(tmp_path, ext):
+    _touch(tmp_path / 'src' / ('main' + ext))
+    _touch(tmp_path / 'src' / 'notes.txt')
+    found = files.search_all_files_under(tmp_path / 'src', exts=[ext])
+    assert _relative(found, tmp_path / 'src') == ['main' + ext]
+
+
+def test_text_files_are_utf_8_whatever_the_locale_of_the_process(tmp_path):
+    # Under the C locale without UTF-8 mode, open() would use ASCII.
+    code = ('import sys\n'
+            'from researchutils.files import read_text_from_file, write_text_to_file\n'
+            'write_text_to_file(sys.argv[1], "caf\\u00e9")\n'
+            'print(ascii(read_text_from_file(sys.argv[1])))\n')
+    path = tmp_path / 'note.txt'
+    env = dict(os.environ, LC_ALL='C', LANG='C', PYTHONUTF8='0', PYTHONCOERCECLOCALE='0')
+    out = subprocess.run([sys.executable, '-c', code, str(path)], env=env, cwd=ROOT,
+                         check=True, capture_output=True, text=True).stdout
+    assert out.strip() == ascii('caf\u00e9')
+    assert path.read_bytes() == 'caf\u00e9'.encode('utf-8')
+    assert files.read_text_from_file(path) == 'caf\u00e9'  # and here, whatever the locale
+
+
+def test_output_dir_is_named_by_the_time_by_default(tmp_path):
+    out = files.prepare_output_dir(tmp_path, {})
+    assert re.fullmatch(r'\d{4}-\d\d-\d\d-\d{6}', os.path.basename(out))
+
+
+def test_output_dir_is_removed_when_writing_the_command_fails(tmp_path, monkeypatch):
+    # The disk fills up after args.txt: the half-written folder goes again.
+    write_text = files.write_text
+
+    def disk_full_at_the_command(path, text):
+        if path.endswith('command.txt'):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        write_text(path, text)
+
+    monkeypatch.setattr(files, 'write_text', disk_full_at_the_command)
+    with pytest.raises(OSError) as raised:
+        files.prepare_output_dir(tmp_path, {'lr': 0.1}, time_format='fixed')
+    assert raised.value.errno == errno.ENOSPC
+    assert os.listdir(tmp_path) == []
+
+
+def test_every_dead_temporary_is_removed_whatever_else_is_named_like_one(tmp_path):
+    # Beside the dead (unlocked) temporaries: live ones (locked) and links, which a sweep
+    # skips, in whatever order the folder lists them.
+    def temporary(i):
+        return tmp_path / '.note.txt.{:012x}.tmp'.format(i)
+
+    dead = [temporary(i) for i in range(3)]
+    for path in dead:
+        path.write_bytes(b'left by a killed writer')
+    links = [temporary(i) for i in range(3, 6)]
+    for path in links:
+        os.symlink(tmp_path / 'elsewhere', path)
+    live = [open(temporary(i), 'wb') for i in range(6, 9)]
+    try:
+        for stream in live:
+            fcntl.flock(stream, fcntl.LOCK_EX)
+        files.write_text_to_file(tmp_path / 'note.txt', 'text')
+        kept = sorted(path.name for path in links + [temporary(i) for i in range(6, 9)])
+        assert sorted(os.listdir(tmp_path)) == sorted(kept + ['note.txt'])
+    finally:
+        for stream in live:
+            stream.close()

@@ -2,6 +2,7 @@
 import errno
 import gc
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from chainer.training import extensions
 
 from researchutils import _files
 from researchutils.chainer import serializers
-from researchutils.chainer.serializers import npz
+from researchutils.chainer.serializers import _safe_npz, npz
 from tests.support.tiny_training import make_model, make_trainer
 
 
@@ -30,6 +31,16 @@ def _assert_same_parameters(a, b):
     assert sorted(pa) == sorted(pb)
     for name in pa:
         numpy.testing.assert_array_equal(pa[name], pb[name])
+
+
+def _assert_points_at_the_caller(warning):
+    """The warning names the line that called the loader, in this file (its stacklevel).
+
+    Under mutation testing (tools/mutation.py) mutmut's trampolines stand between the two,
+    adding frames, so there it cannot be seen.
+    """
+    if 'MUTANT_UNDER_TEST' not in os.environ:
+        assert warning.filename == __file__
 
 
 def _folder_entries(folder):
@@ -56,8 +67,9 @@ def test_save_model_creates_missing_parent_folders(tmp_path):
 def test_save_model_under_a_file_names_the_path_and_the_file(tmp_path):
     (tmp_path / 'runs').write_text('a file, not a folder')
     path = tmp_path / 'runs' / 'model.npz'
-    with pytest.raises(NotADirectoryError, match="model.npz.*'.*runs' is a file"):
+    with pytest.raises(NotADirectoryError, match="model.npz.*'.*runs' is a file") as raised:
         serializers.save_model(str(path), make_model())
+    assert raised.value.errno == errno.ENOTDIR
     assert _folder_entries(tmp_path) == ['runs']
 
 
@@ -98,7 +110,7 @@ def test_save_model_with_overwrite_keeps_the_mode_of_the_file_it_replaces(tmp_pa
 
 
 def test_save_model_refuses_an_overwrite_that_is_not_a_bool(tmp_path):
-    with pytest.raises(TypeError, match="overwrite must be True or False, got 'yes'"):
+    with pytest.raises(TypeError, match="^overwrite must be True or False, got 'yes'"):
         serializers.save_model(str(tmp_path / 'model.npz'), make_model(), overwrite='yes')
 
 
@@ -112,7 +124,7 @@ def test_file_created_by_another_process_during_the_save_is_never_overwritten(
         real_save(file, obj, compression=compression)
 
     monkeypatch.setattr(npz.chainer_npz, 'save_npz', save_while_someone_else_writes)
-    with pytest.raises(ValueError, match='created by someone else'):
+    with pytest.raises(ValueError, match=r"'.*model\.npz' was created by someone else"):
         serializers.save_model(str(path), make_model())
     assert path.read_bytes() == b'written by someone else'
     assert _folder_entries(tmp_path) == ['model.npz']
@@ -163,6 +175,7 @@ def test_full_disk_mid_write_leaves_no_partial_or_temporary_file(tmp_path, monke
     with pytest.raises(OSError, match='model.npz') as info:
         serializers.save_model(str(path), L.Linear(50, 50))
     assert info.value.errno == errno.ENOSPC
+    assert os.strerror(errno.ENOSPC) in str(info.value)  # why, in words
     assert written, 'the write went through the temporary file'
     assert _folder_entries(tmp_path) == []
     del info  # its traceback holds numpy's ZipFile; collect it inside this test
@@ -219,13 +232,15 @@ def test_saved_model_follows_the_umask_like_chainers_save_npz(tmp_path, umask):
     assert stat.S_IMODE(os.stat(str(tmp_path / 'chainers.npz')).st_mode) == 0o666 & ~umask
 
 
-def test_save_model_rejects_a_non_link(tmp_path):
-    with pytest.raises(TypeError, match='model'):
-        serializers.save_model(str(tmp_path / 'x.npz'), object())
+def test_save_model_rejects_a_non_link_naming_the_argument_and_its_value(tmp_path):
+    value = object()
+    with pytest.raises(TypeError, match='^model must be') as raised:
+        serializers.save_model(str(tmp_path / 'x.npz'), value)
+    assert repr(value) in str(raised.value)
 
 
 def test_save_model_rejects_a_non_path(tmp_path):
-    with pytest.raises(TypeError, match='path'):
+    with pytest.raises(TypeError, match='^path must be a path .*got 3$'):
         serializers.save_model(3, make_model())
 
 
@@ -248,6 +263,10 @@ def test_load_model_of_missing_file_warns_once_and_returns_model_unchanged(tmp_p
         assert serializers.load_model(path, model) is model
     assert len(record) == 1
     assert path in str(record[0].message)
+    # It names what is left unchanged, and points at the caller's line.
+    assert re.search(r'\bmodel\b', str(record[0].message).replace(path, ''))
+    assert 'None' not in str(record[0].message)
+    _assert_points_at_the_caller(record[0])
     for name, value in before.items():
         numpy.testing.assert_array_equal(_parameters(model)[name], value)
 
@@ -350,6 +369,44 @@ def test_load_model_refuses_an_array_whose_dtype_does_not_cast_to_the_models(tmp
     _assert_unchanged(model, before)
 
 
+def test_a_wider_float_than_the_parameter_loads_cast_as_chainer_does(tmp_path):
+    path = str(tmp_path / 'double.npz')
+    arrays = _model_arrays(L.Linear(3, 2))
+    numpy.savez(path, **{key: value.astype(numpy.float64) for key, value in arrays.items()})
+    model = serializers.load_model(path, L.Linear(3, 2))
+    assert model.W.dtype == numpy.float32
+    numpy.testing.assert_array_equal(model.W.array, arrays['W'])
+
+
+class _Counting(chainer.Link):
+    """A link with an integer array: the counts of each of three classes seen."""
+
+    def __init__(self):
+        super().__init__()
+        self.add_persistent('counts', numpy.zeros(3, numpy.int32))
+
+
+def test_load_model_refuses_floats_for_an_integer_array_naming_both_dtypes(tmp_path):
+    path = str(tmp_path / 'counts.npz')
+    numpy.savez(path, counts=numpy.array([0.5, 1.5, 2.5]))
+    model = _Counting()
+    with pytest.raises(ValueError, match=r"counts\.npz.*'counts'") as raised:
+        serializers.load_model(path, model)
+    message = str(raised.value).replace(path, '')
+    assert '<f8' in message and '<i4' in message and re.search(r'\bmodel\b', message)
+    numpy.testing.assert_array_equal(model.counts, [0, 0, 0])
+
+
+def test_load_model_refuses_a_single_string_where_the_model_has_an_array(tmp_path):
+    path = str(tmp_path / 'text.npz')
+    arrays = _model_arrays(L.Linear(3, 2))
+    arrays['W'] = numpy.asarray('weights')
+    numpy.savez(path, **arrays)
+    with pytest.raises(ValueError, match=r"text\.npz.*'W'.*<U7") as raised:
+        serializers.load_model(path, L.Linear(3, 2))
+    assert re.search(r'\bmodel\b', str(raised.value).replace(path, ''))
+
+
 def test_load_model_from_snapshot_refuses_an_array_of_another_shape(snapshot_run):
     _, path = snapshot_run
     model = L.Classifier(L.Linear(3, 4))
@@ -429,8 +486,11 @@ def test_arrays_the_model_lacks_are_named_in_a_warning_and_the_rest_loads(tmp_pa
     path = str(tmp_path / 'two.npz')
     saved = _TwoLayers()
     serializers.save_model(path, saved)
-    with pytest.warns(UserWarning, match=r"two\.npz.*'second/W', 'second/b'"):
+    with pytest.warns(UserWarning, match=r"two\.npz.*'second/W', 'second/b'") as record:
         model = serializers.load_model(path, _OneLayer())
+    # It names what lacks them, and points at the caller's line.
+    assert re.search(r'\bmodel\b', str(record[0].message).replace(path, ''))
+    _assert_points_at_the_caller(record[0])
     numpy.testing.assert_array_equal(model.first.W.array, saved.first.W.array)
 
 
@@ -446,19 +506,26 @@ def test_strict_refuses_arrays_the_model_lacks_and_changes_nothing(tmp_path):
 
 def test_strict_is_a_bool(tmp_path):
     serializers.save_model(str(tmp_path / 'm.npz'), L.Linear(3, 2))
-    with pytest.raises(TypeError, match='strict'):
+    with pytest.raises(TypeError, match="^strict must be True or False, got 'yes'"):
         serializers.load_model(str(tmp_path / 'm.npz'), L.Linear(3, 2), strict='yes')
 
 
 def test_load_model_from_snapshot_warns_of_or_refuses_arrays_the_model_lacks(snapshot_run):
     _, path = snapshot_run
-    with pytest.warns(UserWarning, match="left unused: 'updater/model:main/predictor/b'"):
+    unused = "left unused: 'updater/model:main/predictor/b'"
+    with pytest.warns(UserWarning, match=unused) as record:
         serializers.load_model_from_snapshot(path, _BiasFree())
     model = _BiasFree()
     before = _parameters(model)
-    with pytest.raises(ValueError, match="does not have: 'updater/model:main/predictor/b'"):
+    refused = "does not have: 'updater/model:main/predictor/b'"
+    with pytest.raises(ValueError, match=refused) as raised:
         serializers.load_model_from_snapshot(path, model, strict=True)
     _assert_unchanged(model, before)
+    # Both name the file and what lacks the arrays: the model (not a key's "model:" prefix).
+    for message in (str(record[0].message), str(raised.value)):
+        assert path in message and 'None' not in message
+        assert re.search(r'\bmodel\b(?!:)', message.replace(path, '')), message
+    _assert_points_at_the_caller(record[0])
 
 
 class _BiasFree(chainer.Chain):
@@ -470,8 +537,10 @@ class _BiasFree(chainer.Chain):
 
 def test_load_model_with_missing_array_names_file_and_array(tmp_path):
     serializers.save_model(str(tmp_path / 'model.npz'), L.Linear(3, 2))
-    with pytest.raises(KeyError, match='model.npz.*predictor/[Wb]'):
-        serializers.load_model(str(tmp_path / 'model.npz'), make_model())
+    path = str(tmp_path / 'model.npz')
+    with pytest.raises(KeyError, match='model.npz.*predictor/[Wb]') as raised:
+        serializers.load_model(path, make_model())
+    assert re.search(r'\bmodel\b', raised.value.args[0].replace(path, ''))
 
 
 # Trainer snapshots ----------------------------------------------------------
@@ -507,8 +576,11 @@ def test_resumed_run_continues_like_an_uninterrupted_one(snapshot_run, tmp_path)
 
 def test_load_snapshot_of_missing_file_warns_and_returns_trainer(tmp_path):
     trainer = make_trainer(tmp_path / 'run')
-    with pytest.warns(UserWarning, match='nothing_here'):
+    # The warning names the file and what is left unchanged.
+    with pytest.warns(UserWarning, match=r'nothing_here.*\btrainer\b') as record:
         assert serializers.load_snapshot(str(tmp_path / 'nothing_here'), trainer) is trainer
+    assert 'None' not in str(record[0].message)
+    _assert_points_at_the_caller(record[0])
     assert trainer.updater.iteration == 0
 
 
@@ -522,10 +594,12 @@ def test_load_snapshot_of_truncated_file_names_the_file(snapshot_run, tmp_path):
         serializers.load_snapshot(str(broken), make_trainer(tmp_path / 'r'))
 
 
-def test_load_snapshot_rejects_a_non_trainer(snapshot_run):
+def test_load_snapshot_rejects_a_non_trainer_naming_what_it_got(snapshot_run):
     _, path = snapshot_run
-    with pytest.raises(TypeError, match='trainer'):
-        serializers.load_snapshot(path, make_model())
+    model = make_model()
+    with pytest.raises(TypeError, match='^trainer must be') as raised:
+        serializers.load_snapshot(path, model)
+    assert repr(model) in str(raised.value)
 
 
 def test_load_model_from_snapshot_gets_the_trained_weights(snapshot_run):
@@ -543,8 +617,13 @@ def test_load_model_from_snapshot_with_predictor_key_loads_the_inner_link(snapsh
 
 def test_load_model_from_snapshot_with_wrong_key_lists_the_models_held(snapshot_run):
     _, path = snapshot_run
-    with pytest.raises(KeyError, match="updater/model:main/"):
+    with pytest.raises(KeyError) as raised:
         serializers.load_model_from_snapshot(path, make_model(), key='updater/model:other/')
+    message = raised.value.args[0]
+    assert path in message and "'updater/model:other/'" in message
+    assert re.search(r'\bmodel\b(?!:)', message.replace(path, ''))
+    # The one model the snapshot holds, by its prefix (not by one of its arrays' keys).
+    assert "'updater/model:main/'" in message and 'predictor' not in message
 
 
 def test_load_model_from_snapshot_of_missing_file_raises(tmp_path):
@@ -554,7 +633,7 @@ def test_load_model_from_snapshot_of_missing_file_raises(tmp_path):
 
 def test_load_model_from_snapshot_rejects_a_non_string_key(snapshot_run):
     _, path = snapshot_run
-    with pytest.raises(TypeError, match='key'):
+    with pytest.raises(TypeError, match='^key must be a str, got 3$'):
         serializers.load_model_from_snapshot(path, make_model(), key=3)
 
 
@@ -776,8 +855,8 @@ def test_load_snapshot_refuses_optimizer_states_of_another_shape(tmp_path):
     numpy.savez(planted + '.npz', **arrays)
     resumed = _adam_trainer(tmp_path / 'resumed', 2, 8)
     before = _parameters(resumed.updater.get_optimizer('main').target)
-    with pytest.raises(ValueError, match=r"'updater/optimizer:main/predictor/W/m'.*\(1, 3\).*"
-                                         r"\(2, 3\).*'/predictor/W'"):
+    with pytest.raises(ValueError, match=r"planted\.npz.*'updater/optimizer:main/predictor/W/m'"
+                                         r".*\(1, 3\).*\(2, 3\).*'/predictor/W'"):
         serializers.load_snapshot(planted + '.npz', resumed)
     _assert_unchanged(resumed.updater.get_optimizer('main').target, before)
 
@@ -797,7 +876,7 @@ def test_save_model_compresses_by_default_and_not_when_told(tmp_path):
 
 
 def test_save_model_compression_is_a_bool(tmp_path):
-    with pytest.raises(TypeError, match="compression.*'no'"):
+    with pytest.raises(TypeError, match="^compression must be True or False, got 'no'"):
         serializers.save_model(str(tmp_path / 'm.npz'), L.Linear(3, 2), compression='no')
     assert not (tmp_path / 'm.npz').exists()
 
@@ -808,6 +887,9 @@ def test_a_folder_whose_name_is_too_long_is_an_oserror_with_its_errno(tmp_path):
         serializers.save_model(path, L.Linear(3, 2))
     assert raised.value.errno == errno.ENAMETOOLONG
     assert path in str(raised.value) and 'cannot be created' in str(raised.value)
+    # It names the folder that could not be made, and why.
+    assert repr(os.path.dirname(path)) in str(raised.value)
+    assert os.strerror(errno.ENAMETOOLONG) in str(raised.value)
     assert _folder_entries(tmp_path) == []
 
 
@@ -891,3 +973,203 @@ def test_a_temporary_removed_before_its_writer_locked_it_is_made_again(tmp_path,
     with file:
         assert path != made[0] and os.path.exists(path)
     os.remove(path)
+
+
+# What the loaders are given -------------------------------------------------------------------
+
+@pytest.mark.parametrize('load', [
+    lambda path, model: serializers.load_model(path, model),
+    lambda path, model: serializers.load_model_from_snapshot(path, model),
+])
+def test_the_loaders_refuse_a_model_without_serialize_naming_the_argument(tmp_path, load):
+    path = str(tmp_path / 'model.npz')
+    serializers.save_model(path, L.Linear(3, 2))
+    with pytest.raises(TypeError, match=r'^model must be .*object'):
+        load(path, object())
+
+
+def test_load_model_from_snapshot_strict_is_a_bool(snapshot_run):
+    _, path = snapshot_run
+    with pytest.raises(TypeError, match="^strict must be True or False, got 'yes'"):
+        serializers.load_model_from_snapshot(path, make_model(), strict='yes')
+
+
+# Names Chainer's serializers take: they drop the slashes around a child's name and before a
+# value's ------------------------------------------------------------------------------------
+
+class _TwoInputs(chainer.Chain):
+    """A model with a layer per input, X and Y, that also keeps the mean of X under a child
+    name given with slashes and a value name with a leading one."""
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.embedX = L.Linear(3, 2)
+            self.embedY = L.Linear(3, 2)
+        self.Xmean = numpy.zeros(3, numpy.float32)
+
+    def serialize(self, serializer):
+        super().serialize(serializer)
+        serializer['/statistics/']('/Xmean', self.Xmean)
+
+
+def test_a_model_with_such_names_round_trips(tmp_path):
+    path = str(tmp_path / 'two_inputs.npz')
+    saved = _TwoInputs()
+    saved.Xmean[...] = [1, 2, 3]
+    serializers.save_model(path, saved)
+    with numpy.load(path) as archive:
+        assert 'statistics/Xmean' in archive.files and 'embedX/W' in archive.files
+    loaded = serializers.load_model(path, _TwoInputs(), strict=True)
+    _assert_same_parameters(loaded, saved)
+    numpy.testing.assert_array_equal(loaded.Xmean, [1, 2, 3])
+
+
+class _Statistics(object):
+    """Not a Link: any object with Chainer's serialize protocol, holding one value."""
+
+    def __init__(self, value, name='Xmean'):
+        self.value = value
+        self.name = name
+
+    def serialize(self, serializer):
+        self.value = serializer(self.name, self.value)
+
+
+@pytest.mark.parametrize('name, value', [
+    ('/Xmean', numpy.zeros(3, numpy.float32)),
+    ('Xmean', numpy.zeros(3, numpy.float32)),
+    ('Xmean', chainer.Variable(numpy.zeros(3, numpy.float32))),
+])
+def test_an_array_of_another_shape_is_refused_for_an_object_that_is_not_a_link(
+        tmp_path, name, value):
+    # NumPy would broadcast the one value of the file into all three.
+    path = str(tmp_path / 'stats.npz')
+    numpy.savez(path, Xmean=numpy.ones(1, numpy.float32))
+    target = _Statistics(value, name)
+    with pytest.raises(ValueError, match=r"stats\.npz.*'Xmean'.*\(1,\).*\(3,\)"):
+        serializers.load_model(path, target)
+    assert target.value is value
+    numpy.testing.assert_array_equal(getattr(value, 'array', value), numpy.zeros(3))
+
+
+def test_a_list_of_numbers_round_trips(tmp_path):
+    # A value with no shape of its own: the file's array decides it (within
+    # MAX_UNSIZED_BYTES).
+    path = str(tmp_path / 'history.npz')
+    serializers.save_model(path, _Statistics([0.5, 0.25, 0.125], 'losses'))
+    loaded = serializers.load_model(path, _Statistics([], 'losses'))
+    assert [float(loss) for loss in loaded.value] == [0.5, 0.25, 0.125]
+
+
+@pytest.mark.parametrize('columns, loads', [(100, True), (101, False)])
+def test_a_lazy_parameter_takes_an_array_up_to_max_unsized_bytes(tmp_path, monkeypatch,
+                                                                  columns, loads):
+    # The parameter says nothing of the size it will take: the limit does.
+    monkeypatch.setattr(_safe_npz, 'MAX_UNSIZED_BYTES', 800)  # W of (2, 100) float32
+    path = str(tmp_path / 'lazy.npz')
+    numpy.savez(path, W=numpy.ones((2, columns), numpy.float32), b=numpy.zeros(2, numpy.float32))
+    model = L.Linear(None, 2)
+    if loads:
+        assert serializers.load_model(path, model).W.shape == (2, columns)
+    else:
+        with pytest.raises(ValueError, match=r"lazy\.npz.*'W'.*MAX_UNSIZED_BYTES\b.*\b800\b"):
+            serializers.load_model(path, model)
+        assert model.W.array is None
+
+
+# The list of arrays a message names: the first 8 in key order, then how many more -----------
+
+@pytest.mark.parametrize('count', [8, 9, 10])
+def test_the_unused_arrays_a_warning_names(tmp_path, count):
+    arrays = _model_arrays(L.Linear(3, 2))
+    extra = ['extra{}'.format(i) for i in range(count)]
+    arrays.update({key: numpy.zeros(1) for key in extra})
+    path = str(tmp_path / 'extra.npz')
+    numpy.savez(path, **arrays)
+    with pytest.warns(UserWarning) as record:
+        serializers.load_model(path, L.Linear(3, 2))
+    message = str(record[0].message)
+    assert [key for key in extra if repr(key) in message] == extra[:8]
+    assert ('{} more'.format(count - 8) in message) == (count > 8)
+    assert 'more' in message or count == 8
+
+
+# Trainer snapshots: what is checked besides the models ---------------------------------------
+
+def _with_array(arrays, key, value, path):
+    arrays = dict(arrays)
+    if value is None:
+        del arrays[key]
+    else:
+        arrays[key] = value
+    numpy.savez(path, **arrays)
+    return path
+
+
+@pytest.mark.parametrize('value, error, says', [
+    (numpy.arange(3), ValueError, r'shape \(3,\).*\btrainer\b'),  # refused before reading it
+    (numpy.float64(2.5), TypeError, 'float64'),               # Chainer's cast refuses it
+    (numpy.asarray('six'), ValueError, "'six'"),              # int('six') fails
+])
+def test_a_snapshot_value_that_does_not_fit_the_trainers_number_is_refused_naming_it(
+        snapshot_run, tmp_path, value, error, says):
+    _, snapshot = snapshot_run
+    path = _with_array(_snapshot_arrays(snapshot), 'updater/iteration', value,
+                       str(tmp_path / 'crafted.npz'))
+    with pytest.raises(error, match=r"crafted\.npz.*'updater/iteration'.*" + says) as raised:
+        serializers.load_snapshot(path, make_trainer(tmp_path / 'resumed'))
+    assert re.search(r'\btrainer\b', str(raised.value).replace(path, ''))
+
+
+def test_a_snapshot_lacking_a_value_the_trainer_needs_is_refused_naming_it(snapshot_run,
+                                                                         tmp_path):
+    _, snapshot = snapshot_run
+    path = _with_array(_snapshot_arrays(snapshot), 'updater/iterator:main/current_position',
+                       None, str(tmp_path / 'lacking.npz'))
+    with pytest.raises(KeyError, match=r"lacking\.npz.*'updater/iterator:main/current_position'"
+                       ) as raised:
+        serializers.load_snapshot(path, make_trainer(tmp_path / 'resumed'))
+    assert re.search(r'\btrainer\b', raised.value.args[0].replace(path, ''))
+
+
+def test_a_snapshot_whose_model_has_arrays_the_trainers_lacks_is_refused(snapshot_run, tmp_path):
+    # Strictly, unlike load_model: a resumed run must be the run that was saved.
+    _, path = snapshot_run
+    resumed = make_trainer(tmp_path / 'resumed',
+                           model=L.Classifier(L.Linear(3, 2, nobias=True)))
+    model = resumed.updater.get_optimizer('main').target
+    before = _parameters(model)
+    with pytest.raises(ValueError, match=r"snapshot_iter_6.*'updater/model:main/predictor/b'"):
+        serializers.load_snapshot(path, resumed)
+    _assert_unchanged(model, before)
+
+
+def _two_model_trainer(out, stop_iteration):
+    """A run whose updater has a second model, 'disc', of another shape than 'main', both
+    optimized by Adam (per-parameter states); the names of both are four letters long."""
+    rng = numpy.random.RandomState(1)
+    x = rng.standard_normal((16, 3)).astype(numpy.float32)
+    iterator = chainer.iterators.SerialIterator(
+        chainer.datasets.TupleDataset(x, (x.sum(axis=1) > 0).astype(numpy.int32)), 4)
+    optimizers = {'main': chainer.optimizers.Adam(), 'disc': chainer.optimizers.Adam()}
+    disc = L.Classifier(L.Linear(3, 4))
+    optimizers['main'].setup(L.Classifier(L.Linear(3, 2)))
+    optimizers['disc'].setup(disc)
+    # The updater trains 'main' only; one step of 'disc' gives it states too.
+    optimizers['disc'].update(lambda: chainer.functions.sum(disc.predictor(x)))
+    updater = chainer.training.updaters.StandardUpdater(iterator, optimizers)
+    return chainer.training.Trainer(updater, (stop_iteration, 'iteration'), out=str(out))
+
+
+def test_the_optimizer_states_of_each_model_are_checked_against_that_model_only(tmp_path):
+    trainer = _two_model_trainer(tmp_path / 'run', 4)
+    trainer.extend(extensions.snapshot(filename='snapshot'), trigger=(4, 'iteration'))
+    trainer.run()
+    with numpy.load(str(tmp_path / 'run' / 'snapshot')) as archive:
+        assert archive['updater/optimizer:disc/predictor/W/m'].shape == (4, 3)
+    resumed = _two_model_trainer(tmp_path / 'resumed', 8)
+    serializers.load_snapshot(str(tmp_path / 'run' / 'snapshot'), resumed)
+    for name in ('main', 'disc'):
+        _assert_same_parameters(resumed.updater.get_optimizer(name).target,
+                                trainer.updater.get_optimizer(name).target)

@@ -1,7 +1,10 @@
 """Tests of the npz reader that never unpickles (serializers/_safe_npz.py)."""
+import errno
 import io
 import os
 import pickle
+import re
+import tracemalloc
 import zipfile
 
 import chainer
@@ -177,6 +180,14 @@ def test_a_member_larger_than_its_header_says_is_refused(tmp_path):
         {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}, bytes(24 + 10 ** 6))})
     with pytest.raises(ValueError, match=r"long\.npz.*'W'.*bytes"):
         serializers.load_model(path, L.Linear(3, 2))
+    with zipfile.ZipFile(path) as archive:
+        size = archive.getinfo('W.npy').file_size
+    with pytest.raises(UnreadableFile) as raised:
+        open_archive(path)
+    # The member's size, and the header's shape, dtype and the size they make.
+    message = str(raised.value)
+    assert str(size) in message and '(2, 3)' in message and '<f4' in message
+    assert re.search(r'\b{}\b'.format(size - 10 ** 6), message)
 
 
 @pytest.mark.parametrize('descr', ['|V1024', [('a', '<f8'), ('b', '<f8')], '|S8', '<U4',
@@ -188,6 +199,10 @@ def test_an_array_of_a_non_numeric_dtype_is_refused_at_opening(tmp_path, descr):
          'shape': (2, 3)}, bytes(6 * dtype.itemsize))})
     with pytest.raises(ValueError, match=r"void\.npz.*'W'.*dtype"):
         serializers.load_model(path, L.Linear(3, 2))
+    # At opening, before any target is looked at, naming the dtype.
+    with pytest.raises(UnreadableFile, match=r"void\.npz.*'W'") as raised:
+        open_archive(path)
+    assert dtype.str in str(raised.value)
 
 
 def test_a_subarray_dtype_is_refused_at_opening(tmp_path):
@@ -347,3 +362,192 @@ def test_an_npy_member_in_format_version_2_loads(tmp_path):
     model = serializers.load_model(path, L.Linear(3, 2))
     numpy.testing.assert_array_equal(model.W.array, source.W.array)
     numpy.testing.assert_array_equal(model.b.array, source.b.array)
+
+
+@pytest.mark.parametrize('module', [b'numpy.core.multiarray', b'numpy._core.multiarray'])
+def test_the_none_pickles_of_numpy_1_and_numpy_2_are_chainers_none(module):
+    # NumPy 1 names its array rebuilder numpy.core.multiarray._reconstruct, NumPy 2
+    # numpy._core.multiarray._reconstruct: a snapshot written under either loads under both.
+    payload = pickle.dumps(numpy.asarray(None), protocol=3)
+    for written in (b'numpy.core.multiarray', b'numpy._core.multiarray'):
+        payload = payload.replace(b'c' + written + b'\n', b'c' + module + b'\n')
+    assert b'c' + module + b'\n_reconstruct\n' in payload
+    assert is_chainers_none(payload)
+
+
+def _none_pickle_with(change):
+    payload = bytearray(pickle.dumps(numpy.asarray(None), protocol=3))
+    change(payload)
+    return bytes(payload)
+
+
+def _replace(old, new):
+    def change(payload):
+        assert payload.count(old) == 1, (old, bytes(payload))
+        at = payload.index(old)
+        payload[at:at + len(old)] = new
+    return change
+
+
+def _dtype_flags(align, copy):
+    # numpy.dtype('O8', align, copy): the two bools right after the 'O8' and its memo.
+    def change(payload):
+        at = payload.index(b'O8') + 4
+        assert payload[at:at + 2] == b'\x89\x88'
+        payload[at:at + 2] = (b'\x88' if align else b'\x89') + (b'\x88' if copy else b'\x89')
+    return change
+
+
+@pytest.mark.parametrize('change', [
+    _replace(b'K\x00\x85', b'K\x01\x85'),                       # _reconstruct's shape (1,)
+    _replace(b'C\x01b', b'C\x01c'),                             # its type code 'c'
+    _replace(b'(K\x01)', b'(K\x02)'),                           # state version 2
+    _replace(b'(K\x01)', b'(K\x01K\x01\x85'),                   # shape (1,)
+    _replace(b'X\x02\x00\x00\x00O8', b'X\x02\x00\x00\x00O4'),   # dtype O4
+    _dtype_flags(align=True, copy=True),
+    _dtype_flags(align=False, copy=False),
+    _replace(b'X\x01\x00\x00\x00|', b'X\x01\x00\x00\x00<'),     # byte order '<'
+    _replace(b'NNNJ', b'NNK\x00J'),                             # dtype fields 0
+    _replace(b'NNNJ\xff\xff\xff\xff', b'NNNJ\x00\x00\x00\x00'),  # dtype element size 0
+    _replace(b'K?t', b'K>t'),                                   # dtype flags 62
+    _replace(b'b\x89]', b'b\x88]'),                             # Fortran order
+], ids=['reconstruct-shape', 'reconstruct-code', 'version', 'shape', 'dtype', 'dtype-align',
+        'dtype-copy', 'byte-order', 'fields', 'element-size', 'dtype-flags', 'fortran'])
+def test_a_pickle_one_field_away_from_numpys_none_is_not_chainers_none(change):
+    # Only exactly the pickle of numpy.asarray(None) passes, not one that differs anywhere.
+    assert is_chainers_none(pickle.dumps(numpy.asarray(None), protocol=3))
+    assert not is_chainers_none(_none_pickle_with(change))
+
+
+def test_an_archive_refuses_a_key_it_does_not_hold_naming_it(tmp_path):
+    path = str(tmp_path / 'arrays.npz')
+    numpy.savez(path, w=numpy.ones(2))
+    with open_archive(path) as archive:
+        with pytest.raises(KeyError, match="'x'"):
+            archive['x']
+
+
+def test_a_corrupt_zip_directory_is_refused_naming_the_file(tmp_path):
+    # The end record is intact (so it is a zip file), the directory it points at is not.
+    path = tmp_path / 'directory.npz'
+    numpy.savez(str(path), w=numpy.ones(2))
+    data = bytearray(path.read_bytes())
+    at = data.index(b'PK\x01\x02')
+    data[at:at + 4] = b'PK\x09\x09'
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"directory\.npz.*truncated or corrupt.*BadZipFile"
+                       ) as raised:
+        open_archive(str(path))
+    assert str(raised.value.__cause__) in str(raised.value)  # zipfile's own words
+
+
+def _protocol_2_none(change):
+    payload = bytearray(pickle.dumps(numpy.asarray(None), protocol=2))
+    change(payload)
+    return bytes(payload)
+
+
+def _as_dtype_call(payload):
+    # The same arguments and state, given to numpy.dtype instead of the array rebuilder.
+    for module in (b'numpy._core.multiarray', b'numpy.core.multiarray'):
+        old = b'c' + module + b'\n_reconstruct\n'
+        if old in payload:
+            at = payload.index(old)
+            payload[at:at + len(old)] = b'cnumpy\ndtype\n'
+            return
+    raise AssertionError(bytes(payload))
+
+
+@pytest.mark.parametrize('payload', [
+    lambda: _none_pickle_with(_as_dtype_call),
+    # Protocol 2 writes the type code b'b' as _codecs.encode('b', 'latin1').
+    lambda: _protocol_2_none(_replace(b'X\x01\x00\x00\x00b', b'X\x01\x00\x00\x00c')),
+    lambda: _protocol_2_none(_replace(b'latin1', b'ascii\x00')),
+], ids=['another-call', 'protocol-2-code', 'protocol-2-codec'])
+def test_a_pickle_of_another_call_or_code_is_not_chainers_none(payload):
+    assert is_chainers_none(pickle.dumps(numpy.asarray(None), protocol=2))
+    assert not is_chainers_none(payload())
+
+
+def test_an_archive_opened_by_its_path_alone_reads_it(tmp_path):
+    path = str(tmp_path / 'arrays.npz')
+    numpy.savez(path, w=numpy.arange(3.0))
+    with _safe_npz.Archive(path) as archive:
+        numpy.testing.assert_array_equal(archive['w'], [0, 1, 2])
+
+
+@pytest.mark.parametrize('method', [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_the_refusal_of_a_compression_method_names_the_member_and_the_method(tmp_path,
+                                                                             method):
+    path = _write_npz(str(tmp_path / 'm.npz'), _linear_arrays(), {'junk': (
+        {'descr': '<f8', 'fortran_order': False, 'shape': (0,)}, bytes(1000))},
+        compress_type=method)
+    with pytest.raises(UnreadableFile, match=r"m\.npz.*'junk'.*method {}\b".format(method)):
+        open_archive(path)
+
+
+def test_the_refusal_of_an_encrypted_member_names_it(tmp_path):
+    def set_flag(data, at):
+        data[at] |= 1
+
+    path = _patched_zip(tmp_path, 6, 8, set_flag, 'encrypted.npz')
+    with pytest.raises(UnreadableFile, match=r"encrypted\.npz.*'[Wb]'.*encrypted"):
+        open_archive(path)
+
+
+def test_corrupt_array_data_is_refused_when_read_naming_the_key_and_the_error(tmp_path):
+    path = tmp_path / 'flipped.npz'
+    numpy.savez(str(path), w=numpy.zeros(1000))
+    with zipfile.ZipFile(str(path)) as archive:
+        info = archive.getinfo('w.npy')
+    data = bytearray(path.read_bytes())
+    start = info.header_offset + 30 + len(info.filename) + 500
+    data[start:start + 8] = b'\xff' * 8  # inside the array's data: the header reads fine
+    path.write_bytes(bytes(data))
+    with open_archive(str(path)) as archive:
+        with pytest.raises(UnreadableFile, match=r"flipped\.npz.*'w'.*BadZipFile.*CRC"):
+            archive['w']
+
+
+def test_an_npy_member_in_format_version_3_is_refused_naming_the_version(tmp_path):
+    path = str(tmp_path / 'version3.npz')
+    with zipfile.ZipFile(path, 'w') as archive:
+        buffer = io.BytesIO()
+        numpy.lib.format.write_array(buffer, numpy.zeros(2), version=(3, 0))
+        archive.writestr('w.npy', buffer.getvalue())
+    with pytest.raises(UnreadableFile, match=r"version3\.npz.*'w'.*\(3, 0\)"):
+        open_archive(path)
+
+
+def test_open_archive_of_a_directory_names_it_with_its_errno(tmp_path):
+    with pytest.raises(IsADirectoryError) as raised:
+        open_archive(os.fspath(tmp_path))
+    assert raised.value.errno == errno.EISDIR
+    assert repr(os.fspath(tmp_path)) in str(raised.value)
+
+
+def test_a_large_object_array_is_refused_without_reading_it(tmp_path):
+    # Only as many bytes as NumPy's None pickle can have are read of an object array.
+    buffer = io.BytesIO()
+    numpy.lib.format.write_array_header_1_0(
+        buffer, {'descr': '|O', 'fortran_order': False, 'shape': ()})
+    path = str(tmp_path / 'object.npz')
+    with zipfile.ZipFile(path, 'w', compression=zipfile.ZIP_DEFLATED) as archive:
+        with archive.open('W.npy', 'w') as member:
+            member.write(buffer.getvalue() + pickle.dumps(numpy.asarray(None), protocol=3))
+            chunk = bytes(1 << 20)
+            for _ in range(64):
+                member.write(chunk)
+    tracemalloc.start()
+    try:
+        with pytest.raises(UnreadableFile, match=r"object\.npz.*object array.*'W'"):
+            open_archive(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < (16 << 20), peak
+
+
+def test_a_pickle_with_a_persistent_id_is_not_chainers_none():
+    # PERSID: an object the unpickler would have to look up outside the pickle.
+    assert not is_chainers_none(b'\x80\x02Pnone\n.')
