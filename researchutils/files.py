@@ -323,8 +323,9 @@ def prepare_output_dir(base_dir: str | os.PathLike[str],
 
     The folder holds ``args.txt``, the arguments as JSON (values JSON cannot hold,
     such as paths, are written with ``str``), and ``command.txt``, the command line
-    (``sys.argv``) quoted so that it can be pasted into a shell. When writing them
-    fails, the new folder is removed again.
+    (``sys.argv``) quoted so that it can be pasted into a shell: UTF-8, except for the
+    bytes of an argument that is not (a file name in Latin-1), which are written as the
+    shell gave them. When writing them fails, the new folder is removed again.
 
     Args:
         base_dir (str or os.PathLike): The folder for all runs; created if missing.
@@ -374,12 +375,15 @@ def prepare_output_dir(base_dir: str | os.PathLike[str],
         raise ValueError('time_format {!r} gives the folder name {!r}: it must be a name '
                          'without path separators'.format(time_format, name))
     args_text = json.dumps(args, default=str)
-    command_text = shlex.join(sys.argv)
+    # An argument the file system's encoding could not decode holds surrogates (PEP 383):
+    # its own bytes go back into the file, so the command runs again as it was.
+    command_bytes = shlex.join(sys.argv).encode('utf-8', 'surrogateescape')
     _make_folder(base_dir, 'base_dir')
     outdir = _new_folder(base_dir, name)
     try:
         write_text_to_file(os.path.join(outdir, 'args.txt'), args_text)
-        write_text_to_file(os.path.join(outdir, 'command.txt'), command_text)
+        write_atomically(os.path.join(outdir, 'command.txt'),
+                         lambda file: file.write(command_bytes))
     except BaseException:
         shutil.rmtree(outdir, ignore_errors=True)
         raise

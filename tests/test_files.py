@@ -309,6 +309,22 @@ def test_command_is_recorded_quoted_so_it_can_be_rerun(tmp_path):
     assert shlex.split(command) == argv
 
 
+def test_a_command_with_an_argument_that_is_not_utf8_is_recorded_byte_for_byte(tmp_path):
+    script = tmp_path / 'train.py'
+    script.write_text('import sys\n'
+                      'from researchutils.files import prepare_output_dir\n'
+                      'print(prepare_output_dir(sys.argv[1], {"a": 1}))\n')
+    latin1 = os.fsencode(str(tmp_path)) + b'/caf\xe9.npz'  # a Latin-1 file name
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / 'out'), latin1],
+                          capture_output=True, cwd=ROOT,
+                          env=dict(os.environ, LC_ALL='C.UTF-8', PYTHONUTF8='1'))
+    assert done.returncode == 0, done.stderr.decode(errors='replace')[-2000:]
+    out = os.fsdecode(done.stdout.strip())
+    command = (pathlib.Path(out) / 'command.txt').read_bytes()
+    assert latin1 in command
+    assert shlex.split(command.decode('utf-8', 'surrogateescape'))[-1] == os.fsdecode(latin1)
+
+
 # Each process says it is ready once it has imported researchutils, then waits for the go
 # on its stdin: all of them then create their folders at the same moment, however long a
 # busy machine takes to start them.
@@ -632,14 +648,16 @@ def test_output_dir_is_named_by_the_time_by_default(tmp_path):
 
 def test_output_dir_is_removed_when_writing_the_command_fails(tmp_path, monkeypatch):
     # The disk fills up after args.txt: the half-written folder goes again.
-    write_text = files.write_text
+    write_atomically = files.write_atomically
 
-    def disk_full_at_the_command(path, text):
-        if path.endswith('command.txt'):
+    def disk_full_at_the_command(path, write, **kwargs):
+        if str(path).endswith('command.txt'):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        write_text(path, text)
+        write_atomically(path, write, **kwargs)
 
-    monkeypatch.setattr(files, 'write_text', disk_full_at_the_command)
+    monkeypatch.setattr(files, 'write_atomically', disk_full_at_the_command)
+    monkeypatch.setattr(files, 'write_text', lambda path, text: write_atomically(
+        path, lambda file: file.write(text.encode('utf-8'))))
     with pytest.raises(OSError) as raised:
         files.prepare_output_dir(tmp_path, {'lr': 0.1}, time_format='fixed')
     assert raised.value.errno == errno.ENOSPC

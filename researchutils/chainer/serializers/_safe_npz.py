@@ -10,7 +10,7 @@ single-string arrays accepted, and each member must be exactly as long as its he
 reading an array never takes more memory than its header declares (which the loaders check
 against the target before reading).
 
-Tests: ``tests/chainer/serializers/test_safe_npz.py``, ``test_npz_limits.py``.
+Tests: ``tests/chainer/serializers/test_safe_npz.py`` and ``test_npz.py``.
 """
 from __future__ import annotations
 
