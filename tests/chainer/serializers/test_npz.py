@@ -1,5 +1,6 @@
 """save_model / load_model / load_snapshot / load_model_from_snapshot on real files."""
 import errno
+import fcntl
 import gc
 import os
 import re
@@ -128,6 +129,24 @@ def test_file_created_by_another_process_during_the_save_is_never_overwritten(
         serializers.save_model(str(path), make_model())
     assert path.read_bytes() == b'written by someone else'
     assert _folder_entries(tmp_path) == ['model.npz']
+
+
+@pytest.mark.parametrize('overwrite', [False, True])
+def test_no_free_temporary_name_is_an_oserror_not_a_file_made_by_someone_else(
+        tmp_path, monkeypatch, overwrite):
+    # Every name the writer draws is taken, by a live writer (it holds the file's lock):
+    # the folder cannot hold the save.
+    path = tmp_path / 'model.npz'
+    monkeypatch.setattr(_files.secrets, 'token_hex', lambda n: 'ab' * n)
+    taken = tmp_path / '.model.npz.{}.tmp'.format('ab' * 6)
+    with open(taken, 'wb') as live_writer:
+        fcntl.flock(live_writer, fcntl.LOCK_EX)
+        with pytest.raises(OSError) as raised:
+            serializers.save_model(str(path), L.Linear(2, 3), overwrite=overwrite)
+    assert not isinstance(raised.value, ValueError)
+    assert raised.value.errno == errno.EEXIST
+    assert 'model.npz' in str(raised.value) and 'temporary' in str(raised.value)
+    assert not path.exists()
 
 
 def test_save_model_leaves_no_temporary_file(tmp_path):
