@@ -32,6 +32,9 @@ LOAD_THEN_SAVE = textwrap.dedent('''
     print(loaded.model_cls.__module__, loaded.model_cls.__name__)
     print(loaded.optim_builder.__module__, loaded.optim_builder.__name__)
     loaded.save()
+    # Its module imported now, the model's package is trusted for functions without
+    # allowed_modules.
+    print(ChainerExperiment.load({good!r}).optim_builder.__name__)
     try:
         ChainerExperiment.load({bad!r}, allowed_modules=['tests'])
     except ValueError as error:
@@ -59,9 +62,10 @@ def test_an_experiment_saved_in_one_process_loads_and_saves_again_in_a_new_one(t
                          '{} one_sgd_builder'.format(__name__)], result.stderr
     with open(path) as stream:
         assert stream.read() == saved  # saved again by the new process: the same file
+    assert lines[2] == 'one_sgd_builder'
     # The refusal names the file and the setting, then the reference.
-    assert len(lines) == 3 and lines[2].startswith(bad_path + ': model_cls: ')
-    assert "'os:system'" in lines[2]
+    assert len(lines) == 4 and lines[3].startswith(bad_path + ': model_cls: ')
+    assert "'os:system'" in lines[3]
 
 
 def test_save_writes_readable_json_that_load_restores(tmp_path):
