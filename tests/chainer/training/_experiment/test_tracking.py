@@ -119,3 +119,20 @@ def test_a_preempted_run_run_again_continues_its_mlflow_run_and_tensorboard_step
     assert [step for step, _ in history] == [1, 2, 3]
     folder = os.path.join(first.output_dir, 'tensorboard')
     assert _scalars(folder, 'main/MSE') == _expected(first.output_dir, 'main/MSE')
+
+
+@pytest.mark.parametrize('tracking, mlflow_experiment', [
+    ({'tensorboard': True, 'mlflow': True}, 'exp'),
+    ({'mlflow': 'http://127.0.0.1:5000', 'mlflow_experiment': 'mine'}, 'mine')])
+def test_a_fold_or_trial_reports_to_the_experiment_s_mlflow_experiment_under_its_name(
+        tmp_path, tracking, mlflow_experiment):
+    # What kfold, grid_search and the search give each fold, combination or trial.
+    from researchutils.chainer.training._experiment import tracking as tracking_module
+    experiment = tasks.experiment(tmp_path, tracking=tracking)
+    tags = {'study': 's1'}
+    assert tracking_module.sub_run(experiment, 'fold_1', parent_run_id='abc', tags=tags) == \
+        dict(check_tracking(tracking), mlflow_experiment=mlflow_experiment, run_name='fold_1',
+             parent_run_id='abc', tags=tags)
+    assert tracking_module.sub_run(experiment, 'grid_0') == dict(
+        check_tracking(tracking), mlflow_experiment=mlflow_experiment, run_name='grid_0')
+    assert tracking_module.sub_run(tasks.experiment(tmp_path), 'fold_0') is None
