@@ -136,3 +136,25 @@ def test_a_fold_or_trial_reports_to_the_experiment_s_mlflow_experiment_under_its
     assert tracking_module.sub_run(experiment, 'grid_0') == dict(
         check_tracking(tracking), mlflow_experiment=mlflow_experiment, run_name='grid_0')
     assert tracking_module.sub_run(tasks.experiment(tmp_path), 'fold_0') is None
+
+
+@pytest.mark.parametrize('tracking', [
+    ['tensorboard', 'tags'], ('mlflow', 'mlflow_experiment'), ['tensorboard', 5],
+    {'mlflow': 5}, {'mlflow': None}, {'tensorboard': True, 'mlflow_experiment': ''},
+    {'tensorboard': True, 'mlflow_experiment': 5}, {'tensorboard': 'yes'}, 'tensorboard,mlflow',
+    {'tensorboard': False, 'mlflow': False}, {'tensorboard': False}])
+def test_what_is_no_tracking_is_refused(tracking):
+    with pytest.raises((TypeError, ValueError), match=r'^tracking must be None, .*got ' +
+                       re.escape(repr(tracking))):
+        check_tracking(tracking)
+
+
+def test_a_tuple_of_trackers_turns_them_on():
+    assert check_tracking(('mlflow',)) == {'tensorboard': False, 'mlflow': True,
+                                           'mlflow_experiment': None}
+
+
+def test_the_keys_of_a_search_s_trial_are_kept():
+    trial = {'parent_run_id': 'abc', 'run_name': 'trial_3', 'tags': {'study': 's1'}}
+    assert check_tracking(dict(trial, mlflow=True)) == dict(
+        trial, tensorboard=False, mlflow=True, mlflow_experiment=None)
