@@ -60,6 +60,13 @@ def test_a_run_writes_its_epochs_to_tensorboard_and_saves_tracking(tmp_path):
     folder = os.path.join(experiment.output_dir, 'tensorboard')
     for key in ('main/MSE', 'val/MSE'):
         assert _scalars(folder, key) == _expected(experiment.output_dir, key)
+    # The experiment's parameters, for TensorBoard's hparams page.
+    from tensorboard.plugins.hparams import plugin_data_pb2
+    accumulator = event_accumulator.EventAccumulator(folder)
+    accumulator.Reload()
+    start = plugin_data_pb2.HParamsPluginData.FromString(accumulator.PluginTagToContent(
+        'hparams')['_hparams_/session_start_info']).session_start_info
+    assert start.hparams['training/batch_size'].number_value == 32
     loaded = ChainerExperiment.load(experiment.save())
     assert loaded.tracking == experiment.tracking
 
@@ -158,3 +165,16 @@ def test_the_keys_of_a_search_s_trial_are_kept():
     trial = {'parent_run_id': 'abc', 'run_name': 'trial_3', 'tags': {'study': 's1'}}
     assert check_tracking(dict(trial, mlflow=True)) == dict(
         trial, tensorboard=False, mlflow=True, mlflow_experiment=None)
+
+
+def test_mlflow_true_logs_to_mlflow_s_default_tracking_uri(tmp_path, mlflow_server,
+                                                          monkeypatch):
+    mlflow = pytest.importorskip('mlflow')
+    monkeypatch.setenv('MLFLOW_TRACKING_URI', mlflow_server.url)
+    name = 'exp-' + uuid.uuid4().hex[:8]
+    experiment = tasks.experiment(tmp_path, tasks.make_params(num_epochs=1),
+                                  tracking={'mlflow': True, 'mlflow_experiment': name})
+    experiment.run(*tasks.make_managers(n_train=32, n_val=32))
+    client = mlflow.MlflowClient(mlflow_server.url)
+    [run] = client.search_runs([client.get_experiment_by_name(name).experiment_id])
+    assert run.info.status == 'FINISHED' and run.info.run_name == 'exp'
