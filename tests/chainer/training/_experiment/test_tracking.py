@@ -165,6 +165,9 @@ def test_the_keys_of_a_search_s_trial_are_kept():
     trial = {'parent_run_id': 'abc', 'run_name': 'trial_3', 'tags': {'study': 's1'}}
     assert check_tracking(dict(trial, mlflow=True)) == dict(
         trial, tensorboard=False, mlflow=True, mlflow_experiment=None)
+    every_key = dict(trial, tensorboard=True, mlflow='http://127.0.0.1:5000',
+                     mlflow_experiment='mine')
+    assert check_tracking(every_key) == every_key
 
 
 def test_mlflow_true_logs_to_mlflow_s_default_tracking_uri(tmp_path, mlflow_server,
