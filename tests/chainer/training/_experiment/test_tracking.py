@@ -183,7 +183,7 @@ def test_mlflow_true_logs_to_mlflow_s_default_tracking_uri(tmp_path, mlflow_serv
     assert run.info.status == 'FINISHED' and run.info.run_name == 'exp'
 
 
-def test_a_trial_s_mlflow_run_is_a_child_of_its_parent_run_with_its_tags(
+def test_a_trial_s_mlflow_run_is_a_child_of_its_parent_run_with_its_tags_and_name(
         tmp_path, mlflow_server):
     # What the search sets for its trials; without mlflow_experiment, the MLflow
     # experiment is named after the experiment.
@@ -192,11 +192,11 @@ def test_a_trial_s_mlflow_run_is_a_child_of_its_parent_run_with_its_tags(
     client = mlflow.MlflowClient(mlflow_server.url)
     parent = client.create_run(client.create_experiment(name), run_name='study')
     tracking = {'mlflow': mlflow_server.url, 'parent_run_id': parent.info.run_id,
-                'tags': {'study': 's1'}}
+                'tags': {'study': 's1'}, 'run_name': 'trial_7'}
     experiment = ChainerExperiment(tasks.make_params(num_epochs=1), tasks.Regressor, name=name,
                                    save_path=str(tmp_path), seed=0, tracking=tracking)
     experiment.run(*tasks.make_managers(n_train=32, n_val=32))
     runs = client.search_runs([client.get_experiment_by_name(name).experiment_id])
     [child] = [run for run in runs if run.info.run_id != parent.info.run_id]
-    assert child.info.run_name == name and child.data.tags['study'] == 's1'
+    assert child.info.run_name == 'trial_7' and child.data.tags['study'] == 's1'
     assert child.data.tags['mlflow.parentRunId'] == parent.info.run_id
