@@ -170,3 +170,194 @@ def test_a_non_positive_n_epochs_is_refused_when_made_naming_it(tmp_path, n_epoc
     with pytest.raises(ValueError, match='n_epochs') as info:
         experiment(tmp_path, n_epochs=n_epochs)
     assert repr(n_epochs) in str(info.value)
+
+
+# What the refusals name, and what the checks take and keep.
+
+def _refusal(error, call):
+    """The message of the ``error`` that ``call()`` raises (a KeyError's str is its repr)."""
+    with pytest.raises(error) as info:
+        call()
+    return info.value.args[0]
+
+
+def test_a_params_that_is_not_parameters_is_refused_naming_its_type(tmp_path):
+    message = _refusal(TypeError, lambda: ChainerExperiment({'training': {}}, tasks.Regressor,
+                                                            save_path=str(tmp_path)))
+    assert 'params' in message and 'dict' in message
+
+
+def test_a_model_class_refused_is_named(tmp_path):
+    message = _refusal(TypeError, lambda: ChainerExperiment(
+        tasks.make_params(), chainer.links.Linear, save_path=str(tmp_path)))
+    assert 'model_cls' in message and repr(chainer.links.Linear) in message
+
+
+@pytest.mark.parametrize('n_epochs', [1, 2, np.int64(3)])
+def test_a_positive_n_epochs_is_kept_as_an_int(tmp_path, n_epochs):
+    kept = experiment(tmp_path, n_epochs=n_epochs).n_epochs
+    assert kept == int(n_epochs) and type(kept) is int
+
+
+def test_n_epochs_stands_for_a_missing_or_bad_num_epochs_of_the_training(tmp_path):
+    # n_epochs is the number of epochs trained: the training's num_epochs is not needed.
+    params = tasks.make_params()
+    del params.fixed_params['training']['num_epochs']
+    assert experiment(tmp_path, params, n_epochs=2).n_epochs == 2
+    assert experiment(tmp_path, tasks.make_params(num_epochs=0), n_epochs=2).n_epochs == 2
+
+
+@pytest.mark.parametrize('save_path', [123, ['runs']])
+def test_a_save_path_that_is_not_a_path_is_refused_naming_it(save_path):
+    message = _refusal(TypeError, lambda: ChainerExperiment(
+        tasks.make_params(), tasks.Regressor, name='exp', save_path=save_path))
+    assert 'save_path' in message and repr(save_path) in message
+
+
+def test_a_save_path_below_a_file_is_refused_naming_the_path_given(tmp_path):
+    (tmp_path / 'file').write_text('not a folder')
+    save_path = str(tmp_path / 'file' / 'runs')
+    message = _refusal(ValueError, lambda: _make(tmp_path, name='exp', save_path=save_path))
+    assert repr(save_path) in message and repr(str(tmp_path / 'file')) in message
+
+
+@pytest.mark.parametrize('key_mapping', [{}, ['x'], 'x'])
+def test_key_mapping_is_none_or_a_non_empty_dict(tmp_path, key_mapping):
+    message = _refusal(ValueError, lambda: _make(tmp_path, name='exp',
+                                                 key_mapping=key_mapping))
+    assert message.startswith('key_mapping') and repr(key_mapping) in message
+
+
+def test_a_bad_key_mapping_entry_is_named_with_the_mapping(tmp_path):
+    key_mapping = {'x': 'data', 'y': 5}
+    message = _refusal(TypeError, lambda: _make(tmp_path, name='exp', key_mapping=key_mapping))
+    assert repr(key_mapping) in message
+    # The entry, apart from the mapping: its argument and its batch key.
+    entry = message.replace(repr(key_mapping), '')
+    assert "'y'" in entry and '5' in entry
+
+
+def test_a_key_mapping_is_kept_as_a_copy(tmp_path):
+    key_mapping = {'x': 'data'}
+    exp = _make(tmp_path, name='exp', key_mapping=key_mapping)
+    key_mapping['x'] = 'label'
+    assert exp.key_mapping == {'x': 'data'}
+
+
+def test_an_optim_builder_that_is_not_callable_is_refused_naming_it(tmp_path):
+    message = _refusal(TypeError, lambda: _make(tmp_path, name='exp', optim_builder='adam'))
+    assert 'optim_builder' in message and repr('adam') in message
+
+
+@pytest.mark.parametrize('extensions', [
+    [], [chainer.training.extensions.LogReport()],
+    [(chainer.training.extensions.LogReport(), (1, 'epoch'))]])
+def test_extensions_and_extension_trigger_pairs_are_taken(tmp_path, extensions):
+    assert _make(tmp_path, name='exp', extensions=tuple(extensions)).extensions == extensions
+
+
+@pytest.mark.parametrize('extensions', ['logreport', b'logreport', 5, None])
+def test_extensions_that_are_not_a_sequence_are_refused_naming_them(tmp_path, extensions):
+    message = _refusal(TypeError, lambda: _make(tmp_path, name='exp', extensions=extensions))
+    assert message.startswith('extensions') and repr(extensions) in message
+
+
+@pytest.mark.parametrize('extension', [5, (5, (1, 'epoch'))])
+def test_an_extension_that_is_not_callable_is_refused_naming_it(tmp_path, extension):
+    message = _refusal(TypeError, lambda: _make(tmp_path, name='exp', extensions=[extension]))
+    assert message.startswith('extensions') and repr(extension) in message
+
+
+@pytest.mark.parametrize('training, key, value', [
+    ({'optimizer_cls': dict}, 'optimizer_cls', dict),
+    ({'optimizer_params': [0.1]}, 'optimizer_params', [0.1]),
+    ({'lr_sched_params': 5}, 'lr_sched_params', 5),
+    ({'lr_sched_cls': 5}, 'lr_sched_cls', 5),
+    ({'train_metrics': {'MAE': 3}}, 'train_metrics', {'MAE': 3}),
+    ({'val_metrics': {'MSE': 3}}, 'val_metrics', {'MSE': 3}),
+])
+def test_a_bad_training_parameter_is_refused_naming_it_and_its_value(tmp_path, training, key,
+                                                                     value):
+    message = _refusal(TypeError, lambda: experiment(tmp_path, tasks.make_params(**training)))
+    assert key in message and repr(value) in message
+
+
+def test_a_learning_rate_scheduler_class_is_taken(tmp_path):
+    params = tasks.make_params(lr_sched_cls=chainer.training.extensions.ExponentialShift,
+                               lr_sched_params={'attr': 'alpha', 'rate': 0.5})
+    assert experiment(tmp_path, params).params.training['lr_sched_cls'] is \
+        chainer.training.extensions.ExponentialShift
+
+
+def test_an_unknown_training_parameter_is_refused_listing_the_known_ones(tmp_path):
+    message = _refusal(ValueError, lambda: experiment(tmp_path,
+                                                      tasks.make_params(num_epoch=3)))
+    assert all(repr(key) in message for key in checks.TRAINING_KEYS)
+
+
+def test_a_missing_training_parameter_is_named_with_what_it_is(tmp_path):
+    params = tasks.make_params()
+    del params.fixed_params['training']['losses']
+    message = _refusal(KeyError, lambda: experiment(tmp_path, params))
+    assert "'losses'" in message and checks.TRAINING_KEYS['losses'] in message
+
+
+@pytest.mark.parametrize('training, name', [
+    ({'num_epochs': 0}, 'num_epochs'), ({'early_stopping_patience': 0},
+                                        'early_stopping_patience')])
+def test_a_bad_count_of_the_training_is_named_as_a_training_parameter(tmp_path, training,
+                                                                      name):
+    with pytest.raises(ValueError, match='^training parameter {} must'.format(name)):
+        experiment(tmp_path, tasks.make_params(**training), val_score_key='MSE')
+
+
+def test_a_val_score_key_that_is_no_val_metric_is_refused_listing_the_val_metrics(tmp_path):
+    params = tasks.make_params(val_metrics={'MSE': tasks.mean_squared_error,
+                                            'neg': tasks.negative_mse})
+    message = _refusal(ValueError, lambda: experiment(tmp_path, params, val_score_key='ACC'))
+    assert "'MSE'" in message and "'neg'" in message
+
+
+# The managers given to run, checked before anything is built or written.
+
+@pytest.mark.parametrize('train, val', [(5, None), ('train', 'val'), (None, 2.5)])
+def test_run_refuses_a_train_that_is_not_a_data_manager_naming_the_types(tmp_path, train,
+                                                                        val):
+    exp = experiment(tmp_path, tasks.make_params(num_epochs=1))
+    message = _refusal(TypeError, lambda: exp.run(train, val))
+    assert 'DataManager' in message
+    assert type(train).__name__ in message and type(val).__name__ in message
+    assert not os.path.exists(exp.output_dir)
+
+
+def test_run_refuses_a_val_that_is_not_a_data_manager(tmp_path):
+    train, _ = tasks.make_managers(n_train=32, n_val=32)
+    exp = experiment(tmp_path, tasks.make_params(num_epochs=1))
+    message = _refusal(TypeError, lambda: exp.run(train, [1, 2]))
+    assert 'DataManager' in message and 'list' in message
+    assert not os.path.exists(exp.output_dir)
+
+
+def test_run_with_a_val_score_key_needs_a_val_manager(tmp_path):
+    train, _ = tasks.make_managers(n_train=32, n_val=32)
+    exp = experiment(tmp_path, tasks.make_params(num_epochs=1), val_score_key='MSE')
+    message = _refusal(ValueError, lambda: exp.run(train))
+    assert "'MSE'" in message and 'val' in message
+    assert not os.path.exists(exp.output_dir)
+
+
+def test_run_needs_a_data_entry_in_the_training_batches_naming_their_keys(tmp_path):
+    from researchutils.chainer.data_loading import DataManager
+    samples = [{'x': np.zeros(4, np.float32), 'label': np.zeros(2, np.float32)}] * 4
+    exp = experiment(tmp_path, tasks.make_params(num_epochs=1))
+    message = _refusal(KeyError, lambda: exp.run(DataManager(samples, 2)))
+    assert 'data' in message and "['x', 'label']" in message
+    assert not os.path.exists(exp.output_dir)
+
+
+def test_run_without_val_trains_on_the_training_batches(tmp_path):
+    train, _ = tasks.make_managers(n_train=64, n_val=32)
+    exp = experiment(tmp_path, tasks.make_params(num_epochs=1))
+    model = exp.run(train)
+    assert os.path.isfile(os.path.join(exp.output_dir, 'final_model.npz'))
+    assert isinstance(model, tasks.Regressor)

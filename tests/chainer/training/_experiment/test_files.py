@@ -3,6 +3,7 @@ import os
 import stat
 import threading
 
+import numpy as np
 import pytest
 
 from researchutils.chainer.training._experiment import files
@@ -147,3 +148,58 @@ def test_under_chainermn_each_rank_resumes_from_its_own_snapshot_when_every_rank
     for name in names:
         (tmp_path / name).write_bytes(b'')
     assert _resumed_by_each_rank(str(tmp_path)) == chosen
+
+
+@pytest.mark.parametrize('names, chosen', [
+    (['snapshot_epoch_2', 'snapshot_epoch_2_rank0'], ['snapshot_epoch_2_rank0']),
+    (['snapshot_epoch_3', 'snapshot_epoch_2_rank0'], ['snapshot_epoch_3']),
+    (['snapshot_epoch_1_rank0'], ['snapshot_epoch_1_rank0']),
+])
+def test_a_chainermn_run_of_one_rank_resumes_from_its_own_snapshot(tmp_path, names, chosen):
+    for name in names:
+        (tmp_path / name).write_bytes(b'')
+    assert _resumed_by_each_rank(str(tmp_path), n_ranks=1) == chosen
+
+
+@pytest.mark.parametrize('snapshot', [True, False])
+def test_the_refusal_of_a_finished_run_without_its_model_says_how_to_train_again(
+        tmp_path, snapshot):
+    train, val = tasks.make_managers(n_train=64, batch_size=32)
+    first = experiment(tmp_path, tasks.make_params(num_epochs=1), val_score_key='MSE')
+    first.run(train, val)
+    os.remove(os.path.join(first.output_dir, 'best_model.npz'))
+    if not snapshot:
+        os.remove(os.path.join(first.output_dir, 'snapshot_epoch_1'))
+    again = experiment(tmp_path, tasks.make_params(num_epochs=1), val_score_key='MSE')
+    with pytest.raises(FileNotFoundError) as caught:
+        again.run(train, val)
+    message = str(caught.value)
+    # The missing model and the state file to delete, by their paths; where a new run starts.
+    assert os.path.join(first.output_dir, 'best_model.npz') in message
+    assert os.path.join(first.output_dir, 'run_state.json') in message
+    if snapshot:
+        assert os.path.join(first.output_dir, 'snapshot_epoch_1') in message
+    else:
+        assert 'no snapshot' in message and 'snapshot_epoch' not in message
+
+
+def test_a_scored_run_returns_its_best_model_then_and_when_run_again(tmp_path):
+    # The validation score is best after the first of two epochs: the best model is the
+    # first epoch's, not the final one.
+    from researchutils.chainer import serializers
+    train, val = tasks.make_managers(n_train=64, n_val=32, batch_size=32)
+
+    def run():
+        params = tasks.make_params(num_epochs=2, val_metrics={
+            'MSE': tasks.ScriptedScore([1.0, 2.0])})
+        return experiment(tmp_path, params, val_score_key='MSE').run(train, val)
+
+    returned = tasks.weights(run())
+    folder = os.path.join(str(tmp_path), 'exp')
+    best, final = tasks.Regressor(), tasks.Regressor()
+    serializers.load_model(os.path.join(folder, 'best_model.npz'), best)
+    serializers.load_model(os.path.join(folder, 'final_model.npz'), final)
+    best, final = tasks.weights(best), tasks.weights(final)
+    assert any(not np.array_equal(best[name], final[name]) for name in best)
+    tasks.assert_same_weights(returned, best)
+    tasks.assert_same_weights(tasks.weights(run()), best)

@@ -4,7 +4,9 @@ import json
 import os
 import pathlib
 import re
+import subprocess
 import sys
+import textwrap
 import uuid
 
 import chainer
@@ -17,6 +19,53 @@ from researchutils.chainer.training import (
 from researchutils.chainer.training._experiment import settings as settings_table
 from tests.chainer.training import tasks
 from tests.chainer.training.tasks import assert_same_weights, experiment, weights
+
+# A process that saves and one that loads: the table of SETTINGS, and the functions that
+# save and load its references, are built when the module is imported.
+# First in this file: `make mutation` (mutmut) credits what runs at import to the first test.
+LOAD_THEN_SAVE = textwrap.dedent('''
+    import sys
+    sys.path.insert(0, {root!r})
+    from researchutils.chainer.training import ChainerExperiment
+    assert not any(name.startswith('tests.') for name in sys.modules)
+    loaded = ChainerExperiment.load({good!r}, allowed_modules=['tests'])
+    print(loaded.model_cls.__module__, loaded.model_cls.__name__)
+    print(loaded.optim_builder.__module__, loaded.optim_builder.__name__)
+    loaded.save()
+    # Its module imported now, the model's package is trusted for functions without
+    # allowed_modules.
+    print(ChainerExperiment.load({good!r}).optim_builder.__name__)
+    try:
+        ChainerExperiment.load({bad!r}, allowed_modules=['tests'])
+    except ValueError as error:
+        print(error)
+''')
+
+
+def test_an_experiment_saved_in_one_process_loads_and_saves_again_in_a_new_one(tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))))
+    good = ChainerExperiment(tasks.make_params(), tasks.Regressor, name='good',
+                             save_path=str(tmp_path), optim_builder=one_sgd_builder)
+    path = good.save()
+    with open(path) as stream:
+        saved = stream.read()
+    bad = experiment(tmp_path / 'bad')
+    tasks.edit_saved_experiment(bad, lambda data: data.update(model_cls='os:system'))
+    bad_path = os.path.join(bad.output_dir, 'experiment.json')
+    result = subprocess.run(
+        [sys.executable, '-c', LOAD_THEN_SAVE.format(root=root, good=good.output_dir,
+                                                     bad=bad.output_dir)],
+        cwd=root, capture_output=True, text=True, timeout=300)
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ['tests.chainer.training.tasks Regressor',
+                         '{} one_sgd_builder'.format(__name__)], result.stderr
+    with open(path) as stream:
+        assert stream.read() == saved  # saved again by the new process: the same file
+    assert lines[2] == 'one_sgd_builder'
+    # The refusal names the file and the setting, then the reference.
+    assert len(lines) == 4 and lines[3].startswith(bad_path + ': model_cls: ')
+    assert "'os:system'" in lines[3]
 
 
 def test_save_writes_readable_json_that_load_restores(tmp_path):
@@ -296,3 +345,56 @@ def test_a_run_below_the_experiment_is_named_by_its_folder(tmp_path):
     fold = settings_table.replace(exp, name=os.path.join(exp.name, 'fold_0'))
     assert fold.output_dir == os.path.join(exp.output_dir, 'fold_0')
     assert fold.name == 'fold_0'
+
+
+def test_functions_of_allowed_modules_load_in_the_parameters(tmp_path, monkeypatch):
+    # A metric of a module outside the model's package: taken only when allowed.
+    name = 'metrics_{}'.format(uuid.uuid4().hex)
+    (tmp_path / (name + '.py')).write_text(
+        'import numpy\n\n\ndef mse(pred, label):\n'
+        '    return float(numpy.mean((pred - label) ** 2))\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = __import__(name)
+    exp = experiment(tmp_path / 'runs', tasks.make_params(val_metrics={'MSE': module.mse}))
+    exp.save()
+    with pytest.raises(ValueError, match=r"val_metrics/MSE: the reference '{}:mse'".format(name)):
+        ChainerExperiment.load(exp.output_dir)
+    loaded = ChainerExperiment.load(exp.output_dir, allowed_modules=[name])
+    assert loaded.params.training['val_metrics']['MSE'] is module.mse
+
+
+def test_an_experiment_json_of_another_format_names_its_format_and_the_expected_one(tmp_path):
+    exp = experiment(tmp_path)
+    tasks.edit_saved_experiment(exp, lambda saved: saved.update(format='other/2'))
+    path = os.path.join(exp.output_dir, 'experiment.json')
+    with pytest.raises(ValueError) as caught:
+        ChainerExperiment.load(exp.output_dir)
+    message = str(caught.value)
+    assert message.startswith(path) and "'other/2'" in message
+    assert repr(settings_table.FORMAT) in message
+    assert 'fixed_params' not in message  # the format, not the whole file
+
+
+def test_an_experiment_json_without_the_model_class_says_so_naming_the_file(tmp_path):
+    exp = experiment(tmp_path)
+    tasks.edit_saved_experiment(exp, lambda saved: saved.pop('model_cls'))
+    path = os.path.join(exp.output_dir, 'experiment.json')
+    with pytest.raises(ValueError) as caught:
+        ChainerExperiment.load(exp.output_dir)
+    assert str(caught.value).startswith(path) and "'model_cls'" in str(caught.value)
+
+
+def test_a_refused_model_class_in_experiment_json_names_the_file_and_the_setting(tmp_path):
+    exp = experiment(tmp_path)
+    tasks.edit_saved_experiment(exp, lambda saved: saved.update(model_cls='os:system'))
+    path = os.path.join(exp.output_dir, 'experiment.json')
+    with pytest.raises(ValueError) as caught:
+        ChainerExperiment.load(exp.output_dir)
+    assert str(caught.value).startswith(path + ': model_cls: ')
+
+
+def test_save_of_tracking_tags_that_are_no_json_names_where_they_sit(tmp_path):
+    exp = experiment(tmp_path, tracking={'tensorboard': True, 'tags': {'run': object()}})
+    with pytest.raises(ValueError, match='^ChainerExperiment/tracking/tags/run is '):
+        exp.save()
+    assert not os.path.exists(os.path.join(exp.output_dir, 'experiment.json'))
