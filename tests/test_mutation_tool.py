@@ -1,5 +1,6 @@
 """tools/mutation.py (``make mutation``): which tests a module gets, and how a surviving
 mutant is sorted: a change to a message only, or one a user meets."""
+import ast
 import importlib.util
 import os
 
@@ -49,6 +50,22 @@ def test_a_module_gets_its_mirrored_test_file(tool):
         'tests/chainer/training/test_json_values.py'
     assert 'tests/chainer/training/_experiment/' in tool.mirrored_tests(
         'chainer/training/_experiment/')
+
+
+def test_every_module_with_code_in_the_guarded_folders_is_listed(tool):
+    # A module added to the experiment, the search, data loading or the serializers is
+    # measured by make mutation from its first commit (or says why not).
+    for folder in tool.GUARDED_FOLDERS:
+        root = os.path.join(REPO, 'researchutils', folder)
+        for name in sorted(os.listdir(root)):
+            if not name.endswith('.py'):
+                continue
+            with open(os.path.join(root, name)) as stream:
+                tree = ast.parse(stream.read())
+            if not any(isinstance(node, (ast.FunctionDef, ast.ClassDef)) for node in tree.body):
+                continue
+            module = folder + name
+            assert module in tool.MODULES or module in tool.NOT_MUTATED, module
 
 
 def test_the_equivalent_mutants_each_say_why(tool):
