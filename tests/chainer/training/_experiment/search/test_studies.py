@@ -1,5 +1,6 @@
 """The study a search opens: the heartbeat's grace period it gives the storage it builds."""
 import contextlib
+import itertools
 import sqlite3
 import warnings
 
@@ -196,3 +197,137 @@ def test_a_storage_locked_by_another_process_is_tried_again_then_named_busy(tmp_
     # Once free, it opens.
     with studies.opened_study(_experiment(tmp_path), url, None, None) as study:
         assert study.study_name == 'exp'
+
+
+def _locked_for_writes(path):
+    """Another process's connection to the SQLite file ``path`` holding its write lock
+    (others may read, none may write)."""
+    other = sqlite3.connect(str(path), isolation_level=None)
+    other.execute('BEGIN IMMEDIATE')
+    return other
+
+
+def _made_study_file(path):
+    storage = studies._rdb_storage('sqlite:///{}'.format(path), None, None)
+    optuna.create_study(storage=storage, study_name='other')
+    studies.close_storage(storage)
+
+
+def test_a_url_storage_whose_study_cannot_be_written_is_named_busy(tmp_path):
+    # The storage opens (its tables are there) but the study cannot be recorded: the storage
+    # built is closed and the busy storage named, whatever the cleanup.
+    path = tmp_path / 'study.db'
+    _made_study_file(path)
+    url = 'sqlite:///{}?timeout=0'.format(path)
+    with contextlib.closing(_locked_for_writes(path)):
+        with pytest.raises(OSError, match=r'study\.db\?timeout=0 stayed busy'):
+            with studies.opened_study(_experiment(tmp_path), url, None, None):
+                pass
+
+
+def test_a_storage_object_whose_study_cannot_be_written_is_named_by_its_type(tmp_path):
+    import sqlalchemy.pool
+    path = tmp_path / 'study.db'
+    _made_study_file(path)
+    storage = optuna.storages.RDBStorage('sqlite:///{}'.format(path), engine_kwargs={
+        'poolclass': sqlalchemy.pool.NullPool, 'connect_args': {'timeout': 0}})
+    try:
+        with contextlib.closing(_locked_for_writes(path)):
+            with pytest.raises(OSError, match=r'storage RDBStorage stayed busy'):
+                with studies.opened_study(_experiment(tmp_path), storage, None, None):
+                    pass
+        # The user's storage is left usable.
+        with studies.opened_study(_experiment(tmp_path), storage, None, None) as study:
+            assert study.study_name == 'exp'
+    finally:
+        studies.close_storage(storage)
+
+
+def test_a_default_file_that_is_an_sqlite_database_is_not_called_no_database(tmp_path):
+    # An SQLite database of another program (its own studies table): the advice names the
+    # error and the folder, and does not call the file no database.
+    experiment = _experiment(tmp_path)
+    path = tmp_path / experiment.name / 'search.db'
+    path.parent.mkdir(parents=True)
+    with contextlib.closing(sqlite3.connect(str(path))) as database:
+        with database:
+            database.execute('CREATE TABLE studies (unrelated TEXT)')
+            database.execute('CREATE TABLE version_info (unrelated TEXT)')
+            database.execute('CREATE TABLE alembic_version (unrelated TEXT)')
+            database.execute('CREATE TABLE trials (unrelated TEXT)')
+    with pytest.raises(OSError) as info:
+        with studies.opened_study(experiment, None, None, None):
+            pass
+    message = str(info.value)
+    assert str(path) in message and str(path.parent) in message.split(str(path), 1)[1]
+    assert 'no SQLite database' not in message
+    assert studies._first_line(info.value.__cause__) in message
+
+
+def test_a_default_file_sqlite_cannot_create_names_the_error_and_its_folder(tmp_path):
+    # search.db links to a folder that does not exist: SQLite cannot create the file.
+    experiment = _experiment(tmp_path)
+    path = tmp_path / experiment.name / 'search.db'
+    path.parent.mkdir(parents=True)
+    path.symlink_to(tmp_path / 'missing' / 'search.db')
+    with pytest.raises(OSError) as info:
+        with studies.opened_study(experiment, None, None, None):
+            pass
+    message = str(info.value)
+    assert 'unable to open database file' in message
+    assert 'no SQLite database' not in message
+    assert str(path.parent) in message.split(str(path), 1)[1]
+
+
+@pytest.mark.parametrize('url', ['sqlite:///:memory:', 'sqlite:///',
+                                 'sqlite:///file:studies?mode=memory&cache=shared&uri=true'])
+def test_an_in_memory_sqlite_url_keeps_its_study_while_open(tmp_path, url):
+    # Its connections are pooled: one closed would take the in-memory database with it.
+    warnings.filterwarnings('ignore', '.*mode=memory', DeprecationWarning)  # SQLAlchemy's
+    with studies.opened_study(_experiment(tmp_path), url, None, None) as study:
+        study.set_user_attr('mark', 1)
+        assert optuna.load_study(study_name='exp', storage=study._storage).user_attrs == {
+            'mark': 1}
+
+
+@pytest.mark.parametrize('query, busy_timeout', [('', 300000), ('?timeout=2', 2000)])
+def test_a_file_storage_waits_for_other_writers_and_keeps_no_connection(
+        tmp_path, query, busy_timeout):
+    import sqlalchemy.pool
+    storage = studies._rdb_storage('sqlite:///{}{}'.format(tmp_path / 'study.db', query),
+                                   None, None)
+    try:
+        assert isinstance(storage.engine.pool, sqlalchemy.pool.NullPool)
+        with storage.engine.connect() as connection:
+            (value,), = connection.exec_driver_sql('PRAGMA busy_timeout').fetchall()
+        assert value == busy_timeout
+    finally:
+        studies.close_storage(storage)
+
+
+def test_the_causes_of_an_error_are_its_chain_each_once():
+    first, second, third = ValueError('a'), KeyError('b'), OSError('c')
+    first.__cause__, second.__context__ = second, third
+    third.__context__ = first   # a cycle
+    assert list(itertools.islice(studies._causes(first), 6)) == [first, second, third]
+    assert studies._transient(ValueError('x')) is False
+    locked = ValueError('outer')
+    locked.__context__ = OSError('database is locked')
+    assert studies._transient(locked)
+
+
+@pytest.mark.parametrize('error, line', [(OSError(), 'OSError'),
+                                         (ValueError('  \n '), 'ValueError'),
+                                         (KeyError('one\ntwo'), "'one\\ntwo'"),
+                                         (ValueError(' one\ntwo'), 'one')])
+def test_the_first_line_of_an_error_or_its_type_when_it_says_nothing(error, line):
+    assert studies._first_line(error) == line
+
+
+def test_sqlalchemys_warnings_about_a_url_reach_the_user(tmp_path):
+    # Only Optuna's warning that the heartbeat is experimental is kept from the user; what
+    # SQLAlchemy says of the URL given (here: its pool for mode=memory will change) is not.
+    url = 'sqlite:///file:studies?mode=memory&cache=shared&uri=true'
+    with pytest.warns(DeprecationWarning, match='mode=memory'):
+        with studies.opened_study(_experiment(tmp_path), url, None, None):
+            pass
