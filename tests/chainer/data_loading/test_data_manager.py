@@ -783,8 +783,10 @@ def test_a_copy_made_during_a_pass_keeps_its_workers_across_its_own_passes():
             copies = [copy.copy(manager), pickle.loads(pickle.dumps(manager))]
             break
         for copied in copies:
-            first, second = _pids(copied), _pids(copied)
-            assert first == second
+            # Which of the two workers builds a batch is a race, so a pass may see one or
+            # both; workers made anew for each pass would show as more than two.
+            seen = set().union(*(_pids(copied) for _ in range(3)))
+            assert 1 <= len(seen) <= 2 and os.getpid() not in seen, seen
     finally:
         for copied in copies:
             copied.finalize()
