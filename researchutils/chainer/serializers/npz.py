@@ -113,15 +113,13 @@ def save_model(path: str | os.PathLike[str], model: _Serializable, compression: 
         _files.write_atomically(
             path, lambda file: chainer_npz.save_npz(file, model, compression=compression),
             overwrite=overwrite)
-    except FileExistsError as error:
-        if not overwrite and os.path.lexists(path):
+    except OSError as error:
+        # A FileExistsError is the path made meanwhile only when it now exists; otherwise
+        # no name was free for the temporary file, an OSError like any other of the folder.
+        if isinstance(error, FileExistsError) and not overwrite and os.path.lexists(path):
             raise ValueError('path {!r} was created by someone else while the model was '
                              'being saved; save_model never overwrites a file'.format(
                                  path)) from None
-        # No free name for the temporary file: an OSError like any other of the folder.
-        raise OSError(error.errno, 'could not save the model to {!r}: {}'.format(
-            path, error.strerror or error)) from error
-    except OSError as error:
         raise OSError(error.errno, 'could not save the model to {!r}: {}'.format(
             path, error.strerror or error)) from error
 
