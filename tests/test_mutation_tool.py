@@ -38,6 +38,13 @@ def test_a_change_inside_a_message_alone_is_told_apart(tool, old, new, messages_
     assert tool._only_messages(ORIGINAL, ORIGINAL.replace(old, new)) is messages_only
 
 
+def test_the_text_of_a_private_alias_of_a_message_call_is_a_message(tool):
+    original = ("def describe(error, index):\n"
+                "    _add_note(error, 'while building the batch {}'.format(index))\n")
+    assert tool._only_messages(original, original.replace("'while", "'XXwhile"))
+    assert not tool._only_messages(original, original.replace('index)', 'None)'))
+
+
 def test_every_listed_module_has_tests_that_exist(tool):
     for module in tool.MODULES:
         tests = tool.mirrored_tests(module)

@@ -83,14 +83,14 @@ MODULES = [
     '_process_pool.py',
 ]
 
+_SEARCH_TESTS = ['tests/chainer/training/test_search.py',
+                 'tests/chainer/training/test_search_retries.py']
 #: Tests beyond the mirrored ones, where a module's behaviour is tested through its user.
 EXTRA_TESTS = {
     'chainer/training/_experiment/': ['tests/chainer/training/test_experiment.py'],
-    'chainer/training/_experiment/search/': ['tests/chainer/training/test_search.py',
-                                  'tests/chainer/training/test_search_retries.py'],
+    'chainer/training/_experiment/search/': _SEARCH_TESTS,
     # The search's modules without a mirrored test file: the search's own tests.
-    **{'chainer/training/_experiment/search/' + name: [
-        'tests/chainer/training/test_search.py', 'tests/chainer/training/test_search_retries.py']
+    **{'chainer/training/_experiment/search/' + name: _SEARCH_TESTS
        for name in ('__init__.py', 'folders.py', 'objective.py', 'summary.py', 'tracking.py')},
     'chainer/training/search_space.py': ['tests/chainer/training/_experiment/search/test_space.py',
                                          'tests/chainer/training/test_parameters.py'],
@@ -124,9 +124,9 @@ SAMPLE_PATTERN = '*__mutmut_*0'
 # What the copy needs: the package, the compat finder, the tests and pytest's settings.
 _COPIED = ('researchutils', '_researchutils_chainer_compat', 'tests', 'pyproject.toml',
            'setup.py', 'README.md')
-# Calls whose string arguments are messages to a person (add_note: an exception's note).
-_MESSAGE_CALLS = {'warn', 'write', 'warning', 'error', 'info', 'debug', 'print', 'add_note',
-                  '_add_note'}
+# Calls whose string arguments are messages to a person (add_note: an exception's note),
+# under these names or a module's private alias of them (_add_note).
+_MESSAGE_CALLS = {'warn', 'write', 'warning', 'error', 'info', 'debug', 'print', 'add_note'}
 # mutmut's exit codes (mutmut/stats.py) grouped as the report counts them.
 _KILLED = {1, 3, 37}
 _SURVIVED = {0}
@@ -226,7 +226,7 @@ def _message_strings(tree):
         elif isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, 'id', '')
-            if name in _MESSAGE_CALLS:
+            if name.lstrip('_') in _MESSAGE_CALLS:
                 scope = node
         if scope is not None:
             found.update(id(child) for child in ast.walk(scope)
