@@ -1,4 +1,5 @@
 """The claim of a folder (training/_ownership.py) on real files, with real processes as owners."""
+import contextlib
 import datetime
 import json
 import os
@@ -342,29 +343,34 @@ def _heartbeat_warnings(said):
     return said
 
 
-def test_a_claim_taken_over_while_held_is_told_and_left_to_the_taker(tmp_path, monkeypatch):
+@contextlib.contextmanager
+def _held_with_fast_heartbeats(folder, monkeypatch):
+    """Holds ``folder`` with a heartbeat every 50 ms, recording every warning; yields the
+    list of warnings said, which the claim's release may add to."""
     monkeypatch.setattr(_ownership, 'HEARTBEAT_INTERVAL', 0.05)
-    folder = tmp_path / 'exp'
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter('always')
         with hold(str(folder)):
-            _foreign(folder, age=0)  # another node judged this run dead and took the folder
-            theirs = _record(folder)
-            _heartbeat_warnings(said)
-        assert _record(folder) == theirs  # neither renewed over nor removed at the end
+            yield said
+
+
+def test_a_claim_taken_over_while_held_is_told_and_left_to_the_taker(tmp_path, monkeypatch):
+    folder = tmp_path / 'exp'
+    with _held_with_fast_heartbeats(folder, monkeypatch) as said:
+        _foreign(folder, age=0)  # another node judged this run dead and took the folder
+        theirs = _record(folder)
+        _heartbeat_warnings(said)
+    assert _record(folder) == theirs  # neither renewed over nor removed at the end
     assert len(said) == 1 and said[0].category is RuntimeWarning
     message = str(said[0].message)
     assert str(folder) in message and 'pid 4242 on host another-node' in message
 
 
 def test_a_claim_removed_while_held_is_told_and_not_made_again(tmp_path, monkeypatch):
-    monkeypatch.setattr(_ownership, 'HEARTBEAT_INTERVAL', 0.05)
     folder = tmp_path / 'exp'
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter('always')
-        with hold(str(folder)):
-            os.remove(str(folder / OWNER_FILE))
-            _heartbeat_warnings(said)
+    with _held_with_fast_heartbeats(folder, monkeypatch) as said:
+        os.remove(str(folder / OWNER_FILE))
+        _heartbeat_warnings(said)
     assert len(said) == 1 and said[0].category is RuntimeWarning
     assert str(folder) in str(said[0].message)
     assert os.listdir(str(folder)) == []
@@ -400,18 +406,15 @@ def test_no_heartbeat_lands_after_the_claim_is_released(tmp_path, monkeypatch):
 
 
 def test_a_claim_taken_by_another_claim_while_held_is_left_to_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(_ownership, 'HEARTBEAT_INTERVAL', 0.05)
     folder = tmp_path / 'exp'
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter('always')
-        with hold(str(folder)):
-            # Another run, which judged this one dead, moved its claim aside and made its own.
-            os.remove(str(folder / OWNER_FILE))
-            other = _ownership._Claim(str(folder))
-            assert other.try_take()
-            try:
-                _heartbeat_warnings(said)
-            finally:
-                other.release()
-                assert not os.path.exists(str(folder / OWNER_FILE))
+    with _held_with_fast_heartbeats(folder, monkeypatch) as said:
+        # Another run, which judged this one dead, moved its claim aside and made its own.
+        os.remove(str(folder / OWNER_FILE))
+        other = _ownership._Claim(str(folder))
+        assert other.try_take()
+        try:
+            _heartbeat_warnings(said)
+        finally:
+            other.release()
+            assert not os.path.exists(str(folder / OWNER_FILE))
     assert len(said) == 1 and str(folder) in str(said[0].message)
