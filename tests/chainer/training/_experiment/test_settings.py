@@ -363,34 +363,31 @@ def test_functions_of_allowed_modules_load_in_the_parameters(tmp_path, monkeypat
     assert loaded.params.training['val_metrics']['MSE'] is module.mse
 
 
-def test_an_experiment_json_of_another_format_names_its_format_and_the_expected_one(tmp_path):
+def _refused_load(tmp_path, edit):
+    """The experiment.json path and the message of the refusal to load an experiment whose
+    saved file ``edit`` changed."""
     exp = experiment(tmp_path)
-    tasks.edit_saved_experiment(exp, lambda saved: saved.update(format='other/2'))
-    path = os.path.join(exp.output_dir, 'experiment.json')
+    tasks.edit_saved_experiment(exp, edit)
     with pytest.raises(ValueError) as caught:
         ChainerExperiment.load(exp.output_dir)
-    message = str(caught.value)
+    return os.path.join(exp.output_dir, 'experiment.json'), str(caught.value)
+
+
+def test_an_experiment_json_of_another_format_names_its_format_and_the_expected_one(tmp_path):
+    path, message = _refused_load(tmp_path, lambda saved: saved.update(format='other/2'))
     assert message.startswith(path) and "'other/2'" in message
     assert repr(settings_table.FORMAT) in message
     assert 'fixed_params' not in message  # the format, not the whole file
 
 
 def test_an_experiment_json_without_the_model_class_says_so_naming_the_file(tmp_path):
-    exp = experiment(tmp_path)
-    tasks.edit_saved_experiment(exp, lambda saved: saved.pop('model_cls'))
-    path = os.path.join(exp.output_dir, 'experiment.json')
-    with pytest.raises(ValueError) as caught:
-        ChainerExperiment.load(exp.output_dir)
-    assert str(caught.value).startswith(path) and "'model_cls'" in str(caught.value)
+    path, message = _refused_load(tmp_path, lambda saved: saved.pop('model_cls'))
+    assert message.startswith(path) and "'model_cls'" in message
 
 
 def test_a_refused_model_class_in_experiment_json_names_the_file_and_the_setting(tmp_path):
-    exp = experiment(tmp_path)
-    tasks.edit_saved_experiment(exp, lambda saved: saved.update(model_cls='os:system'))
-    path = os.path.join(exp.output_dir, 'experiment.json')
-    with pytest.raises(ValueError) as caught:
-        ChainerExperiment.load(exp.output_dir)
-    assert str(caught.value).startswith(path + ': model_cls: ')
+    path, message = _refused_load(tmp_path, lambda saved: saved.update(model_cls='os:system'))
+    assert message.startswith(path + ': model_cls: ')
 
 
 def test_save_of_tracking_tags_that_are_no_json_names_where_they_sit(tmp_path):
