@@ -129,13 +129,18 @@ def _write_npz(path, arrays, extra=None, compress_type=zipfile.ZIP_DEFLATED):
 
 # Compression methods and flags -------------------------------------------------------------
 
+def _npz_compressed_by(tmp_path, method):
+    """A model file of Linear(3, 2) with one member more, 'junk', compressed by ``method``."""
+    return _write_npz(str(tmp_path / 'm.npz'), _linear_arrays(), {'junk': (
+        {'descr': '<f8', 'fortran_order': False, 'shape': (0,)}, bytes(1000))},
+        compress_type=method)
+
+
 @pytest.mark.parametrize('method', [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
 def test_a_member_compressed_other_than_deflate_is_refused_naming_file_and_member(tmp_path,
                                                                                  method):
     # zipfile decompresses bzip2 and lzma members whole on the first read.
-    path = _write_npz(str(tmp_path / 'm.npz'), _linear_arrays(), {'junk': (
-        {'descr': '<f8', 'fortran_order': False, 'shape': (0,)}, bytes(1000))},
-        compress_type=method)
+    path = _npz_compressed_by(tmp_path, method)
     with pytest.raises(ValueError, match=r"m\.npz.*junk.*compress"):
         serializers.load_model(path, L.Linear(3, 2))
 
@@ -479,9 +484,7 @@ def test_an_archive_opened_by_its_path_alone_reads_it(tmp_path):
 @pytest.mark.parametrize('method', [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
 def test_the_refusal_of_a_compression_method_names_the_member_and_the_method(tmp_path,
                                                                              method):
-    path = _write_npz(str(tmp_path / 'm.npz'), _linear_arrays(), {'junk': (
-        {'descr': '<f8', 'fortran_order': False, 'shape': (0,)}, bytes(1000))},
-        compress_type=method)
+    path = _npz_compressed_by(tmp_path, method)
     with pytest.raises(UnreadableFile, match=r"m\.npz.*'junk'.*method {}\b".format(method)):
         open_archive(path)
 
