@@ -656,8 +656,6 @@ def test_output_dir_is_removed_when_writing_the_command_fails(tmp_path, monkeypa
         write_atomically(path, write, **kwargs)
 
     monkeypatch.setattr(files, 'write_atomically', disk_full_at_the_command)
-    monkeypatch.setattr(files, 'write_text', lambda path, text: write_atomically(
-        path, lambda file: file.write(text.encode('utf-8'))))
     with pytest.raises(OSError) as raised:
         files.prepare_output_dir(tmp_path, {'lr': 0.1}, time_format='fixed')
     assert raised.value.errno == errno.ENOSPC
