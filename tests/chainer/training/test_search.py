@@ -643,7 +643,7 @@ for folder in sys.argv[1:]:
         with os.fdopen(read, 'rb') as pipe:
             answer = pipe.read().decode()
         _, status = os.waitpid(pid, 0)
-        print(folder, os.waitstatus_to_exitcode(status), answer, flush=True)
+        print(folder, os.waitstatus_to_exitcode(status), answer, sep='\\t', flush=True)
 '''
 
 
@@ -654,7 +654,7 @@ def test_processes_opening_a_new_default_study_at_once_all_open_it(tmp_path):
     done = subprocess.run([sys.executable, '-c', OPEN_AT_ONCE] + folders, cwd=REPO,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    lines = [line.split(' ') for line in done.stdout.splitlines()]
+    lines = [line.split('\t') for line in done.stdout.splitlines()]
     assert sorted(folder for folder, _, _ in lines) == sorted(folders * 4), done.stdout
     assert all(code == '0' for _, code, _ in lines), done.stderr[-3000:]
     for folder in folders:
