@@ -908,13 +908,14 @@ def test_with_workers_the_call_after_a_failed_batch_gives_that_batch(tmp_path, e
     manager = DataManager(Numbers(8), 2, transforms=FailsOnceAt4(flag, exit),
                           n_process_augmentation=2)
     iterator = manager.get_iterator()
+    expected = RuntimeError if exit else ValueError
     got, failed_at = [], []
     try:
         while len(got) < 8 and len(failed_at) < 2:
             before = iterator.epoch_detail
             try:
                 got += firsts([iterator.next()])
-            except (RuntimeError if exit else ValueError) as error:
+            except expected as error:
                 assert ('exited with code 1' in str(error)) if exit else str(error) == 'flaky'
                 assert iterator.epoch_detail == before
                 failed_at.append(before)
