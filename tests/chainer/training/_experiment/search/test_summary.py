@@ -37,7 +37,9 @@ def _study(direction='minimize'):
 def _add(study, lr=0.1, state=STATES.COMPLETE, value=None, reported=None, user_attrs=None,
          system_attrs=None, params=None, distributions=None):
     """Adds a trial as a search leaves it (``lr`` None: one that drew no value); returns its
-    number."""
+    number. A pruned trial's value is its last report, as Optuna records it."""
+    if state == STATES.PRUNED and reported:
+        value = reported[max(reported)]
     if params is None:
         params, distributions = ({}, {}) if lr is None else ({LR: lr}, {LR: _LR})
     study.add_trial(optuna.trial.create_trial(
@@ -244,6 +246,18 @@ def test_infinite_and_nan_candidates_are_tagged_and_the_best_reads_back_exactly(
     assert best.model == {'marker': math.inf} == result['best_params'].model
 
 
+def test_a_trial_of_another_search_s_space_added_meanwhile_is_refused_naming_the_study(
+        tmp_path):
+    # Another search's process may add it to a study of the same name during the search.
+    experiment = _experiment(tmp_path)
+    study = _study()
+    _add(study, 0.1, value=0.5)
+    _add(study, value=0.25, params={'model/other': 1},
+         distributions={'model/other': optuna.distributions.IntDistribution(0, 3)})
+    with pytest.raises(ValueError, match=r"trial 1 of the study 'exp'.*model/other"):
+        summary.summarize(experiment, study, Space(experiment.params))
+
+
 def test_parameters_search_json_cannot_hold_are_refused_naming_it_and_the_parameter(tmp_path):
     params = search_tasks.search_params(1, [0.1])
     params.fixed_params['training']['val_metrics'] = {'MSE': lambda pred, label: 0.0}
@@ -331,5 +345,15 @@ def test_without_matplotlib_a_warning_names_the_extra_and_no_figure_is_written(
     caught, names = _figures(experiment, study)
     assert names == []
     warning, = caught
-    assert 'matplotlib' in str(warning.message)
+    assert 'search figures' in str(warning.message) and 'matplotlib' in str(warning.message)
     assert 'researchutils[plot]' in str(warning.message)
+
+
+def test_the_figures_are_pngs_whatever_format_matplotlib_is_set_to_save(tmp_path):
+    matplotlib = pytest.importorskip('matplotlib')
+    experiment = _experiment(tmp_path)
+    study = _study()
+    _add(study, 0.1, value=0.5)
+    with matplotlib.rc_context({'savefig.format': 'pdf'}):
+        _figures(experiment, study)
+    assert min(_png_size(tmp_path / 'exp' / 'search_history.png')) > 100
