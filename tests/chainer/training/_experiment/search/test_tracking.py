@@ -1,6 +1,7 @@
 """A search's MLflow runs: the study's parent run, each trial's tracking and the mark of its
 end, on a real MLflow file store in the test's folder (read back with MLflow's client)."""
 import logging
+import sys
 
 import pytest
 
@@ -75,6 +76,9 @@ def test_a_study_has_one_parent_run_found_again_by_the_study_s_id(
     assert run.info.run_name == 'the-study' and run.info.status == 'RUNNING'
     assert run.data.tags[tracking.STUDY_TAG] == STUDY_ID
     assert run.data.tags['study'] == 'the-study'
+    # The key MLflow keeps, by which every search of the study finds the run, whichever
+    # process or release made it.
+    assert run.data.tags['researchutils.run_key'] == 'study-' + STUDY_ID
     # A second process of the search (or a later search) of the study finds it.
     again = tracking.with_parent_run(experiment, study, STUDY_ID)
     assert again.tracking == first.tracking
@@ -101,7 +105,24 @@ def test_a_parent_run_that_cannot_be_made_is_a_warning_and_the_trials_log_alone(
     assert changed.tracking == dict(experiment.tracking, mlflow_experiment='exp')
     record, = caplog.records
     assert record.levelno == logging.WARNING and record.name == LOGGER
+    # The study, and what went wrong: the error's type and its text (the store's path).
     assert 'the-study' in record.getMessage()
+    assert 'NotADirectoryError' in record.getMessage() and 'a_file' in record.getMessage()
+
+
+def test_without_mlflow_installed_the_warning_names_the_extra(tmp_path, store, monkeypatch,
+                                                              caplog):
+    monkeypatch.setitem(sys.modules, 'mlflow', None)  # as where it is not installed
+    experiment = _experiment(tmp_path, {'mlflow': store})
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        changed = tracking.with_parent_run(experiment, _study(), STUDY_ID)
+        tracking.mark_trial(changed, folders.relative_folder(STUDY_ID, 0), 'PRUNED')
+    assert changed.tracking == dict(experiment.tracking, mlflow_experiment='exp')
+    assert len(caplog.records) == 2
+    for record in caplog.records:
+        message = record.getMessage()
+        assert 'ImportError' in message and 'researchutils[mlflow]' in message
+        assert 'search with mlflow tracking' in message.lower()
 
 
 @pytest.mark.parametrize('setting', [None, {'tensorboard': True}])
@@ -189,3 +210,4 @@ def test_a_run_that_cannot_be_marked_is_a_warning_naming_the_folder_and_state(
     record, = caplog.records
     assert record.levelno == logging.WARNING and record.name == LOGGER
     assert folder in record.getMessage() and 'PRUNED' in record.getMessage()
+    assert 'NotADirectoryError' in record.getMessage() and 'a_file' in record.getMessage()
