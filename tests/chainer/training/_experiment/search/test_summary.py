@@ -4,6 +4,7 @@ files written."""
 import json
 import math
 import os
+import re
 import sys
 import warnings
 
@@ -345,7 +346,8 @@ def test_without_matplotlib_a_warning_names_the_extra_and_no_figure_is_written(
     caught, names = _figures(experiment, study)
     assert names == []
     warning, = caught
-    assert 'search figures' in str(warning.message) and 'matplotlib' in str(warning.message)
+    assert re.search(r'\bsearch figures\b', str(warning.message))
+    assert 'matplotlib' in str(warning.message)
     assert 'researchutils[plot]' in str(warning.message)
 
 

@@ -156,17 +156,18 @@ def test_a_trial_s_run_is_a_child_of_the_study_s_run_named_and_tagged_after_the_
             'study': 'the-study', 'trial': '1', tracking.FOLDER_TAG: folder})
 
 
-@pytest.mark.parametrize('setting', [{'tensorboard': True}, None])
-def test_a_trial_without_mlflow_has_the_tracking_of_the_experiment(tmp_path, setting):
-    experiment = _experiment(tmp_path, setting)
-    study = _study()
-    trial = study.ask()
+def test_a_trial_tracked_by_tensorboard_alone_has_its_run_name_and_no_parent(tmp_path):
+    experiment = _experiment(tmp_path, {'tensorboard': True})
+    trial = _study().ask()
     trial_tracking = tracking.trial_tracking(experiment, trial, 'study_01234567/trial_0')
-    if setting is None:
-        assert trial_tracking is None
-    else:
-        assert trial_tracking['tensorboard'] is True and trial_tracking['run_name'] == 'trial_0'
-        assert 'mlflow.parentRunId' not in trial_tracking['tags']
+    assert trial_tracking['tensorboard'] is True and trial_tracking['run_name'] == 'trial_0'
+    assert 'mlflow.parentRunId' not in trial_tracking['tags']
+
+
+def test_a_trial_of_an_experiment_without_tracking_has_none(tmp_path):
+    trial = _study().ask()
+    assert tracking.trial_tracking(_experiment(tmp_path, None), trial,
+                                   'study_01234567/trial_0') is None
 
 
 @pytest.mark.parametrize('state, status', [('PRUNED', 'KILLED'), ('COMPLETE', 'RUNNING'),
