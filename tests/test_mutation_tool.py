@@ -102,3 +102,28 @@ def test_the_mutants_chosen_never_swallow_the_module_named_after_them(tool):
                                       'chainer/training/json_values.py'])
     assert arguments.mutants == ['a', 'b', 'c']
     assert arguments.modules == ['chainer/training/json_values.py']
+
+
+def test_survivors_the_tests_under_mpiexec_catch_count_in_the_score(tool):
+    def entry(number):
+        return {'mutant': 'm.x_f__mutmut_{}'.format(number), 'file': 'm.py', 'line': 1,
+                'change': 'a -> b'}
+
+    report = {'made': 10, 'killed': 4, 'timed_out': 1, 'messages_only': [entry(9)],
+              'equivalent': [entry(8)], 'surviving': [entry(1), entry(2), entry(3)],
+              'score': 62.5}
+    # Exit code 1: a test failed; None: they hung; 0: they passed, the mutant survives.
+    tool.count_mpi_verdicts(report, {'m.x_f__mutmut_1': 1, 'm.x_f__mutmut_2': None,
+                                     'm.x_f__mutmut_3': 0}, ['tests/test_x_mpi.py'])
+    assert [e['mutant'] for e in report['surviving']] == ['m.x_f__mutmut_3']
+    assert report['killed_under_mpi'] == 2 and report['score'] == 87.5
+    assert 'killed under mpiexec -n 2 by tests/test_x_mpi.py: 2' in tool.format_report(
+        dict(report, module='m.py', tests=['tests/test_m.py'], minutes=1.0, other=[]))
+
+
+def test_every_module_with_tests_under_mpiexec_has_them_and_they_are_mpi_tests(tool):
+    for module, tests in tool.MPI_TESTS.items():
+        assert module in tool.MODULES, module
+        for path in tests:
+            with open(os.path.join(REPO, path)) as stream:
+                assert 'mark.mpi' in stream.read(), path

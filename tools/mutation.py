@@ -115,6 +115,15 @@ EXTRA_TESTS = {
                          'tests/test_chunks.py'],
 }
 
+#: Tests run only under ``mpiexec`` (ChainerMN): mutmut runs pytest in one process, where
+#: they skip, so a module's code for several ranks survives it. ``--under-mpi`` runs each
+#: survivor of such a module again with these tests under ``mpiexec -n 2``
+#: (:func:`rerun_under_mpi`) and counts those they catch.
+MPI_TESTS = {
+    'chainer/training/_experiment/trainer.py': ['tests/chainer/training/test_experiment_mpi.py'],
+}
+_MPIEXEC = ['mpiexec', '--allow-run-as-root', '--oversubscribe', '-n', '2']
+
 #: ``make mutation-sample``, the CI-sized check ``make test`` runs: a fixed tenth of the
 #: mutants (SAMPLE_PATTERN: those whose number ends in 0) of modules whose tests take
 #: seconds, so a drop in the suite's strength shows in every run, in about two minutes.
@@ -332,8 +341,65 @@ def read_equivalent(path=EQUIVALENT):
     return listed
 
 
+def _mpi_run(workdir, tests, mutant, python, timeout):
+    """Exit code of ``tests`` under ``mpiexec -n 2`` in the copy's ``mutants`` folder with
+    ``mutant`` active (mutmut's trampolines read MUTANT_UNDER_TEST in every process), or
+    None when they ran past ``timeout`` seconds."""
+    env = {name: value for name, value in os.environ.items()
+           if name not in ('PYTHONPATH', 'PYTHONHOME') and not name.startswith('PYTEST_')}
+    env['MUTANT_UNDER_TEST'] = mutant
+    command = _MPIEXEC + [python, '-m', 'pytest', '-m', 'mpi', '-x', '-q', '-p',
+                          'no:cacheprovider', '-p', 'no:randomly'] + list(tests)
+    try:
+        return subprocess.run(command, cwd=os.path.join(workdir, 'mutants'), env=env,
+                              capture_output=True, timeout=timeout).returncode
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def rerun_under_mpi(module, workdir, report, python=sys.executable):
+    """Runs each survivor of ``report`` with the module's MPI_TESTS under mpiexec; those
+    the tests fail on (or that hang) move from surviving to ``killed_under_mpi``. The
+    verdicts are kept in the copy (``mpi_verdicts.json``) for ``--report-only``."""
+    tests = MPI_TESTS.get(module)
+    if not tests:
+        raise SystemExit('mutation: {} has no tests under mpiexec (MPI_TESTS)'.format(module))
+    path = os.path.join(workdir, 'mpi_verdicts.json')
+    verdicts = {}
+    if os.path.exists(path):
+        with open(path) as stream:
+            verdicts = json.load(stream)
+    if any(entry['mutant'] not in verdicts for entry in report['surviving']):
+        started = time.monotonic()
+        if _mpi_run(workdir, tests, 'none', python, None) != 0:
+            raise SystemExit('mutation: {} fail under mpiexec without a mutant'.format(
+                ' '.join(tests)))
+        # A mutant that makes them run three times as long as they do unchanged hangs
+        # (OpenMPI ends every rank when one exits with an error, so a failure is quick).
+        timeout = 3 * (time.monotonic() - started) + 30
+        for entry in report['surviving']:
+            if entry['mutant'] not in verdicts:
+                verdicts[entry['mutant']] = _mpi_run(workdir, tests, entry['mutant'], python,
+                                                     timeout)
+                with open(path, 'w') as stream:
+                    json.dump(verdicts, stream, indent=1)
+    count_mpi_verdicts(report, verdicts, tests)
+
+
+def count_mpi_verdicts(report, verdicts, tests):
+    """Moves the survivors that the tests under mpiexec caught (``verdicts``: mutant ->
+    exit code, None for a hang) to ``killed_under_mpi``, and scores again."""
+    caught = [entry for entry in report['surviving'] if verdicts.get(entry['mutant'], 0) != 0]
+    report['surviving'] = [entry for entry in report['surviving'] if entry not in caught]
+    report['killed_under_mpi'] = report.get('killed_under_mpi', 0) + len(caught)
+    report['mpi_tests'] = list(tests)
+    counted = report['made'] - len(report['messages_only']) - len(report['equivalent'])
+    total = report['killed'] + report['timed_out'] + report['killed_under_mpi']
+    report['score'] = round(100.0 * total / counted, 1) if counted else 100.0
+
+
 def run_module(module, workers, mutants=(), python=sys.executable, resume=False,
-               report_only=False):
+               report_only=False, under_mpi=False):
     """Runs mutmut on ``module``; returns the report as a dict. With ``resume``, goes on
     in the copy of an earlier run that stopped (only the mutants not yet checked run)."""
     tests = mirrored_tests(module)
@@ -385,6 +451,8 @@ def run_module(module, workers, mutants=(), python=sys.executable, resume=False,
     # Timed-out mutants count as killed: a user would see the run hang.
     caught = report['killed'] + report['timed_out']
     report['score'] = round(100.0 * caught / counted, 1) if counted else 100.0
+    if under_mpi:
+        rerun_under_mpi(module, workdir, report, python)
     return report
 
 
@@ -408,6 +476,9 @@ def format_report(report):
             messages=len(report['messages_only']), equivalent=len(report['equivalent']),
             other=len(report['other']), score=report['score'], minutes=report['minutes']),
     ]
+    if 'killed_under_mpi' in report:
+        lines.append('killed under mpiexec -n 2 by {}: {} (in the score)'.format(
+            ' '.join(report['mpi_tests']), report['killed_under_mpi']))
     for title, key in (('surviving', 'surviving'), ('messages only', 'messages_only'),
                        ('equivalent (tests/mutation_equivalent.txt)', 'equivalent')):
         if report[key]:
@@ -450,6 +521,9 @@ def parse_arguments(argv=None):
     parser.add_argument('--report-only', action='store_true',
                         help='write the report of the last run again (after editing '
                              'tests/mutation_equivalent.txt)')
+    parser.add_argument('--under-mpi', action='store_true',
+                        help='run the survivors again with the module\'s MPI_TESTS under '
+                             'mpiexec -n 2, counting those they catch')
     parser.add_argument('--resume', action='store_true',
                         help='go on with the copy of a run that stopped (same sources)')
     return parser.parse_args(argv)
@@ -463,7 +537,8 @@ def main(argv=None):
     failed = []
     for module in modules:
         report = run_module(module, arguments.workers, mutants,
-                            resume=arguments.resume, report_only=arguments.report_only)
+                            resume=arguments.resume, report_only=arguments.report_only,
+                            under_mpi=arguments.under_mpi)
         base = os.path.join(SCRATCH, _slug(module) + ('.sample' if arguments.sample else ''))
         if arguments.report_only and os.path.exists(base + '.json'):
             # Nothing ran: the time is that of the run reported on.
