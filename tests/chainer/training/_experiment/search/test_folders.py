@@ -179,6 +179,15 @@ def test_a_folder_recorded_for_anyone_else_is_refused_naming_its_owner(tmp_path,
     assert 'unknown' not in message
 
 
+def test_a_refusal_names_the_trial_and_what_the_folder_is_recorded_for(tmp_path):
+    # A folder whose name does not give the trial's number away.
+    path = os.path.join(str(tmp_path), 'chosen')
+    _write_record(path, folders.owner('other search', OTHER_ID, 5))
+    message = _refusal(path, folders.owner(NAME, STUDY_ID, 4321)).replace(path, '')
+    assert '4321' in message
+    assert 'other search' in message and OTHER_ID in message
+
+
 def test_a_record_written_before_retries_is_held_by_its_maker(tmp_path):
     path = os.path.join(str(tmp_path), folders.relative_folder(STUDY_ID, 0))
     record = _record()
