@@ -4,6 +4,8 @@ retry takes up the folder of the trial it retries (or ends as a duplicate)."""
 import json
 import math
 import os
+import re
+import signal
 
 import chainer
 import numpy as np
@@ -18,6 +20,7 @@ from researchutils.chainer.training._experiment.search import (
     studies,
 )
 from researchutils.chainer.training._experiment.search.space import Space
+from researchutils.chainer.training.extensions.preemption_snapshot import Preempted
 from tests.chainer.training import search_tasks, tasks
 
 optuna = pytest.importorskip('optuna')
@@ -44,9 +47,28 @@ class DieAfterEpoch(chainer.training.Extension):
             raise RuntimeError('the worker dies after epoch {}'.format(self.epoch))
 
 
+class SignalAt(chainer.training.Extension):
+    """Sends this process ``signal_number`` at iteration ``iteration``, as a cluster's
+    scheduler does to preempt a job."""
+
+    trigger = 1, 'iteration'
+
+    def __init__(self, iteration, signal_number=signal.SIGTERM):
+        self.iteration, self.signal_number = iteration, signal_number
+
+    def __call__(self, trainer):
+        if trainer.updater.iteration == self.iteration:
+            os.kill(os.getpid(), self.signal_number)
+
+
 def nan_metric(pred, label):
     """A validation metric that is NaN, whatever the model predicts."""
     return math.nan
+
+
+def _numbers(message):
+    """The numbers a message names."""
+    return {int(number) for number in re.findall('[0-9]+', message)}
 
 
 def _experiment(tmp_path, learning_rates=(0.01,), num_epochs=1, extensions=(), **training):
@@ -124,13 +146,30 @@ def test_a_diverged_trial_is_pruned_with_its_reason(tmp_path):
     assert os.path.isdir(_folder(experiment, trial))
 
 
+def test_a_diverged_trial_is_pruned_naming_itself_and_the_divergence(tmp_path):
+    experiment, study = _experiment(tmp_path, learning_rates=(DIVERGING,)), _study()
+    for _ in range(12):
+        study.ask()  # held by other workers
+    trial = study.ask()
+    with pytest.raises(optuna.TrialPruned) as raised, np.errstate(over='ignore',
+                                                                  invalid='ignore'):
+        _objective(experiment)(trial)
+    message = str(raised.value)
+    assert 12 in _numbers(message)
+    assert study.trials[12].user_attrs['diverged'] in message
+
+
 def test_a_trial_whose_score_is_nan_is_pruned_naming_the_key(tmp_path):
     experiment = _experiment(tmp_path, val_metrics={'MSE': nan_metric})
     study = _study()
-    with pytest.raises(optuna.TrialPruned):
+    for _ in range(12):
+        study.ask()  # held by other workers
+    with pytest.raises(optuna.TrialPruned) as raised:
         _objective(experiment)(study.ask())
-    assert 'MSE' in study.trials[0].user_attrs['diverged']
-    assert 'NaN' in study.trials[0].user_attrs['diverged']
+    assert 'MSE' in study.trials[12].user_attrs['diverged']
+    assert 'NaN' in study.trials[12].user_attrs['diverged']
+    message = str(raised.value)
+    assert 12 in _numbers(message) and 'MSE' in message and 'NaN' in message
 
 
 def test_a_failing_trial_raises_its_error_and_keeps_its_folder(tmp_path):
@@ -171,6 +210,16 @@ def test_a_trial_past_n_trials_is_surplus_and_stops_the_search(tmp_path):
     assert new.state == _STATES.FAIL
     assert new.user_attrs['surplus'] is True
     assert folders.FOLDER_ATTR not in new.user_attrs
+
+
+def test_a_surplus_trial_names_n_trials(tmp_path):
+    experiment, study = _experiment(tmp_path, learning_rates=(DIVERGING,)), _study()
+    for _ in range(12):
+        _add(study, _STATES.COMPLETE)
+    with pytest.raises(objective.SurplusTrial) as raised:
+        study.optimize(_objective(experiment, n_trials=12), n_trials=1)
+    assert 12 in _numbers(str(raised.value))
+    assert study.trials[-1].user_attrs['surplus'] is True
 
 
 def test_n_trials_counts_finished_and_running_trials_but_not_surplus_or_failed(tmp_path):
@@ -275,13 +324,47 @@ def test_a_second_retry_of_a_trial_is_a_duplicate_and_trains_nothing(tmp_path, o
     with pytest.raises(objective.DuplicateRetry) as raised:
         _objective(experiment)(retry)
     assert isinstance(raised.value, objective.SurplusTrial)
-    assert str(retry.number) in str(raised.value)
+    # It names itself, the trial it retries, and the retry that took it up when known.
+    message = str(raised.value)
+    assert _numbers(message) == {retry.number, 0} | ({other} if other is not None else set())
+    assert 'None' not in message
     frozen = study.trials[retry.number]
     assert frozen.user_attrs['surplus'] is True
     assert frozen.user_attrs['duplicate_of'] == other
     assert folders.FOLDER_ATTR not in frozen.user_attrs
     assert _record(folder) == folders.owner(NAME, study_id, 0)
     assert [entry['epoch'] for entry in tasks.read_log(folder)] == [1]
+
+
+def test_a_retry_trains_when_its_lineage_was_written_for_it(tmp_path):
+    # A retry of trial 0 and of this retry wrote this retry's lineage file on its behalf.
+    study = _study()
+    experiment = _failed_and_retried(tmp_path, study)
+    retry = study.ask()
+    assert folders.take_up(experiment.output_dir, NAME, studies.study_id(study), [0],
+                           retry.number)[0]
+    _objective(experiment)(retry)
+    assert _folder(experiment, study.trials[retry.number]) == _folder(experiment,
+                                                                      study.trials[0])
+    assert 'surplus' not in study.trials[retry.number].user_attrs
+
+
+def test_a_preempted_trial_is_retried_at_once_and_the_retry_resumes_where_it_stopped(
+        tmp_path):
+    study = _study()
+    preempted = _experiment(tmp_path, extensions=[SignalAt(1)])
+    with pytest.raises(Preempted):
+        _objective(preempted)(study.ask())
+    # Failed, and its retry waits for any worker.
+    assert [trial.state for trial in study.trials] == [_STATES.FAIL, _STATES.WAITING]
+    retry = study.ask()
+    assert retry.number == 1 and retries.history(study.trials[1]) == [0]
+    experiment = _experiment(tmp_path)
+    _objective(experiment)(retry)
+    first, frozen = study.trials
+    assert _folder(experiment, frozen) == _folder(experiment, first)
+    assert frozen.user_attrs['resumed_at'] == {'iteration': 1, 'epoch': 0}
+    assert frozen.state == _STATES.RUNNING  # the caller, Optuna, tells its score
 
 
 # -- A trial's run -----------------------------------------------------------------------
