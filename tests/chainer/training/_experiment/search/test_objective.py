@@ -18,6 +18,7 @@ from researchutils.chainer.training._experiment.search import (
     objective,
     retries,
     studies,
+    tracking,
 )
 from researchutils.chainer.training._experiment.search.space import Space
 from researchutils.chainer.training.extensions.preemption_snapshot import Preempted
@@ -381,3 +382,26 @@ def test_a_trial_run_waits_at_least_the_grace_of_the_run_it_takes_over(tmp_path,
     assert run.params.choice == params.choice
     assert list(run.extensions[:len(experiment.extensions)]) == list(experiment.extensions)
     assert run.tracking is None
+
+
+def test_a_trial_run_is_tracked_as_the_trial_in_its_folder(tmp_path):
+    experiment = tasks.experiment(tmp_path, search_tasks.search_params(1, [0.01]),
+                                  val_score_key='MSE', tracking={'tensorboard': True})
+    study = _study()
+    for _ in range(3):
+        study.ask()
+    trial = study.ask()
+    params = experiment.params.choose(Space(experiment.params).suggest(trial))
+    run = objective._trial_run(experiment, params, 'study_0123abcd/trial_3', trial)
+    assert run.tracking['run_name'] == 'trial_3'
+    assert run.tracking['tags']['trial'] == '3'
+    assert run.tracking['tags'][tracking.FOLDER_TAG] == 'study_0123abcd/trial_3'
+
+
+def test_a_tracked_trial_writes_its_tensorboard_folder_in_its_own(tmp_path):
+    pytest.importorskip('tensorboardX')
+    experiment = tasks.experiment(tmp_path, search_tasks.search_params(1, [0.01]),
+                                  val_score_key='MSE', tracking={'tensorboard': True})
+    study = _study()
+    _objective(experiment)(study.ask())
+    assert os.path.isdir(os.path.join(_folder(experiment, study.trials[0]), 'tensorboard'))
