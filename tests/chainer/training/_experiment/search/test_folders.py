@@ -417,7 +417,7 @@ def test_a_retry_takes_up_its_folder_and_the_folder_then_is_its_own(tmp_path):
     folders.hand_over(found, NAME, STUDY_ID, folders.maker_of(found), 1)
     assert folders.folder_of(str(tmp_path), NAME, trials[1]) == path
     assert folders.folder_of(str(tmp_path), NAME, trials[0]) is None
-    assert os.listdir(path) != [] and 'snapshot_iter_10' in os.listdir(path)
+    assert 'snapshot_iter_10' in os.listdir(path)
     assert folders.take_up(str(tmp_path), NAME, STUDY_ID, [0], 2) == (False, 1)
     with pytest.raises(FileExistsError):
         folders.claim(path, folders.owner(NAME, STUDY_ID, 0))
