@@ -109,16 +109,20 @@ def test_survivors_the_tests_under_mpiexec_catch_count_in_the_score(tool):
         return {'mutant': 'm.x_f__mutmut_{}'.format(number), 'file': 'm.py', 'line': 1,
                 'change': 'a -> b'}
 
-    report = {'made': 10, 'killed': 4, 'timed_out': 1, 'messages_only': [entry(9)],
+    unreached = [{'mutant': 'm.x_g__mutmut_{}'.format(n), 'file': 'm.py', 'exit_code': 33}
+                 for n in (1, 2)]
+    report = {'made': 12, 'killed': 4, 'timed_out': 1, 'messages_only': [entry(9)],
               'equivalent': [entry(8)], 'surviving': [entry(1), entry(2), entry(3)],
-              'score': 62.5}
+              'other': unreached, 'score': 50.0}
     # Exit code 1: a test failed; None: they hung; 0: they passed, the mutant survives.
     tool.count_mpi_verdicts(report, {'m.x_f__mutmut_1': 1, 'm.x_f__mutmut_2': None,
-                                     'm.x_f__mutmut_3': 0}, ['tests/test_x_mpi.py'])
+                                     'm.x_f__mutmut_3': 0, 'm.x_g__mutmut_1': 1,
+                                     'm.x_g__mutmut_2': 0}, ['tests/test_x_mpi.py'])
     assert [e['mutant'] for e in report['surviving']] == ['m.x_f__mutmut_3']
-    assert report['killed_under_mpi'] == 2 and report['score'] == 87.5
-    assert 'killed under mpiexec -n 2 by tests/test_x_mpi.py: 2' in tool.format_report(
-        dict(report, module='m.py', tests=['tests/test_m.py'], minutes=1.0, other=[]))
+    assert [e['mutant'] for e in report['other']] == ['m.x_g__mutmut_2']
+    assert report['killed_under_mpi'] == 3 and report['score'] == 80.0
+    assert 'killed under mpiexec -n 2 by tests/test_x_mpi.py: 3' in tool.format_report(
+        dict(report, module='m.py', tests=['tests/test_m.py'], minutes=1.0))
 
 
 def test_every_module_with_tests_under_mpiexec_has_them_and_they_are_mpi_tests(tool):

@@ -121,6 +121,8 @@ EXTRA_TESTS = {
 #: (:func:`rerun_under_mpi`) and counts those they catch.
 MPI_TESTS = {
     'chainer/training/_experiment/trainer.py': ['tests/chainer/training/test_experiment_mpi.py'],
+    'chainer/training/_experiment/search/objective.py': [
+        'tests/chainer/training/test_search_mpi.py'],
 }
 _MPIEXEC = ['mpiexec', '--allow-run-as-root', '--oversubscribe', '-n', '2']
 
@@ -142,6 +144,8 @@ _MESSAGE_CALLS = {'warn', 'write', 'warning', 'error', 'info', 'debug', 'print',
 # mutmut's exit codes (mutmut/stats.py) grouped as the report counts them.
 _KILLED = {1, 3, 37}
 _SURVIVED = {0}
+# mutmut's exit code for a mutant that no test reached (in pytest's own process).
+_NO_TESTS = 33
 _TIMED_OUT = {36, 24, -24, 152, 255}
 
 
@@ -358,8 +362,9 @@ def _mpi_run(workdir, tests, mutant, python, timeout):
 
 
 def rerun_under_mpi(module, workdir, report, python=sys.executable):
-    """Runs each survivor of ``report`` with the module's MPI_TESTS under mpiexec; those
-    the tests fail on (or that hang) move from surviving to ``killed_under_mpi``. The
+    """Runs each survivor of ``report``, and each mutant no test reached, with the module's
+    MPI_TESTS under mpiexec; those the tests fail on (or that hang) count as
+    ``killed_under_mpi``. The
     verdicts are kept in the copy (``mpi_verdicts.json``) for ``--report-only``."""
     tests = MPI_TESTS.get(module)
     if not tests:
@@ -369,7 +374,10 @@ def rerun_under_mpi(module, workdir, report, python=sys.executable):
     if os.path.exists(path):
         with open(path) as stream:
             verdicts = json.load(stream)
-    if any(entry['mutant'] not in verdicts for entry in report['surviving']):
+    # Those no test reached in one process: code that only the ranks of a ChainerMN run run.
+    unreached = [{'mutant': entry['mutant']} for entry in report['other']
+                 if entry['exit_code'] == _NO_TESTS]
+    if any(entry['mutant'] not in verdicts for entry in report['surviving'] + unreached):
         started = time.monotonic()
         if _mpi_run(workdir, tests, 'none', python, None) != 0:
             raise SystemExit('mutation: {} fail under mpiexec without a mutant'.format(
@@ -377,7 +385,7 @@ def rerun_under_mpi(module, workdir, report, python=sys.executable):
         # A mutant that makes them run three times as long as they do unchanged hangs
         # (OpenMPI ends every rank when one exits with an error, so a failure is quick).
         timeout = 3 * (time.monotonic() - started) + 30
-        for entry in report['surviving']:
+        for entry in report['surviving'] + unreached:
             if entry['mutant'] not in verdicts:
                 verdicts[entry['mutant']] = _mpi_run(workdir, tests, entry['mutant'], python,
                                                      timeout)
@@ -387,11 +395,18 @@ def rerun_under_mpi(module, workdir, report, python=sys.executable):
 
 
 def count_mpi_verdicts(report, verdicts, tests):
-    """Moves the survivors that the tests under mpiexec caught (``verdicts``: mutant ->
-    exit code, None for a hang) to ``killed_under_mpi``, and scores again."""
-    caught = [entry for entry in report['surviving'] if verdicts.get(entry['mutant'], 0) != 0]
-    report['surviving'] = [entry for entry in report['surviving'] if entry not in caught]
-    report['killed_under_mpi'] = report.get('killed_under_mpi', 0) + len(caught)
+    """Moves the survivors and unreached mutants that the tests under mpiexec caught
+    (``verdicts``: mutant -> exit code, None for a hang) to ``killed_under_mpi``, and scores
+    again."""
+    def caught(entry):
+        return verdicts.get(entry['mutant'], 0) != 0
+
+    before = len(report['surviving']) + len(report['other'])
+    # Of the others, only those no test reached in one process were run (rerun_under_mpi).
+    report['surviving'] = [entry for entry in report['surviving'] if not caught(entry)]
+    report['other'] = [entry for entry in report['other'] if not caught(entry)]
+    report['killed_under_mpi'] = (report.get('killed_under_mpi', 0) + before
+                                  - len(report['surviving']) - len(report['other']))
     report['mpi_tests'] = list(tests)
     counted = report['made'] - len(report['messages_only']) - len(report['equivalent'])
     total = report['killed'] + report['timed_out'] + report['killed_under_mpi']
