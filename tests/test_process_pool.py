@@ -38,8 +38,10 @@ def _wait_for_file(path):
 
 
 def _touch(path):
-    with open(path, 'w') as stream:
+    """Creates ``path`` holding this pid, whole when it appears."""
+    with open(path + '.part', 'w') as stream:
         stream.write(str(os.getpid()))
+    os.replace(path + '.part', path)
 
 
 def _rebuild_only_in(pid, message):
@@ -91,8 +93,7 @@ class _Source(object):
             if action == 'orphan':
                 if os.fork() == 0:
                     try:
-                        with open(argument + '.pid', 'w') as stream:
-                            stream.write(str(os.getpid()))
+                        _touch(argument + '.pid')
                         _wait_for_file(argument)
                     finally:
                         os._exit(0)
@@ -287,6 +288,7 @@ def test_a_worker_that_exits_while_its_child_holds_its_pipe_is_reported(make_poo
         with pytest.raises(WorkerDiedError, match='exited with code 2'):
             _collect(pool, batch)
         # Reported at once, not when the child lets go of the pipe.
+        _wait_for_file(released + '.pid')
         with open(released + '.pid') as stream:
             assert is_running(int(stream.read()))
     finally:
