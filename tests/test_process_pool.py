@@ -22,7 +22,8 @@ from researchutils._process_pool import PoolClosedError, ProcessPool, WorkerDied
 from tests.support.processes import is_running
 from tests.support.start_methods import using_start_method
 
-pytestmark = pytest.mark.timeout(120)
+# Each test takes about a second; a pool that hangs fails it long before the suite stops.
+pytestmark = pytest.mark.timeout(30)
 # Generous: what these waits allow is never what they normally take.
 DEADLINE = 60.
 # The real-time signal SIGRTMIN + 1 has no name of its own in Python's signal.Signals.
@@ -241,6 +242,9 @@ def test_an_exception_the_main_process_cannot_unpickle_is_reported_with_the_trac
     assert not isinstance(raised.value, _Unrebuildable)
     cause = str(raised.value.__cause__)
     assert 'lost in transit' in cause and 'Traceback in worker process' in cause
+    # The message names the worker, as the traceback does.
+    pid = int(cause.split('Traceback in worker process ')[1].split(':')[0])
+    assert 'worker process {} '.format(pid) in str(raised.value)
 
 
 @pytest.mark.parametrize('exit_code', [0, 3])
