@@ -71,7 +71,8 @@ class _Source(object):
     ``'spin'`` create it, then hold the GIL in C code for ever, ``'orphan'`` start a child
     (by fork: it holds the pipes) that writes its pid to the file argument + '.pid' and
     waits until the file argument exists, then exit with code 2, ``'unrebuildable'`` raise
-    an exception that the main process cannot unpickle."""
+    an exception that the main process cannot unpickle, ``'whoami'`` make the worker's
+    process name and whether it is a daemon."""
 
     seed = 0
 
@@ -101,6 +102,9 @@ class _Source(object):
                 os._exit(2)
             if action == 'unrebuildable':
                 raise _Unrebuildable(os.getpid(), argument)
+            if action == 'whoami':
+                process = multiprocessing.current_process()
+                argument = (process.name, process.daemon)
             made.append((argument, None if keys is None else keys[index], os.getpid()))
         return made
 
@@ -210,6 +214,16 @@ def test_the_chunks_are_shared_among_the_workers(make_pool, tmp_path):
     pids = [pid for _, _, pid in made]
     assert pids[0] == pids[1] != pids[2] == pids[3]
     assert set(pids) == {worker.pid for worker in _workers(pool.owner)}
+
+
+def test_the_workers_are_daemons_named_for_their_owner_and_slot(make_pool, tmp_path):
+    pool = make_pool(n_processes=2)
+    # Each chunk waits until the other is made: each worker makes one.
+    first, second = str(tmp_path / 'first'), str(tmp_path / 'second')
+    made = _collect(pool, pool.submit([('touch', first), ('wait', second), ('whoami', None),
+                                       ('touch', second), ('wait', first), ('whoami', None)],
+                                      None, 2))
+    assert {made[2][0], made[5][0]} == {(pool.owner + '-0', True), (pool.owner + '-1', True)}
 
 
 def test_the_first_failing_item_in_batch_order_is_raised_with_the_workers_traceback(
