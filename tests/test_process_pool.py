@@ -398,21 +398,22 @@ def test_close_stops_workers_busy_in_c_code_at_once_and_leaves_no_child(make_poo
 def test_dataset_timeout_calls_on_timeout_while_the_batch_is_slow(make_pool, tmp_path):
     pool = make_pool()
     released = str(tmp_path / 'released')
-    batch = pool.submit(_values([1]) + [('wait', released)], None, 2)
+    # One chunk, made only once on_timeout has been called many times.
+    batch = pool.submit(_values([1]) + [('wait', released)], None, 1)
     calls = []
 
     def on_timeout():
         calls.append(time.monotonic())
-        if len(calls) == 3:
+        if len(calls) == 40:
             _touch(released)
 
     started = time.monotonic()
-    made = pool.collect(batch, 0.05, on_timeout)
+    made = pool.collect(batch, 0.01, on_timeout)
     assert [value for value, _, _ in made] == [1, released]
-    assert len(calls) >= 3
+    assert len(calls) >= 40
     # Never before its time: dataset_timeout seconds apart.
     gaps = [later - earlier for earlier, later in zip([started] + calls, calls)]
-    assert min(gaps) >= 0.05
+    assert min(gaps) >= 0.01
 
 
 def test_no_on_timeout_for_a_batch_made_in_time(make_pool, tmp_path):
