@@ -343,11 +343,12 @@ def test_a_cancelled_batch_is_dropped_and_the_pool_goes_on(make_pool, tmp_path):
     kept = pool.submit(_values(range(10, 13)), None, 2)
     _touch(released)
     assert [value for value, _, _ in _collect(pool, kept)] == [10, 11, 12]
-    # A cancelled batch cannot be collected; cancelling it again does nothing.
-    with pytest.raises(PoolClosedError):
-        _collect(pool, cancelled)
-    pool.cancel(cancelled)
-    pool.cancel(kept)
+    # The pool keeps nothing of a cancelled batch, nor of a collected one: neither can be
+    # collected (again), and cancelling either does nothing.
+    for forgotten in (cancelled, kept):
+        with pytest.raises(PoolClosedError):
+            _collect(pool, forgotten)
+        pool.cancel(forgotten)
 
 
 def test_close_from_another_thread_while_a_batch_is_awaited(make_pool, tmp_path):
