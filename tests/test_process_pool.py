@@ -150,8 +150,11 @@ def _open_pipes():
 
 @pytest.fixture
 def make_pool(request):
-    """Makes pools under the fork start method (fast), each owned by a name of this test,
-    and closes them at the end."""
+    """Makes pools, each owned by a name of this test, and closes them at the end.
+
+    Under the fork start method unless told (fast). Not forkserver: a fork server started
+    by a process that forked this one (mutmut's runner) is not this process's child, and
+    multiprocessing then fails to check on it (ChildProcessError)."""
     pools = []
 
     def make(n_processes=2, maxtasksperchild=None, source=None, method='fork'):
@@ -424,7 +427,7 @@ def test_no_on_timeout_for_a_batch_made_in_time(make_pool, tmp_path):
 
 
 def test_a_worker_that_cannot_unpickle_the_source_says_why(make_pool):
-    pool = make_pool(n_processes=1, source=_Unsendable(), method='forkserver')
+    pool = make_pool(n_processes=1, source=_Unsendable(), method='spawn')
     batch = pool.submit(_values([1]), None, 1)
     with pytest.raises(WorkerDiedError, match='could not start') as raised:
         _collect(pool, batch)
