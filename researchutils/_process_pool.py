@@ -307,8 +307,12 @@ class ProcessPool(object):
         ready = {slots[handle] for handle in multiprocessing.connection.wait(handles, timeout)}
         if self._closed:
             return
-        for slot in sorted(ready):
+        # Every worker's exit code is looked at too: a child that a worker started (by
+        # fork) holds both the pipe and the sentinel open after the worker died.
+        for slot in sorted(workers):
             worker = workers[slot]
+            if slot not in ready and worker.process.exitcode is None:
+                continue
             messages, ended = worker.inbox.read()
             # A retiring worker says so before it exits, and is replaced when that is read.
             for message in messages:
