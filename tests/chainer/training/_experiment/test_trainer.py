@@ -287,10 +287,12 @@ def test_a_signal_mid_epoch_replaces_the_last_epoch_s_snapshot_and_the_run_resum
 
 
 def _plotted(exp):
-    """The keys of each PlotReport of the run's Trainer, by file name."""
-    return {entry.extension._file_name: list(entry.extension._y_keys)
-            for entry in exp.trainer._extensions.values()
-            if isinstance(entry.extension, chainer_extensions.PlotReport)}
+    """The keys of each PlotReport of the run's Trainer, by file name; each is plotted
+    against the epoch."""
+    reports = [entry.extension for entry in exp.trainer._extensions.values()
+               if isinstance(entry.extension, chainer_extensions.PlotReport)]
+    assert [report._x_key for report in reports] == ['epoch'] * len(reports)
+    return {report._file_name: list(report._y_keys) for report in reports}
 
 
 def test_train_metrics_are_reported_and_plotted_beside_the_val_metrics(tmp_path):
