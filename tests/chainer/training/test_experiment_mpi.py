@@ -122,3 +122,27 @@ def test_a_folder_held_by_another_run_is_refused_on_every_rank(comm, shared_path
     with pytest.raises(FolderInUseError, match='pid 99 on host another-node'):
         exp.run(train, val)
     assert not os.path.exists(os.path.join(folder, 'log'))
+
+
+class CountEpochs(chainer.training.Extension):
+    trigger = (1, 'epoch')
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, trainer):
+        self.calls += 1
+
+
+class CountEpochsOnEveryRank(CountEpochs):
+    every_rank = True
+
+
+def test_a_user_extension_runs_on_rank_zero_and_one_for_every_rank_on_each(comm, shared_path):
+    plain, own, paired = CountEpochs(), CountEpochsOnEveryRank(), CountEpochsOnEveryRank()
+    exp = make(comm, shared_path, num_epochs=2,
+               extensions=[plain, own, (paired, (1, 'iteration'))])
+    exp.run(*tasks.make_managers(n_train=128, batch_size=32))
+    # 128 examples in shards of 64, 32 a batch: two iterations an epoch on each rank.
+    calls = comm.mpi_comm.allgather((plain.calls, own.calls, paired.calls))
+    assert calls == [(2, 2, 4), (0, 2, 4)]
