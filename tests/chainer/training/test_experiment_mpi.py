@@ -146,3 +146,13 @@ def test_a_user_extension_runs_on_rank_zero_and_one_for_every_rank_on_each(comm,
     # 128 examples in shards of 64, 32 a batch: two iterations an epoch on each rank.
     calls = comm.mpi_comm.allgather((plain.calls, own.calls, paired.calls))
     assert calls == [(2, 2, 4), (0, 2, 4)]
+
+
+def test_a_training_set_the_ranks_do_not_divide_gives_each_rank_as_many_updates(
+        comm, shared_path):
+    # 65 examples on 2 ranks: shards of 33, the shorter one padded, so that every rank makes
+    # two batches of 32 an epoch and no rank waits for the other in the gradients' allreduce.
+    exp = make(comm, shared_path, num_epochs=2)
+    exp.run(*tasks.make_managers(n_train=65, batch_size=32))
+    updates = comm.mpi_comm.allgather(exp.trainer.updater.get_optimizer('main').t)
+    assert updates == [4, 4]
