@@ -345,13 +345,26 @@ def read_equivalent(path=EQUIVALENT):
     return listed
 
 
+def _copy_environment():
+    """This process's environment for a run in the copy, which is what mutmut imports
+    (mutants/ first on sys.path): nothing of the caller's path may stand in its place."""
+    return {name: value for name, value in os.environ.items()
+            if name not in ('PYTHONPATH', 'PYTHONHOME') and not name.startswith('PYTEST_')}
+
+
+def _score(report):
+    """The share of the counted mutants (made, less messages only and equivalents) that
+    were caught: killed, timed out (a user would see the run hang) or killed under mpiexec."""
+    counted = report['made'] - len(report['messages_only']) - len(report['equivalent'])
+    caught = report['killed'] + report['timed_out'] + report.get('killed_under_mpi', 0)
+    return round(100.0 * caught / counted, 1) if counted else 100.0
+
+
 def _mpi_run(workdir, tests, mutant, python, timeout):
     """Exit code of ``tests`` under ``mpiexec -n 2`` in the copy's ``mutants`` folder with
     ``mutant`` active (mutmut's trampolines read MUTANT_UNDER_TEST in every process), or
     None when they ran past ``timeout`` seconds."""
-    env = {name: value for name, value in os.environ.items()
-           if name not in ('PYTHONPATH', 'PYTHONHOME') and not name.startswith('PYTEST_')}
-    env['MUTANT_UNDER_TEST'] = mutant
+    env = dict(_copy_environment(), MUTANT_UNDER_TEST=mutant)
     command = _MPIEXEC + [python, '-m', 'pytest', '-m', 'mpi', '-x', '-q', '-p',
                           'no:cacheprovider', '-p', 'no:randomly'] + list(tests)
     try:
@@ -364,8 +377,8 @@ def _mpi_run(workdir, tests, mutant, python, timeout):
 def rerun_under_mpi(module, workdir, report, python=sys.executable):
     """Runs each survivor of ``report``, and each mutant no test reached, with the module's
     MPI_TESTS under mpiexec; those the tests fail on (or that hang) count as
-    ``killed_under_mpi``. The
-    verdicts are kept in the copy (``mpi_verdicts.json``) for ``--report-only``."""
+    ``killed_under_mpi``. The verdicts are kept in the copy (``mpi_verdicts.json``) for
+    ``--report-only``."""
     tests = MPI_TESTS.get(module)
     if not tests:
         raise SystemExit('mutation: {} has no tests under mpiexec (MPI_TESTS)'.format(module))
@@ -374,10 +387,12 @@ def rerun_under_mpi(module, workdir, report, python=sys.executable):
     if os.path.exists(path):
         with open(path) as stream:
             verdicts = json.load(stream)
-    # Those no test reached in one process: code that only the ranks of a ChainerMN run run.
-    unreached = [{'mutant': entry['mutant']} for entry in report['other']
-                 if entry['exit_code'] == _NO_TESTS]
-    if any(entry['mutant'] not in verdicts for entry in report['surviving'] + unreached):
+    # The survivors, and those no test reached in one process (code that only the ranks of
+    # a ChainerMN run run), not judged yet.
+    pending = [entry['mutant'] for entry in report['surviving']
+               + [other for other in report['other'] if other['exit_code'] == _NO_TESTS]
+               if entry['mutant'] not in verdicts]
+    if pending:
         started = time.monotonic()
         if _mpi_run(workdir, tests, 'none', python, None) != 0:
             raise SystemExit('mutation: {} fail under mpiexec without a mutant'.format(
@@ -385,12 +400,10 @@ def rerun_under_mpi(module, workdir, report, python=sys.executable):
         # A mutant that makes them run three times as long as they do unchanged hangs
         # (OpenMPI ends every rank when one exits with an error, so a failure is quick).
         timeout = 3 * (time.monotonic() - started) + 30
-        for entry in report['surviving'] + unreached:
-            if entry['mutant'] not in verdicts:
-                verdicts[entry['mutant']] = _mpi_run(workdir, tests, entry['mutant'], python,
-                                                     timeout)
-                with open(path, 'w') as stream:
-                    json.dump(verdicts, stream, indent=1)
+        for mutant in pending:
+            verdicts[mutant] = _mpi_run(workdir, tests, mutant, python, timeout)
+            with open(path, 'w') as stream:
+                json.dump(verdicts, stream, indent=1)
     count_mpi_verdicts(report, verdicts, tests)
 
 
@@ -408,9 +421,7 @@ def count_mpi_verdicts(report, verdicts, tests):
     report['killed_under_mpi'] = (report.get('killed_under_mpi', 0) + before
                                   - len(report['surviving']) - len(report['other']))
     report['mpi_tests'] = list(tests)
-    counted = report['made'] - len(report['messages_only']) - len(report['equivalent'])
-    total = report['killed'] + report['timed_out'] + report['killed_under_mpi']
-    report['score'] = round(100.0 * total / counted, 1) if counted else 100.0
+    report['score'] = _score(report)
 
 
 def run_module(module, workers, mutants=(), python=sys.executable, resume=False,
@@ -424,10 +435,7 @@ def run_module(module, workers, mutants=(), python=sys.executable, resume=False,
     workdir = os.path.join(SCRATCH, _slug(module))
     if not ((resume or report_only) and os.path.isdir(os.path.join(workdir, 'mutants'))):
         _prepare(module, tests, workdir)
-    # The copy is what mutmut imports (mutants/ first on sys.path); nothing of the caller's
-    # path may stand in its place.
-    env = {name: value for name, value in os.environ.items()
-           if name not in ('PYTHONPATH', 'PYTHONHOME') and not name.startswith('PYTEST_')}
+    env = _copy_environment()
     started = time.monotonic()
     done = subprocess.CompletedProcess([], 0, '', '')
     if not report_only:
@@ -462,10 +470,7 @@ def run_module(module, workers, mutants=(), python=sys.executable, resume=False,
                 report['surviving'].append(entry)
         else:
             report['other'].append({'mutant': mutant, 'file': source, 'exit_code': code})
-    counted = report['made'] - len(report['messages_only']) - len(report['equivalent'])
-    # Timed-out mutants count as killed: a user would see the run hang.
-    caught = report['killed'] + report['timed_out']
-    report['score'] = round(100.0 * caught / counted, 1) if counted else 100.0
+    report['score'] = _score(report)
     if under_mpi:
         rerun_under_mpi(module, workdir, report, python)
     return report
