@@ -76,6 +76,24 @@ class ScriptedScore(object):
         return self.scores.pop(0)
 
 
+class CountCalls(chainer.training.Extension):
+    """Counts its calls: once an epoch, unless extended with another trigger."""
+
+    trigger = (1, 'epoch')
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, trainer):
+        self.calls += 1
+
+
+class CountCallsOnEveryRank(CountCalls):
+    """CountCalls marked to run on every ChainerMN rank, not on rank 0 alone."""
+
+    every_rank = True
+
+
 class CountUpdates(chainer.training.Extension):
     """Counts iterations and remembers the epoch training resumed from."""
 

@@ -124,22 +124,9 @@ def test_a_folder_held_by_another_run_is_refused_on_every_rank(comm, shared_path
     assert not os.path.exists(os.path.join(folder, 'log'))
 
 
-class CountEpochs(chainer.training.Extension):
-    trigger = (1, 'epoch')
-
-    def __init__(self):
-        self.calls = 0
-
-    def __call__(self, trainer):
-        self.calls += 1
-
-
-class CountEpochsOnEveryRank(CountEpochs):
-    every_rank = True
-
-
 def test_a_user_extension_runs_on_rank_zero_and_one_for_every_rank_on_each(comm, shared_path):
-    plain, own, paired = CountEpochs(), CountEpochsOnEveryRank(), CountEpochsOnEveryRank()
+    plain = tasks.CountCalls()
+    own, paired = tasks.CountCallsOnEveryRank(), tasks.CountCallsOnEveryRank()
     exp = make(comm, shared_path, num_epochs=2,
                extensions=[plain, own, (paired, (1, 'iteration'))])
     exp.run(*tasks.make_managers(n_train=128, batch_size=32))

@@ -15,18 +15,13 @@ from researchutils.chainer.training._experiment import files
 from researchutils.chainer.training._experiment.trainer import shard
 from researchutils.chainer.training.extensions import BestModelSaver, Preempted
 from tests.chainer.training import tasks
-from tests.chainer.training.tasks import experiment, read_log
+from tests.chainer.training.tasks import (
+    CountCalls,
+    CountCallsOnEveryRank,
+    experiment,
+    read_log,
+)
 from tests.support.preemptible_training import signal_self_at
-
-
-class CountCalls(chainer.training.Extension):
-    trigger = (1, 'epoch')
-
-    def __init__(self):
-        self.calls = 0
-
-    def __call__(self, trainer):
-        self.calls += 1
 
 
 def test_checkpoints_every_checkpoint_freq_epochs(tmp_path):
@@ -185,12 +180,6 @@ def test_without_validation_data_the_val_metrics_are_not_computed(tmp_path):
     assert 'main/MSE' in log[-1]
 
 
-def _best_model_saver(exp):
-    savers = [entry.extension for entry in exp.trainer._extensions.values()
-              if isinstance(entry.extension, BestModelSaver)]
-    return savers[0] if savers else None
-
-
 @pytest.mark.parametrize('mode, best_epoch, best_value', [('lowest', 3, 1.), ('highest', 4, 4.)])
 def test_the_best_model_is_that_of_the_best_val_score_in_the_experiment_s_mode(
         tmp_path, mode, best_epoch, best_value):
@@ -199,7 +188,8 @@ def test_the_best_model_is_that_of_the_best_val_score_in_the_experiment_s_mode(
     exp = experiment(tmp_path, params, val_score_key='score', val_score_mode=mode,
                      checkpoint_freq=1)
     exp.run(*tasks.make_managers(n_train=64, n_val=32))
-    saver = _best_model_saver(exp)
+    saver, = [entry.extension for entry in exp.trainer._extensions.values()
+              if isinstance(entry.extension, BestModelSaver)]
     assert (saver.best_epoch, saver.best_value) == (best_epoch, best_value)
     # The epoch-end snapshots: the newest two are kept.
     assert sorted(n for n in os.listdir(exp.output_dir) if n.startswith('snapshot')) == [
@@ -255,13 +245,9 @@ def test_a_scheduler_that_gives_no_extension_is_refused_naming_what_it_gave(tmp_
     assert 'lr_sched_cls' in str(raised.value) and "{'rate': 3}" in str(raised.value)
 
 
-class EveryRank(CountCalls):
-    every_rank = True
-
-
 def test_an_extension_for_every_rank_runs_once_in_a_run_of_one_process_beside_the_others(
         tmp_path):
-    own, paired, plain = EveryRank(), EveryRank(), CountCalls()
+    own, paired, plain = CountCallsOnEveryRank(), CountCallsOnEveryRank(), CountCalls()
     exp = experiment(tmp_path, tasks.make_params(num_epochs=2),
                      extensions=[own, (paired, (1, 'iteration')), plain])
     exp.run(*tasks.make_managers(n_train=64, batch_size=32))
