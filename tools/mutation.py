@@ -120,7 +120,9 @@ EXTRA_TESTS = {
 #: survivor of such a module again with these tests under ``mpiexec -n 2``
 #: (:func:`rerun_under_mpi`) and counts those they catch.
 MPI_TESTS = {
-    'chainer/training/_experiment/trainer.py': ['tests/chainer/training/test_experiment_mpi.py'],
+    'chainer/training/_experiment/trainer.py': [
+        'tests/chainer/training/test_experiment_mpi.py',
+        'tests/chainer/training/test_experiment_preemption_mpi.py'],
     'chainer/training/_experiment/search/objective.py': [
         'tests/chainer/training/test_search_mpi.py'],
 }

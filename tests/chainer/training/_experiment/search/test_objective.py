@@ -405,3 +405,52 @@ def test_a_tracked_trial_writes_its_tensorboard_folder_in_its_own(tmp_path):
     study = _study()
     _objective(experiment)(study.ask())
     assert os.path.isdir(os.path.join(_folder(experiment, study.trials[0]), 'tensorboard'))
+
+
+class AlwaysPrune(optuna.pruners.BasePruner):
+    """Prunes every trial at its first report."""
+
+    def prune(self, study, trial):
+        return True
+
+
+# MLflow's SQLAlchemy models use a loader strategy that SQLAlchemy 2.1 deprecates.
+@pytest.mark.filterwarnings(
+    'ignore:The ``noload`` loader strategy is deprecated:DeprecationWarning')
+@pytest.mark.slow
+def test_each_trial_marks_its_mlflow_run_with_how_it_ended(tmp_path):
+    # MLflow's own SQLite store, in this process: the marks are the same as on a server
+    # (tests/chainer/training/test_tracking_mlflow.py runs the search against a real one),
+    # without a server's start for each mutant of mutation testing.
+    mlflow = pytest.importorskip('mlflow')
+    uri = 'sqlite:///' + str(tmp_path / 'mlflow.db')
+    name = 'objective'
+    ends = {}
+    for end, learning_rate, extensions, training, pruner in (
+            ('COMPLETE', 0.01, (), {}, optuna.pruners.NopPruner()),
+            ('diverged', DIVERGING, (), {}, optuna.pruners.NopPruner()),
+            ('NaN', 0.01, (), {'val_metrics': {'MSE': nan_metric}}, optuna.pruners.NopPruner()),
+            ('pruned', 0.01, (), {}, AlwaysPrune()),
+            ('FAIL', 0.01, (DieAfterEpoch(1),), {}, optuna.pruners.NopPruner())):
+        experiment = experiment_settings.replace(
+            _experiment(tmp_path / end, learning_rates=(learning_rate,), num_epochs=2,
+                        extensions=extensions, **training),
+            tracking={'mlflow': uri, 'mlflow_experiment': name,
+                      'tensorboard': False})
+        study = optuna.create_study(study_name=end, pruner=pruner)
+        with np.errstate(over='ignore', invalid='ignore'):
+            study.optimize(_objective(experiment), n_trials=1, catch=(RuntimeError,))
+        ends[end] = study.trials[0].user_attrs[folders.FOLDER_ATTR]
+    client = mlflow.MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name(name).experiment_id])
+    marked = {}
+    for run in runs:
+        marked.setdefault(run.data.tags['study'], []).append(
+            (run.data.tags[tracking.FOLDER_TAG], run.data.tags.get('trial_state'),
+             run.info.status))
+    assert marked == {
+        'COMPLETE': [(ends['COMPLETE'], 'COMPLETE', 'FINISHED')],
+        'diverged': [(ends['diverged'], 'PRUNED', 'KILLED')],
+        'NaN': [(ends['NaN'], 'PRUNED', 'KILLED')],
+        'pruned': [(ends['pruned'], 'PRUNED', 'KILLED')],
+        'FAIL': [(ends['FAIL'], 'FAIL', 'FAILED')]}
