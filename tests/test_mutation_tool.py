@@ -131,3 +131,16 @@ def test_every_module_with_tests_under_mpiexec_has_them_and_they_are_mpi_tests(t
         for path in tests:
             with open(os.path.join(REPO, path)) as stream:
                 assert 'mark.mpi' in stream.read(), path
+
+
+@pytest.mark.parametrize('code, killed', [
+    (1, True),  # a test failed
+    (-10, True),  # the tests' SIGUSR1 killed the process: the mutant dropped its handler
+    (-15, True),
+    (-24, False),  # mutmut's CPU limit: timed out, counted as such
+    (0, False),  # the tests passed
+    (33, False),  # no test reached the mutant
+    (None, False),  # not run
+])
+def test_a_test_process_killed_by_a_signal_counts_as_caught(tool, code, killed):
+    assert tool._killed(code) is killed

@@ -151,6 +151,14 @@ _NO_TESTS = 33
 _TIMED_OUT = {36, 24, -24, 152, 255}
 
 
+def _killed(code):
+    """Whether mutmut's exit code ``code`` says the tests caught the mutant: they failed,
+    or the process running them died of a signal (negative: a signal the tests send, such
+    as SIGUSR1, that the mutant left without its handler), other than mutmut's own CPU
+    limit (SIGXCPU: timed out)."""
+    return code in _KILLED or (code is not None and code < 0 and code not in _TIMED_OUT)
+
+
 def mirrored_tests(module):
     """The test files and folders of ``module`` (a path under researchutils/): its mirror
     under tests/ when there is one, and those of EXTRA_TESTS."""
@@ -456,7 +464,7 @@ def run_module(module, workers, mutants=(), python=sys.executable, resume=False,
               'made': len(results), 'killed': 0, 'timed_out': 0, 'surviving': [],
               'messages_only': [], 'equivalent': [], 'other': []}
     for mutant, (source, code) in sorted(results.items()):
-        if code in _KILLED:
+        if _killed(code):
             report['killed'] += 1
         elif code in _TIMED_OUT:
             report['timed_out'] += 1
