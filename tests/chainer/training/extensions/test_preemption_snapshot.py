@@ -540,3 +540,79 @@ def test_under_chainermn_only_rank_0_asks_slurm_to_requeue(tmp_path, monkeypatch
         trainer.run()
     assert os.path.exists(str(tmp_path / 'out' / 'snapshot_iter_2_rank{}'.format(rank)))
     assert (calls_file.read_text() if calls_file.exists() else None) == calls
+
+
+def test_without_chainermn_the_one_process_asks_slurm_to_requeue(tmp_path, monkeypatch):
+    env, calls_file = _scontrol_stand_in(tmp_path)
+    monkeypatch.setenv('PATH', env['PATH'])
+    monkeypatch.setenv('SLURM_JOB_ID', env['SLURM_JOB_ID'])
+    trainer = run.build_trainer(tmp_path / 'out', requeue=True)
+    trainer.extend(run.signal_self_at(2, signal.SIGUSR1))
+    with pytest.raises(Preempted):
+        trainer.run()
+    assert calls_file.read_text() == 'requeue 4242\n'
+
+
+def test_an_scontrol_that_never_answers_is_given_up_after_requeue_timeout(tmp_path,
+                                                                          monkeypatch):
+    folder = tmp_path / 'bin'
+    folder.mkdir()
+    script = folder / 'scontrol'
+    # Waits for a file that nobody creates: only requeue_timeout ends the wait.
+    script.write_text('#!/bin/sh\nwhile [ ! -e "{}" ]; do sleep 0.1; done\n'.format(
+        tmp_path / 'never'))
+    script.chmod(0o755)
+    monkeypatch.setenv('PATH', '{}{}{}'.format(folder, os.pathsep, os.environ['PATH']))
+    monkeypatch.setenv('SLURM_JOB_ID', '4242')
+    trainer = run.build_trainer(tmp_path / 'out', requeue=True, requeue_timeout=0.5)
+    trainer.extend(run.signal_self_at(2, signal.SIGUSR1))
+    with pytest.warns(RuntimeWarning, match="'scontrol requeue 4242' failed: .*timed out"):
+        with pytest.raises(Preempted):
+            trainer.run()
+    assert os.path.exists(str(tmp_path / 'out' / 'snapshot_iter_2'))
+
+
+def test_preempted_and_the_stderr_line_name_the_signal_iteration_snapshot_and_status(
+        tmp_path, capfd):
+    trainer = run.build_trainer(tmp_path)
+    trainer.extend(run.signal_self_at(3, signal.SIGTERM))
+    with pytest.raises(Preempted) as preempted:
+        trainer.run()
+    path = os.path.join(trainer.out, 'snapshot_iter_3')
+    error = preempted.value
+    assert (error.iteration, error.signal_number, error.path, error.code) == (
+        3, signal.SIGTERM, path, 75)
+    assert error.signal_name == 'SIGTERM'
+    written = capfd.readouterr().err
+    for text in (str(error), written):
+        for part in ('SIGTERM', 'iteration 3', repr(path), 'exit status 75'):
+            assert part in text, (part, text)
+
+
+def test_a_signal_the_run_ends_before_acting_on_meets_the_previous_handler(tmp_path):
+    received = []
+    previous = signal.signal(signal.SIGUSR1, lambda number, frame: received.append(number))
+    try:
+        trainer = run.build_trainer(tmp_path, stop_iteration=3)
+        # After PreemptionSnapshot's turn in the last iteration: noted, never acted on.
+        trainer.extend(run.signal_self_at(3, signal.SIGUSR1),
+                       priority=PreemptionSnapshot.priority - 1)
+        trainer.run()
+        assert received == [signal.SIGUSR1]
+        assert not os.path.exists(str(tmp_path / 'snapshot_iter_3'))
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
+def test_an_extension_reused_after_a_resumed_run_starts_clean(tmp_path):
+    first = run.build_trainer(tmp_path / 'first')
+    first.extend(run.signal_self_at(2, signal.SIGTERM))
+    with pytest.raises(Preempted):
+        first.run()
+    resumed = run.build_trainer(tmp_path / 'first')  # loads the snapshot's random states
+    extension = resumed.get_extension('PreemptionSnapshot')
+    resumed.run()
+    second = run.build_trainer(tmp_path / 'second', stop_iteration=4, preemption=False)
+    second.extend(extension)
+    second.run()
+    assert second.updater.iteration == 4
