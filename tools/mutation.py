@@ -125,6 +125,8 @@ MPI_TESTS = {
         'tests/chainer/training/test_experiment_preemption_mpi.py'],
     'chainer/training/_experiment/search/objective.py': [
         'tests/chainer/training/test_search_mpi.py'],
+    'chainer/training/extensions/preemption_snapshot.py': [
+        'tests/chainer/training/extensions/test_preemption_snapshot_mpi.py'],
 }
 _MPIEXEC = ['mpiexec', '--allow-run-as-root', '--oversubscribe', '-n', '2']
 
