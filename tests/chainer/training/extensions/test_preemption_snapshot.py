@@ -306,17 +306,37 @@ def test_a_trainer_outside_the_main_thread_warns_and_runs_on(tmp_path):
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+class _Named:
+    """An object with the given attributes, shown as ``<name>``."""
+
+    def __init__(self, name, **attributes):
+        self.name = name
+        self.__dict__.update(attributes)
+
+    def __repr__(self):
+        return '<{}>'.format(self.name)
+
+
 @pytest.mark.parametrize('arguments, error, words', [
     # signals: test_signal_handlers.py
-    (dict(filename=3), TypeError, 'filename must be a str'),
+    (dict(filename=3), TypeError, 'filename must be a str .*got 3$'),
     (dict(filename=''), ValueError, "^filename must be one file or folder name .*got ''"),
     (dict(filename='a/b'), ValueError, "^filename must be one file or folder name .*'a/b'"),
     (dict(filename='..'), ValueError, '^filename must be one file or folder name'),
     (dict(filename='snap\0shot'), ValueError, '^filename must be one file or folder name'),
-    (dict(requeue='yes'), TypeError, 'requeue'),
-    (dict(requeue_timeout=0), ValueError, 'requeue_timeout'),
+    (dict(requeue='yes'), TypeError, "^requeue must .*'yes'"),
+    (dict(requeue_timeout=0), ValueError, '^requeue_timeout must .*got 0$'),
     (dict(comm=object()), TypeError, 'comm must be a ChainerMN communicator'),
-    (dict(check_interval=0), ValueError, 'check_interval'),
+    (dict(comm=_Named('no rank')), TypeError, '^comm must be a ChainerMN .*<no rank>$'),
+    (dict(comm=_Named('no mpi_comm', rank=0, size=2)), TypeError,
+     '^comm must be a ChainerMN .*<no mpi_comm>$'),
+    (dict(comm=_Named('str rank', rank='0', size=2, mpi_comm=None)), TypeError,
+     '^comm must be a ChainerMN .*<str rank>$'),
+    (dict(comm=_Named('str size', rank=0, size='2', mpi_comm=None)), TypeError,
+     '^comm must be a ChainerMN .*<str size>$'),
+    (dict(comm=_Named('two ranks', rank=0, size=2, mpi_comm=None), filename='snapshot'),
+     ValueError, "^filename 'snapshot' has no {rank}: .* each of the 2 ranks"),
+    (dict(check_interval=0), ValueError, '^check_interval must .*got 0$'),
 ])
 def test_bad_arguments_are_refused_by_name(arguments, error, words):
     with pytest.raises(error, match=words):
@@ -616,3 +636,24 @@ def test_an_extension_reused_after_a_resumed_run_starts_clean(tmp_path):
     second.extend(extension)
     second.run()
     assert second.updater.iteration == 4
+
+
+def test_the_defaults_wait_a_minute_for_scontrol_and_agree_at_every_iteration():
+    extension = PreemptionSnapshot()
+    assert (extension.requeue, extension.requeue_timeout, extension.check_interval) == (
+        False, 60.0, 1)
+    assert extension.filename == 'snapshot_iter_{.updater.iteration}'
+
+
+def test_one_rank_alone_needs_no_rank_in_the_file_name(tmp_path):
+    extension = PreemptionSnapshot(filename='snapshot', comm=_Named('one', rank=0, size=1,
+                                                                    mpi_comm=None))
+    assert extension.filename == 'snapshot'
+
+
+def test_under_chainermn_no_rank_stops_between_agreements_without_a_signal(tmp_path):
+    trainer = run.build_trainer(tmp_path, stop_iteration=4, preemption=False)
+    trainer.extend(PreemptionSnapshot(comm=_RankOfTwo(0), check_interval=3))
+    trainer.run()
+    assert trainer.updater.iteration == 4
+    assert not [name for name in os.listdir(str(tmp_path)) if name.startswith('snapshot')]
