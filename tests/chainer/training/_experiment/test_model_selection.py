@@ -84,8 +84,8 @@ def test_kfold_with_one_slack_report_posts_each_folds_start_and_finished(tmp_pat
     from tests.support.slack_server import SlackServer
 
     with SlackServer() as server:
-        # One message per start, whatever the length of the command line it shows (a
-        # mutation run's names hundreds of mutants).
+        # One message per start, however long the command line it shows (a mutation
+        # run's can name hundreds of mutants).
         report = SlackReport(server.client(), flush_timeout=5, max_message_chars=40000)
         exp = experiment(tmp_path, tasks.make_params(num_epochs=1),
                          extensions=[(report, (1, 'epoch'))])
