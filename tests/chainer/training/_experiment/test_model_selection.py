@@ -102,20 +102,38 @@ def test_kfold_with_one_slack_report_posts_each_folds_start_and_finished(tmp_pat
         assert finished[0]['thread_ts'] == starts[0]['ts']
 
 
-@pytest.mark.parametrize('options, word', [
-    (dict(num_splits=True), 'num_splits'), (dict(num_splits=1), 'num_splits'),
-    (dict(num_splits=2, val_split=float('nan')), 'val_split'),
-    (dict(num_splits=2, val_split=1.0), 'val_split'),
-    (dict(num_splits=2, random_seed=-1), 'random_seed'),
-    (dict(num_splits=2, shuffle='no'), 'shuffle'),
-    (dict(num_splits=2, verbose=None), 'verbose'),
+@pytest.mark.parametrize('options, word, said', [
+    (dict(num_splits=True), 'num_splits', ()), (dict(num_splits=1), 'num_splits', ()),
+    (dict(num_splits=17), 'num_splits', ('len(data.dataset)', '16')),
+    (dict(num_splits=2, val_split=float('nan')), 'val_split', ()),
+    (dict(num_splits=2, val_split=1.0), 'val_split', ('< 1',)),
+    (dict(num_splits=2, val_split=0.0), 'val_split', ('> 0',)),
+    (dict(num_splits=2, random_seed=-1), 'random_seed', ()),
+    (dict(num_splits=2, shuffle='no'), 'shuffle', ()),
+    (dict(num_splits=2, verbose=None), 'verbose', ()),
+    (dict(num_splits=2, train_kwargs=[('batch_size', 2)]), 'train_kwargs',
+     ("[('batch_size', 2)]",)),
+    (dict(num_splits=2, test_kwargs={'batchsize': 2}), 'test_kwargs',
+     ("['batchsize']", "'batch_size'")),
+    (dict(num_splits=2, train_kwargs={'batch_size': 2, 'shufle': True}), 'train_kwargs',
+     ("['shufle']", "'drop_last'")),
 ])
-def test_bad_kfold_arguments_are_refused_before_training(tmp_path, options, word):
+def test_bad_kfold_arguments_are_refused_before_training(tmp_path, options, word, said):
+    # The message names the argument (a word of its own) and what is wrong with it.
     exp = experiment(tmp_path)
-    with pytest.raises((TypeError, ValueError), match=word):
+    with pytest.raises((TypeError, ValueError), match=r'\b{}\b'.format(word)) as raised:
         exp.kfold(DataManager(tasks.LinearTask(16), 4), {'MSE': tasks.mean_squared_error},
                   **options)
+    for part in said:
+        assert part in str(raised.value), raised.value
     assert not os.path.exists(exp.output_dir)
+
+
+def test_kfold_cuts_ten_folds_unless_told(tmp_path):
+    exp = experiment(tmp_path, tasks.make_params(num_epochs=1))
+    _, results = exp.kfold(DataManager(tasks.LinearTask(20), 4),
+                           {'MSE': tasks.mean_squared_error}, val_split=None)
+    assert sorted(results, key=int) == [str(fold) for fold in range(10)]
 
 
 def test_kfold_gives_predictions_and_metrics_per_fold_keyed_by_fold_number(tmp_path):
@@ -168,7 +186,7 @@ def test_kfold_stratified_on_a_missing_label_key_names_it(tmp_path):
 
 def test_kfold_takes_a_data_manager(tmp_path):
     experiment = grouped_experiment(tmp_path)
-    with pytest.raises(TypeError, match='DataManager'):
+    with pytest.raises(TypeError, match='DataManager.*Grouped'):
         experiment.kfold(Grouped(30), {'share': share_of_group_1})
 
 
@@ -406,16 +424,14 @@ class Parity(Indexed):
         return dict(super().__getitem__(index), parity=np.full(self.shape, index % 2))
 
 
-def recorded_kfold(exp_or_path, data, **options):
+def recorded_kfold(make_experiment, data, **options):
     """The examples each fold of a kfold trained, validated and tested on (IndexRecorder's
-    folds), with kfold's predictions; ``exp_or_path``: a folder for a seedless experiment,
-    or a function of the recorder's params giving the experiment."""
+    folds), with kfold's predictions; ``make_experiment(params)`` gives the experiment."""
     recorder = IndexRecorder()
     params = tasks.make_params(num_epochs=1, losses={'MSE': recorder.loss},
                                val_metrics={'seen': recorder.val_metric},
                                val_metric_keys={'seen': ('index',)})
-    exp = (exp_or_path(params) if callable(exp_or_path)
-           else experiment(exp_or_path, params, seed=None))
+    exp = make_experiment(params)
     predictions, _ = exp.kfold(BaseDataManager(data, 4, 0, None),
                                {'seen': recorder.test_metric},
                                metric_keys={'seen': ('index',)}, **options)
@@ -488,20 +504,21 @@ def test_kfold_params_that_do_not_make_one_experiment_are_refused_naming_why(
                                    val_split=None, params=params)
 
 
-def test_kfold_splits_and_initial_weights_depend_only_on_random_seed(tmp_path):
-    # A seedless experiment: random_seed seeds the shuffle, the validation parts and the
-    # folds' initial weights.
-    def run(folder, random_seed):
-        return recorded_kfold(tmp_path / folder, Indexed(20), num_splits=2, shuffle=True,
+def test_kfold_random_seed_seeds_the_splits_and_a_seedless_experiment_s_weights(tmp_path):
+    # The shuffle, the validation parts, and the folds' initial weights of an experiment
+    # without a seed: the same as those of an experiment seeded with random_seed.
+    def run(folder, random_seed, seed=None):
+        return recorded_kfold(lambda params: experiment(tmp_path / folder, params, seed=seed),
+                              Indexed(20), num_splits=2, shuffle=True,
                               random_seed=random_seed, val_split=0.25)
 
     first, first_predictions = run('first', 3)
-    again, again_predictions = run('again', 3)
+    seeded, seeded_predictions = run('seeded', 3, seed=3)
     other, _ = run('other', 4)
-    assert first == again
+    assert first == seeded
     for fold in '01':
         np.testing.assert_array_equal(first_predictions[fold]['pred'],
-                                      again_predictions[fold]['pred'])
+                                      seeded_predictions[fold]['pred'])
     assert [fold['test'] for fold in first] != [fold['test'] for fold in other]
     assert [fold['val'] for fold in first] != [fold['val'] for fold in other]
     # Shuffled: the test parts are not the two halves.
@@ -656,3 +673,17 @@ def test_a_selection_on_a_held_folder_waits_for_its_owner_as_wait_for_folder_say
         _end(owner)
     assert owner.returncode == 0
     assert any('waiting up to 60 s' in str(warning.message) for warning in said), said
+
+
+@pytest.mark.parametrize('random_seed', [0, 1, 2])
+def test_kfold_stratified_val_split_gives_every_validation_part_the_label_shares(
+        tmp_path, random_seed):
+    # Each training part is 20 of group 0 and 10 of group 1: 6 validate, 2 of them group 1.
+    experiment = grouped_experiment(tmp_path)
+    experiment.kfold(BaseDataManager(Grouped(60), 8, 0, None), {'share': share_of_group_1},
+                     num_splits=2, split_type='stratified', label_key='group',
+                     metric_keys={'share': ('group',)}, val_split=0.2,
+                     random_seed=random_seed)
+    for fold in range(2):
+        log = read_log(os.path.join(experiment.output_dir, 'fold_{}'.format(fold)))
+        assert log[0]['val/share'] == pytest.approx(1 / 3), log
