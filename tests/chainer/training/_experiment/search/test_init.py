@@ -106,6 +106,8 @@ def _study(storage):
 
 
 def _add(study, state, lr=0.01, name=LR, **user_attrs):
+    """Adds a finished trial of ``state`` to ``study``: ``name=lr`` (a candidate of the
+    space, or a value of another distribution), with ``user_attrs``."""
     distribution = (optuna.distributions.CategoricalDistribution(LEARNING_RATES)
                     if lr in LEARNING_RATES else optuna.distributions.FloatDistribution(0, 1))
     study.add_trial(optuna.trial.create_trial(
@@ -175,8 +177,7 @@ def test_a_search_needs_a_val_score_key_and_a_validation_manager(tmp_path):
 def test_a_bad_argument_is_refused_naming_it(tmp_path, kwargs, error, name):
     message = _refused(tmp_path, error, **kwargs)
     assert _names(message, name)
-    value = next(iter(v for k, v in kwargs.items() if k == name))
-    assert repr(value) in message
+    assert repr(kwargs[name]) in message
 
 
 def test_a_search_without_n_trials_or_timeout_is_refused_naming_both(tmp_path):
