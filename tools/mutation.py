@@ -89,12 +89,12 @@ _SEARCH_TESTS = ['tests/chainer/training/test_search.py',
 EXTRA_TESTS = {
     'chainer/training/_experiment/': ['tests/chainer/training/test_experiment.py'],
     'chainer/training/_experiment/search/': _SEARCH_TESTS,
-    # The search's modules without a mirrored test file: the search's own tests.
-    # folders.py, objective.py, summary.py and tracking.py are measured with their mirrored
-    # tests alone: the search's tests run whole searches, often in other processes, whose
-    # runs mutmut does not credit, minutes a mutant.
-    **{'chainer/training/_experiment/search/' + name: _SEARCH_TESTS
-       for name in ('__init__.py',)},
+    # Each of the search's modules is measured with its own tests alone (its mirror; for
+    # __init__.py, whose mirror would be test_init__.py, named here): the search's tests run
+    # whole searches, often in other processes, whose runs mutmut does not credit, minutes
+    # a mutant.
+    'chainer/training/_experiment/search/__init__.py': [
+        'tests/chainer/training/_experiment/search/test_init.py'],
     'chainer/training/search_space.py': ['tests/chainer/training/_experiment/search/test_space.py',
                                          'tests/chainer/training/test_parameters.py'],
     'chainer/training/json_values.py': ['tests/chainer/training/test_parameters.py',
@@ -124,6 +124,8 @@ MPI_TESTS = {
         'tests/chainer/training/test_experiment_mpi.py',
         'tests/chainer/training/test_experiment_preemption_mpi.py'],
     'chainer/training/_experiment/search/objective.py': [
+        'tests/chainer/training/test_search_mpi.py'],
+    'chainer/training/_experiment/search/__init__.py': [
         'tests/chainer/training/test_search_mpi.py'],
     'chainer/training/extensions/preemption_snapshot.py': [
         'tests/chainer/training/extensions/test_preemption_snapshot_mpi.py'],
