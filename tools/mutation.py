@@ -473,21 +473,33 @@ def run_module(module, workers, mutants=(), python=sys.executable, resume=False,
         elif code in _TIMED_OUT:
             report['timed_out'] += 1
         elif code in _SURVIVED:
-            line, change, messages = _describe(workdir, mutant, source)
-            entry = {'mutant': mutant, 'file': source, 'line': line, 'change': change}
-            if mutant in equivalent:
-                entry['why'] = equivalent[mutant]
-                report['equivalent'].append(entry)
-            elif messages:
-                report['messages_only'].append(entry)
-            else:
-                report['surviving'].append(entry)
+            _sort_survivor(workdir, report, equivalent, mutant, source)
         else:
             report['other'].append({'mutant': mutant, 'file': source, 'exit_code': code})
     report['score'] = _score(report)
     if under_mpi:
         rerun_under_mpi(module, workdir, report, python)
+        # Those no test reached in one process, and that the tests under mpiexec let
+        # through, are survivors like the others: a message, an equivalent, or a gap.
+        for entry in [other for other in report['other'] if other['exit_code'] == _NO_TESTS]:
+            report['other'].remove(entry)
+            _sort_survivor(workdir, report, equivalent, entry['mutant'], entry['file'])
+        report['score'] = _score(report)
     return report
+
+
+def _sort_survivor(workdir, report, equivalent, mutant, source):
+    """Adds the surviving ``mutant`` to the report's equivalent, messages-only or
+    surviving ones."""
+    line, change, messages = _describe(workdir, mutant, source)
+    entry = {'mutant': mutant, 'file': source, 'line': line, 'change': change}
+    if mutant in equivalent:
+        entry['why'] = equivalent[mutant]
+        report['equivalent'].append(entry)
+    elif messages:
+        report['messages_only'].append(entry)
+    else:
+        report['surviving'].append(entry)
 
 
 def select(results, patterns):

@@ -1,5 +1,6 @@
 """ChainerExperiment.search under ChainerMN; run by `make test-mpi` (mpiexec -n 2)."""
 import os
+import re
 
 import pytest
 
@@ -46,3 +47,27 @@ def test_a_pruned_trial_stops_every_rank_at_the_same_epoch(comm, shared_path):
     assert [trial['state'] for trial in summary['trials']] == ['PRUNED', 'PRUNED']
     assert [trial['epochs_reported'] for trial in summary['trials']] == [1, 1]
     assert summary['best_params'] is None
+
+
+def test_a_search_rank_zero_refuses_stops_every_rank_naming_it(comm, shared_path):
+    if comm.rank == 0:
+        os.makedirs(os.path.join(shared_path, 'exp'))
+        study = search_studies.create('sqlite:///' + os.path.join(shared_path, 'exp',
+                                                                  'search.db'))
+        study.add_trial(optuna.trial.create_trial(
+            params={'x': 1.0}, distributions={'x': optuna.distributions.FloatDistribution(0, 2)},
+            value=0.5))
+        search_studies.close_all()
+    comm.mpi_comm.barrier()
+    try:
+        experiment(comm, shared_path, [0.1, 0.3]).search(*search_tasks.search_managers(),
+                                                         n_trials=2)
+    except Exception as error:  # compared on every rank below, so no rank waits alone
+        raised = (type(error).__name__, str(error))
+    else:
+        raised = None
+    zero, one = comm.mpi_comm.allgather(raised)
+    assert zero[0] == 'ValueError', zero
+    assert re.search(r"trial 0 of the study 'exp' has the parameters \['x'\]", zero[1])
+    assert one[0] == 'RuntimeError', one
+    assert re.match(r'search: rank 0 stopped the search with an error .*rank 1 ', one[1])
