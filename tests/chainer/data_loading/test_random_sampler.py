@@ -16,6 +16,14 @@ def test_epochs_have_different_orders():
     assert not np.array_equal(sampler.epoch_order(0), sampler.epoch_order(1))
 
 
+def test_from_dataset_passes_the_seed_on():
+    np.testing.assert_array_equal(RandomSampler.from_dataset(range(50), seed=3).epoch_order(0),
+                                  RandomSampler(range(50), seed=3).epoch_order(0))
+    np.random.seed(11)  # the global state an unseeded sampler would draw from instead
+    np.testing.assert_array_equal(RandomSampler.from_dataset(range(50), seed=5).epoch_order(2),
+                                  RandomSampler(range(50), seed=5).epoch_order(2))
+
+
 def test_order_depends_only_on_seed_and_epoch():
     first = RandomSampler(range(50), seed=7)
     second = RandomSampler(range(50), seed=7)
