@@ -578,9 +578,10 @@ def test_an_scontrol_that_never_answers_is_given_up_after_requeue_timeout(tmp_pa
     folder = tmp_path / 'bin'
     folder.mkdir()
     script = folder / 'scontrol'
-    # Waits for a file that nobody creates: only requeue_timeout ends the wait.
-    script.write_text('#!/bin/sh\nwhile [ ! -e "{}" ]; do sleep 0.1; done\n'.format(
-        tmp_path / 'never'))
+    # Waits for a file that nobody creates: only requeue_timeout ends the wait (or, when
+    # it is not honoured, a minute, so that no stand-in outlives the test for long).
+    script.write_text('#!/bin/sh\ni=0\nwhile [ ! -e "{}" ] && [ $i -lt 600 ]; do '
+                      'sleep 0.1; i=$((i + 1)); done\n'.format(tmp_path / 'never'))
     script.chmod(0o755)
     monkeypatch.setenv('PATH', '{}{}{}'.format(folder, os.pathsep, os.environ['PATH']))
     monkeypatch.setenv('SLURM_JOB_ID', '4242')
