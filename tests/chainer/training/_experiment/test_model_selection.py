@@ -566,6 +566,7 @@ def alpha_grid(num_epochs=1, alphas=(0.0, 0.02), **training):
     return params
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize('mode', ['kfold', 'grid_search'])
 def test_each_fold_or_combination_is_tracked_as_its_own_run_of_the_experiment(
