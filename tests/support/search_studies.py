@@ -7,11 +7,13 @@ Optuna a URL: :func:`create` and :func:`load` build the storage here, and the
 ``close_studies`` fixture (autouse in tests/chainer/training/conftest.py) closes every
 storage so built when the test ends. :func:`closed_study` does the same around a block, for
 helpers that outlive one test (a session's reference trials). :func:`retry_history` is
-Optuna's reading of a retried trial's history; ``FEW_COMPLETE`` marks a test whose searches
-end with fewer than two complete trials.
+Optuna's reading of a retried trial's history; :func:`state_after_silence` what becomes of a
+trial whose heartbeat stopped; ``FEW_COMPLETE`` marks a test whose searches end with fewer
+than two complete trials.
 Used by tests/chainer/training/test_search*.py and tests/support/search_nodes.py.
 """
 import contextlib
+import sqlite3
 import warnings
 
 import pytest
@@ -88,3 +90,25 @@ def close_studies():
         yield
     finally:
         close_all()
+
+
+def state_after_silence(path, study, seconds):
+    """The state (an ``optuna.trial.TrialState``) of a new RUNNING trial of ``study``, whose
+    SQLite file is ``path``, once its last heartbeat is ``seconds`` old and stale trials
+    are failed (as every search does before it asks for a trial)."""
+    import optuna
+    with warnings.catch_warnings():
+        # A trial asked for outside optimize, where the caller writes its beat.
+        warnings.filterwarnings('ignore', 'Heartbeat of storage is supposed', UserWarning)
+        trial = study.ask()
+    with contextlib.closing(sqlite3.connect(str(path))) as database:
+        with database:
+            (trial_id,), = database.execute(
+                'SELECT trial_id FROM trials WHERE number = ?', (trial.number,)).fetchall()
+            database.execute(
+                "INSERT INTO trial_heartbeats (trial_id, heartbeat) VALUES "
+                "(?, datetime('now', ?))", (trial_id, '-{} seconds'.format(seconds)))
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
+    return study.trials[trial.number].state

@@ -4,22 +4,20 @@ trains, dead trials retried first, the finished trials counted towards n_trials,
 alone, and what it returns and writes; real Optuna studies (in memory, or SQLite files in
 tmp_path) and the tiny task of tests/chainer/training/search_tasks.py. The ChainerMN
 search (its other ranks) is tested by tests/chainer/training/test_search_mpi.py."""
-import contextlib
 import json
 import os
 import re
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
-import warnings
 
 import chainer
 import pytest
 
 from researchutils.chainer.training._experiment.search import studies
 from tests.chainer.training import search_tasks, tasks
+from tests.support import search_studies
 
 optuna = pytest.importorskip('optuna')
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -238,26 +236,6 @@ def test_a_storage_object_is_used_as_it_is_with_the_default_heartbeat(tmp_path):
     assert not (tmp_path / 'exp' / studies.STUDY_FILE).exists()
 
 
-def _state_after_silence(path, study):
-    """The state of a new RUNNING trial whose last heartbeat is SILENT_SECONDS old, once
-    stale trials are failed (as every search does before it asks for a trial)."""
-    with warnings.catch_warnings():
-        # A trial asked for outside optimize, where the test writes its beat.
-        warnings.filterwarnings('ignore', 'Heartbeat of storage is supposed', UserWarning)
-        trial = study.ask()
-    with contextlib.closing(sqlite3.connect(str(path))) as database:
-        with database:
-            (trial_id,), = database.execute(
-                'SELECT trial_id FROM trials WHERE number = ?', (trial.number,)).fetchall()
-            database.execute(
-                "INSERT INTO trial_heartbeats (trial_id, heartbeat) VALUES "
-                "(?, datetime('now', ?))", (trial_id, '-{} seconds'.format(SILENT_SECONDS)))
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', optuna.exceptions.ExperimentalWarning)
-        optuna.storages.fail_stale_trials(study)
-    return study.trials[trial.number].state
-
-
 @pytest.mark.parametrize('storage, heartbeat, state', [
     ('url', (2, None), STATES.FAIL),  # three beats of 2 s: past
     ('default', (2, None), STATES.FAIL),
@@ -279,7 +257,7 @@ def test_the_heartbeat_reaches_the_storage_the_search_builds(tmp_path, storage, 
     study = result['study']
     assert [trial.state for trial in study.trials] == [STATES.COMPLETE]
     assert path.is_file()
-    assert _state_after_silence(path, study) == state
+    assert search_studies.state_after_silence(path, study, SILENT_SECONDS) == state
 
 
 # -- What a search returns and writes ----------------------------------------------------

@@ -8,6 +8,7 @@ import pytest
 
 from researchutils.chainer.training._experiment.search import studies
 from tests.chainer.training import search_tasks, tasks
+from tests.support import search_studies
 
 optuna = pytest.importorskip('optuna')
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -30,31 +31,12 @@ def _searched_study(tmp_path, grace_period):
     return result['study']
 
 
-def _state_after_silence(tmp_path, study):
-    """The state of a RUNNING trial whose last heartbeat is SILENT_SECONDS old, once stale
-    trials are failed (as every search does before it asks for a trial)."""
-    with warnings.catch_warnings():
-        # A trial asked for outside optimize (as here, where the test writes its beat).
-        warnings.filterwarnings('ignore', 'Heartbeat of storage is supposed', UserWarning)
-        trial = study.ask()
-    with contextlib.closing(sqlite3.connect(str(tmp_path / 'study.db'))) as database:
-        with database:
-            (trial_id,), = database.execute(
-                'SELECT trial_id FROM trials WHERE number = ?', (trial.number,)).fetchall()
-            database.execute(
-                "INSERT INTO trial_heartbeats (trial_id, heartbeat) VALUES "
-                "(?, datetime('now', ?))", (trial_id, '-{} seconds'.format(SILENT_SECONDS)))
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', optuna.exceptions.ExperimentalWarning)
-        optuna.storages.fail_stale_trials(study)
-    return study.trials[trial.number].state.name
-
-
 @pytest.mark.parametrize('grace_period, state', [(30, 'RUNNING'), (5, 'FAIL'),
                                                  (None, 'FAIL')])
 def test_search_gives_its_storage_the_grace_period_it_is_given(tmp_path, grace_period, state):
     study = _searched_study(tmp_path, grace_period)
-    assert _state_after_silence(tmp_path, study) == state
+    assert search_studies.state_after_silence(tmp_path / 'study.db', study,
+                                              SILENT_SECONDS).name == state
 
 
 def _experiment(save_path, **kwargs):
