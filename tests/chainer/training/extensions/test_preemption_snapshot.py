@@ -487,14 +487,18 @@ def test_a_signal_after_the_run_meets_the_previous_handler(tmp_path):
     assert status == -signal.SIGTERM, stderr
 
 
-def _scontrol_stand_in(tmp_path, status=0):
-    """A ``scontrol`` on PATH that appends its arguments to a file and exits with ``status``."""
+def _scontrol_stand_in(tmp_path, status=0, answers=True):
+    """A ``scontrol`` on PATH that appends its arguments to a file and exits with ``status``;
+    one that never ``answers`` first waits for a file that nobody creates (for a minute at
+    most, so that no stand-in outlives its test for long)."""
     folder = tmp_path / 'bin'
     folder.mkdir()
     calls = tmp_path / 'scontrol_calls'
     script = folder / 'scontrol'
-    script.write_text('#!/bin/sh\necho "$@" >> "{}"\necho "job is not requeueable" >&2\n'
-                      'exit {}\n'.format(calls, status))
+    wait = '' if answers else ('i=0\nwhile [ ! -e "{}" ] && [ $i -lt 600 ]; do sleep 0.1; '
+                               'i=$((i + 1)); done\n'.format(tmp_path / 'never'))
+    script.write_text('#!/bin/sh\n{}echo "$@" >> "{}"\necho "job is not requeueable" >&2\n'
+                      'exit {}\n'.format(wait, calls, status))
     script.chmod(0o755)
     env = dict(os.environ, PATH='{}{}{}'.format(folder, os.pathsep, os.environ['PATH']),
                SLURM_JOB_ID='4242')
@@ -575,16 +579,9 @@ def test_without_chainermn_the_one_process_asks_slurm_to_requeue(tmp_path, monke
 
 def test_an_scontrol_that_never_answers_is_given_up_after_requeue_timeout(tmp_path,
                                                                           monkeypatch):
-    folder = tmp_path / 'bin'
-    folder.mkdir()
-    script = folder / 'scontrol'
-    # Waits for a file that nobody creates: only requeue_timeout ends the wait (or, when
-    # it is not honoured, a minute, so that no stand-in outlives the test for long).
-    script.write_text('#!/bin/sh\ni=0\nwhile [ ! -e "{}" ] && [ $i -lt 600 ]; do '
-                      'sleep 0.1; i=$((i + 1)); done\n'.format(tmp_path / 'never'))
-    script.chmod(0o755)
-    monkeypatch.setenv('PATH', '{}{}{}'.format(folder, os.pathsep, os.environ['PATH']))
-    monkeypatch.setenv('SLURM_JOB_ID', '4242')
+    env, _ = _scontrol_stand_in(tmp_path, answers=False)
+    monkeypatch.setenv('PATH', env['PATH'])
+    monkeypatch.setenv('SLURM_JOB_ID', env['SLURM_JOB_ID'])
     trainer = run.build_trainer(tmp_path / 'out', requeue=True, requeue_timeout=0.5)
     trainer.extend(run.signal_self_at(2, signal.SIGUSR1))
     with pytest.warns(RuntimeWarning, match="'scontrol requeue 4242' failed: .*timed out"):
