@@ -388,6 +388,11 @@ def _mpi_run(workdir, tests, mutant, python, timeout):
         return None
 
 
+def _unreached(report):
+    """The report's mutants that no test reached in pytest's own process."""
+    return [entry for entry in report['other'] if entry['exit_code'] == _NO_TESTS]
+
+
 def rerun_under_mpi(module, workdir, report, python=sys.executable):
     """Runs each survivor of ``report``, and each mutant no test reached, with the module's
     MPI_TESTS under mpiexec; those the tests fail on (or that hang) count as
@@ -403,8 +408,7 @@ def rerun_under_mpi(module, workdir, report, python=sys.executable):
             verdicts = json.load(stream)
     # The survivors, and those no test reached in one process (code that only the ranks of
     # a ChainerMN run run), not judged yet.
-    pending = [entry['mutant'] for entry in report['surviving']
-               + [other for other in report['other'] if other['exit_code'] == _NO_TESTS]
+    pending = [entry['mutant'] for entry in report['surviving'] + _unreached(report)
                if entry['mutant'] not in verdicts]
     if pending:
         started = time.monotonic()
@@ -481,7 +485,7 @@ def run_module(module, workers, mutants=(), python=sys.executable, resume=False,
         rerun_under_mpi(module, workdir, report, python)
         # Those no test reached in one process, and that the tests under mpiexec let
         # through, are survivors like the others: a message, an equivalent, or a gap.
-        for entry in [other for other in report['other'] if other['exit_code'] == _NO_TESTS]:
+        for entry in _unreached(report):
             report['other'].remove(entry)
             _sort_survivor(workdir, report, equivalent, entry['mutant'], entry['file'])
         report['score'] = _score(report)
