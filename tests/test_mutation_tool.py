@@ -3,6 +3,8 @@ mutant is sorted: a change to a message only, or one a user meets."""
 import ast
 import importlib.util
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -144,3 +146,64 @@ def test_every_module_with_tests_under_mpiexec_has_them_and_they_are_mpi_tests(t
 ])
 def test_a_test_process_killed_by_a_signal_counts_as_caught(tool, code, killed):
     assert tool._killed(code) is killed
+
+
+_FORKSERVER_TEST = '''
+import multiprocessing
+
+
+def _nothing():
+    pass
+
+
+def test_a_forkserver_worker_starts_and_ends():
+    process = multiprocessing.get_context('forkserver').Process(target=_nothing)
+    process.start()
+    process.join(120)
+    assert process.exitcode == 0
+'''
+
+# What mutmut does: the tests run once in its process, then again in a process forked from
+# it by a bare os.fork(); the forked run's exit status is this script's.
+_RUN_THEN_FORK = '''
+import os
+import subprocess
+import sys
+import sys
+
+import pytest
+
+if __name__ == '__main__':
+    folder = sys.argv[1]
+    arguments = ['-q', '-p', 'no:cacheprovider', '-c', os.path.join(folder, 'pytest.ini'),
+                 folder]
+    if pytest.main(arguments) != 0:
+        sys.exit(100)
+    pid = os.fork()
+    if pid == 0:
+        os._exit(int(pytest.main(arguments)))
+    sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+'''
+
+
+@pytest.mark.one_stack
+@pytest.mark.parametrize('with_conftest', [True, False])
+def test_the_copys_conftest_lets_a_forked_run_start_forkserver_workers(
+        tool, tmp_path, with_conftest):
+    # Without it, the fork server of the first run is the forked run's parent's: starting a
+    # worker fails there whatever the mutant, a kill that the tests did not make.
+    (tmp_path / 'pytest.ini').write_text('[pytest]\n')
+    (tmp_path / 'test_forkserver.py').write_text(_FORKSERVER_TEST)
+    (tmp_path / 'run_then_fork.py').write_text(_RUN_THEN_FORK)
+    if with_conftest:
+        tool.write_conftest(str(tmp_path))
+    env = {name: value for name, value in os.environ.items()
+           if name != 'PYTHONPATH' and not name.startswith('PYTEST_')}
+    done = subprocess.run([sys.executable, str(tmp_path / 'run_then_fork.py'), str(tmp_path)],
+                          cwd=str(tmp_path), env=env, capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode != 100, done.stdout + done.stderr  # the first run passes
+    if with_conftest:
+        assert done.returncode == 0, done.stdout + done.stderr
+    else:
+        assert done.returncode == 1 and 'ChildProcessError' in done.stdout, done.stdout

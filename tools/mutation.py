@@ -189,6 +189,32 @@ def _checkout_files():
             if name and os.path.isfile(os.path.join(REPO, name))]
 
 
+#: The copy's own conftest.py (beside its pyproject.toml, so every run of the tests there
+#: loads it; the checkout has none). mutmut runs the tests once in its own process to see
+#: which tests reach which function, then runs each mutant's tests in a process forked
+#: from that one by a bare os.fork(). A multiprocessing fork server started by the first
+#: run (the worker-pool tests start one) would be the parent's, not the forked process's:
+#: its next forkserver worker fails to start (waitpid on a process that is not its child:
+#: ChildProcessError, in the thread that starts the workers), and every mutant's run fails
+#: after the tests' deadline, a mutant caught by nothing. Each run stops the fork server
+#: it started, so the next one starts its own.
+FORK_SERVER_CONFTEST = '''\
+"""Written by tools/mutation.py into its scratch copy; not part of the suite."""
+import multiprocessing.forkserver
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # A process forked from this one later (mutmut's runner) starts a fork server of its own.
+    multiprocessing.forkserver._forkserver._stop()
+'''
+
+
+def write_conftest(workdir):
+    """Writes FORK_SERVER_CONFTEST as ``workdir/conftest.py``."""
+    with open(os.path.join(workdir, 'conftest.py'), 'w') as stream:
+        stream.write(FORK_SERVER_CONFTEST)
+
+
 def _prepare(module, tests, workdir):
     """A scratch copy of the checkout in ``workdir``, configured for mutmut."""
     shutil.rmtree(workdir, ignore_errors=True)
@@ -196,6 +222,7 @@ def _prepare(module, tests, workdir):
         target = os.path.join(workdir, name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.copy2(os.path.join(REPO, name), target)
+    write_conftest(workdir)
     pattern = 'researchutils/' + module + ('*' if module.endswith('/') else '')
     # A listed module inside this one (the search inside the experiment's package) has a
     # run of its own.
@@ -210,6 +237,7 @@ def _prepare(module, tests, workdir):
         'pytest_add_cli_args': ['-p', 'no:cacheprovider', '-p', 'no:randomly', '-q',
                                 '-m', 'not mpi and not gpu', '-n', '0'],
         'use_git_change_detection': False,
+        'also_copy': ['conftest.py'],
     }
     with open(os.path.join(workdir, 'pyproject.toml'), 'a') as stream:
         stream.write('\n[tool.mutmut]\n')
