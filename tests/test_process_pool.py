@@ -10,17 +10,19 @@ worker at once and leaves no child process and no open pipe.
 The items say what the worker does with them (:class:`_Source`); a worker that must wait
 waits for a file that the test, or another item, creates: no wait here is a fixed time.
 """
+import gc
 import multiprocessing
 import os
 import signal
 import threading
 import time
+import weakref
 
 import pytest
 
 from researchutils._process_pool import PoolClosedError, ProcessPool, WorkerDiedError
 from tests.support.processes import is_running
-from tests.support.start_methods import using_start_method
+from tests.support.start_methods import PICKLING_START_METHODS, using_start_method
 
 # Each test takes about a second; a pool that hangs fails it long before the suite stops.
 pytestmark = pytest.mark.timeout(30)
@@ -72,7 +74,8 @@ class _Source(object):
     (by fork: it holds the pipes) that writes its pid to the file argument + '.pid' and
     waits until the file argument exists, then exit with code 2, ``'unrebuildable'`` raise
     an exception that the main process cannot unpickle, ``'whoami'`` make the worker's
-    process name and whether it is a daemon."""
+    process name and whether it is a daemon, ``'linger'`` start a thread (no daemon) that
+    waits until the file argument exists, so the worker does not exit before then."""
 
     seed = 0
 
@@ -102,6 +105,9 @@ class _Source(object):
                 os._exit(2)
             if action == 'unrebuildable':
                 raise _Unrebuildable(os.getpid(), argument)
+            if action == 'linger':
+                # A thread that is no daemon: the worker's exit waits for it.
+                threading.Thread(target=_wait_for_file, args=(argument,)).start()
             if action == 'whoami':
                 process = multiprocessing.current_process()
                 argument = (process.name, process.daemon)
@@ -124,6 +130,16 @@ class _Unsendable(_Source):
 
 def _refuse_to_load(message):
     raise RuntimeError(message)
+
+
+class _Unpicklable(_Source):
+    """Cannot be pickled at all: it holds a lambda, as a user's decor_fun may be."""
+
+    def __init__(self):
+        self.function = lambda example: example
+
+    def parts(self):
+        return [('decor_fun', self.function)]
 
 
 def _values(values):
@@ -152,9 +168,7 @@ def _open_pipes():
 def make_pool(request):
     """Makes pools, each owned by a name of this test, and closes them at the end.
 
-    Under the fork start method unless told (fast). Not forkserver: a fork server started
-    by a process that forked this one (mutmut's runner) is not this process's child, and
-    multiprocessing then fails to check on it (ChildProcessError)."""
+    Under the fork start method unless told (fast)."""
     pools = []
 
     def make(n_processes=2, maxtasksperchild=None, source=None, method='fork'):
@@ -360,13 +374,19 @@ def test_close_from_another_thread_while_a_batch_is_awaited(make_pool, tmp_path)
     workers = _workers(pool.owner)
     started = str(tmp_path / 'started')
     batch = pool.submit([('touch', started), ('wait', str(tmp_path / 'never'))], None, 1)
-    closer = threading.Thread(target=lambda: (_wait_for_file(started), pool.close()))
+    # Closed once a worker is busy with the batch and collect() waits for it (it calls
+    # on_timeout from its wait): a close() before collect() starts would be refused at its
+    # start, and would not test the wait.
+    waiting = threading.Event()
+    closer = threading.Thread(
+        target=lambda: (_wait_for_file(started), waiting.wait(DEADLINE), pool.close()))
     closer.start()
     try:
         with pytest.raises(PoolClosedError, match='finalize'):
-            _collect(pool, batch)
+            _collect(pool, batch, 0.01, waiting.set)
     finally:
         closer.join(DEADLINE)
+    assert waiting.is_set()
     assert not any(worker.is_alive() for worker in workers)
     assert not _workers(pool.owner)
     # Neither the result pipes nor the task queue's are left open (nor, once nothing
@@ -428,10 +448,12 @@ def test_no_on_timeout_for_a_batch_made_in_time(make_pool, tmp_path):
 
 def test_a_worker_that_cannot_unpickle_the_source_says_why(make_pool):
     pool = make_pool(n_processes=1, source=_Unsendable(), method='spawn')
+    pid = pool._workers[0].process.pid
     batch = pool.submit(_values([1]), None, 1)
     with pytest.raises(WorkerDiedError, match='could not start') as raised:
         _collect(pool, batch)
     message = str(raised.value)
+    assert 'worker process {} '.format(pid) in message
     assert 'the source is broken' in message
     assert 'Traceback' in message and '_refuse_to_load' in message
     assert raised.value.signal_number is None
@@ -444,3 +466,56 @@ def _wait_until(condition, what):
             raise AssertionError(what)
         time.sleep(0.01)
 
+
+def test_under_fork_the_source_is_never_pickled(make_pool):
+    # A forked worker has the source already: a lambda in it is no obstacle.
+    pool = make_pool(source=_Unpicklable(), method='fork')
+    made = _collect(pool, pool.submit(_values(range(4)), None, 2))
+    assert [value for value, _, _ in made] == list(range(4))
+
+
+@pytest.mark.parametrize('method', PICKLING_START_METHODS)
+def test_a_source_that_cannot_be_pickled_is_refused_naming_the_start_method_and_owner(
+        make_pool, method):
+    with pytest.raises(TypeError) as raised:
+        make_pool(source=_Unpicklable(), method=method)
+    message = str(raised.value)
+    assert 'decor_fun' in message and '<lambda>' in message
+    assert repr(method) in message
+    assert message.startswith('pool-test-')  # the owner, as make_pool names it
+
+
+def test_a_pool_made_under_spawn_first_frees_the_garbage_in_reference_cycles(make_pool):
+    # Freed later, by a collection that starts inside the resource tracker while the new
+    # queue registers its semaphores, a garbage pool's semaphores would unregister
+    # reentrantly, which Python 3.12+ refuses with an exception nobody can catch.
+    class Cycle(object):
+        pass
+
+    garbage = Cycle()
+    garbage.itself = garbage
+    freed = weakref.ref(garbage)
+    del garbage
+    gc.disable()
+    try:
+        make_pool(n_processes=1, method='spawn')
+        assert freed() is None
+    finally:
+        gc.enable()
+
+
+def test_close_stops_a_retired_worker_that_has_not_exited_yet(make_pool, tmp_path):
+    # Each worker retires after one item; the first two linger after retiring (their exit
+    # waits for a thread of theirs) while the pool goes on with their successors.
+    released = str(tmp_path / 'released')
+    pool = make_pool(n_processes=1, maxtasksperchild=1)
+    try:
+        lingering = [_collect(pool, pool.submit([('linger', released)], None, 1))[0][2]
+                     for _ in range(2)]
+        # The third worker starts only once the second has said it retires.
+        _collect(pool, pool.submit(_values([1]), None, 1))
+        assert all(is_running(pid) for pid in lingering)
+        pool.close()
+        assert not any(is_running(pid) for pid in lingering)
+    finally:
+        _touch(released)
