@@ -193,19 +193,31 @@ def _checkout_files():
 #: loads it; the checkout has none). mutmut runs the tests once in its own process to see
 #: which tests reach which function, then runs each mutant's tests in a process forked
 #: from that one by a bare os.fork(). A multiprocessing fork server started by the first
-#: run (the worker-pool tests start one) would be the parent's, not the forked process's:
-#: its next forkserver worker fails to start (waitpid on a process that is not its child:
-#: ChildProcessError, in the thread that starts the workers), and every mutant's run fails
-#: after the tests' deadline, a mutant caught by nothing. Each run stops the fork server
-#: it started, so the next one starts its own.
+#: run (the worker-pool tests start one) would be the parent's, not the forked process's
+#: child: its next forkserver worker fails to start (waitpid on a process that is not its
+#: child: ChildProcessError, in the thread that starts the workers), and every mutant's
+#: run fails after the tests' deadline, a mutant caught by nothing. A process forked from
+#: one that has a fork server forgets it, and starts its own when it needs one. (Stopping
+#: the server at the end of each session instead waits for it to exit, which it does only
+#: once every copy of its "alive" pipe is closed: a worker a test left to the interpreter's
+#: exit holds one, and the wait never ends.)
 FORK_SERVER_CONFTEST = '''\
 """Written by tools/mutation.py into its scratch copy; not part of the suite."""
 import multiprocessing.forkserver
+import os
 
 
-def pytest_sessionfinish(session, exitstatus):
-    # A process forked from this one later (mutmut's runner) starts a fork server of its own.
-    multiprocessing.forkserver._forkserver._stop()
+def _forget_the_parents_fork_server():
+    server = multiprocessing.forkserver._forkserver
+    if server._forkserver_pid is None:
+        return
+    # Its copy of the parent's end of the server's "alive" pipe; the parent keeps its own.
+    os.close(server._forkserver_alive_fd)
+    server._forkserver_pid = server._forkserver_alive_fd = None
+    server._forkserver_address = None
+
+
+os.register_at_fork(after_in_child=_forget_the_parents_fork_server)
 '''
 
 
