@@ -1059,3 +1059,61 @@ def test_the_source_a_worker_is_sent_makes_the_managers_batches():
     unseeded = BatchSource(Numbers(6), add_one, None).make([[3, 1]], None)
     assert firsts(unseeded) == [[4, 2]]
     assert '[4, 5]' in BatchSource.describe(np.array([4, 5]))
+
+
+def test_the_worker_processes_are_named_for_the_data_manager():
+    import multiprocessing
+    before = set(multiprocessing.active_children())
+    iterator = DataManager(Numbers(8), 2, n_process_augmentation=2).get_iterator()
+    try:
+        iterator.next()
+        names = {child.name for child in multiprocessing.active_children()
+                 if child not in before}
+        assert names == {'DataManager-0', 'DataManager-1'}
+    finally:
+        iterator.finalize()
+
+
+class CountsOrders(SequentialSampler):
+    """Counts, by epoch, how often the iterator asks for an epoch's order (this process)."""
+
+    asked = []
+
+    def epoch_order(self, epoch):
+        CountsOrders.asked.append(epoch)
+        return super(CountsOrders, self).epoch_order(epoch)
+
+
+@pytest.mark.parametrize('n_processes', [0, 2])
+def test_an_epochs_order_is_asked_of_the_sampler_once(n_processes):
+    # A sampler's order may be costly (a permutation of the whole dataset): once an epoch,
+    # not once a batch.
+    CountsOrders.asked = []
+    iterator = DataManager(Numbers(12), 2, n_process_augmentation=n_processes,
+                           sampler_cls=CountsOrders).get_iterator()
+    try:
+        batches = [iterator.next()['data'][:, 0].tolist() for _ in range(12)]
+    finally:
+        iterator.finalize()
+    assert batches == [[i, i + 1] for i in range(0, 12, 2)] * 2
+    # The third epoch's, at most, for the batches made ahead.
+    assert CountsOrders.asked[:2] == [0, 1] and set(CountsOrders.asked) <= {0, 1, 2}
+    assert len(CountsOrders.asked) == len(set(CountsOrders.asked))
+
+
+@pytest.mark.parametrize('repeat', [True, False])
+def test_the_workers_make_two_batches_each_ahead_across_the_epochs_end_if_it_repeats(repeat):
+    iterator = DataManager(Numbers(8), 2, n_process_augmentation=2).get_iterator(repeat=repeat)
+    try:
+        # (epoch, position) of the batches in the making, after each batch of the epoch.
+        ahead = []
+        for _ in range(4):
+            iterator.next()
+            ahead.append([spot[:2] for spot in iterator._planned])
+    finally:
+        iterator.finalize()
+    if repeat:  # 2 workers: 4 batches, the one just collected among them
+        assert ahead == [[(0, 2), (0, 4), (0, 6)], [(0, 4), (0, 6), (1, 0)],
+                         [(0, 6), (1, 0), (1, 2)], [(1, 0), (1, 2), (1, 4)]]
+    else:  # nothing beyond the only epoch
+        assert ahead == [[(0, 2), (0, 4), (0, 6)], [(0, 4), (0, 6)], [(0, 6)], []]
