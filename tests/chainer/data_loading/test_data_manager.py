@@ -393,30 +393,42 @@ def test_batch_keys_are_the_keys_after_transforms():
     assert DataManager(Numbers(3), 2, transforms=add_pid).batch_keys() == ['data', 'label', 'pid']
 
 
+# A refusal names the argument first and the value refused last.
 @pytest.mark.parametrize('kwargs, error, message', [
-    ({'batch_size': 0}, ValueError, 'batch_size'),
-    ({'batch_size': 2, 'n_process_augmentation': -1}, ValueError, 'n_process_augmentation'),
-    ({'batch_size': 2, 'sampler_cls': list}, TypeError, 'sampler_cls'),
-    ({'batch_size': 2, 'transforms': 3}, TypeError, 'transforms'),
-    ({'batch_size': 20, 'drop_last': True}, ValueError, 'no batch'),
-    ({'batch_size': 2, 'drop_last': 'no'}, TypeError, 'drop_last'),
-    ({'batch_size': True}, TypeError, 'batch_size'),
-    ({'batch_size': 2, 'n_process_augmentation': 1.0}, TypeError, 'n_process_augmentation'),
+    ({'batch_size': 0}, ValueError, '^batch_size .*, got 0$'),
+    ({'batch_size': 2, 'n_process_augmentation': -1}, ValueError,
+     '^n_process_augmentation .*, got -1$'),
+    ({'batch_size': 2, 'sampler_cls': list}, TypeError, "^sampler_cls .*, got <class 'list'>$"),
+    ({'batch_size': 2, 'transforms': 3}, TypeError, '^transforms .*, got 3$'),
+    ({'batch_size': 20, 'drop_last': True}, ValueError, r'\b20\b.*\b10\b.* no batch'),
+    ({'batch_size': 2, 'drop_last': 'no'}, TypeError, "^drop_last .*, got 'no'$"),
+    ({'batch_size': True}, TypeError, '^batch_size .*, got True$'),
+    ({'batch_size': 2, 'n_process_augmentation': 1.0}, TypeError,
+     '^n_process_augmentation .*, got 1.0$'),
     ({'batch_size': 2, 'sampler_cls': SequentialSampler, 'sampler_kwargs': {'seed': 1}},
      TypeError, 'seed'),
-    ({'batch_size': 2, 'seed': -1}, ValueError, 'seed'),
-    ({'batch_size': 2, 'seed': 2 ** 32}, ValueError, 'seed'),
-    ({'batch_size': 2, 'seed': 1.5}, TypeError, 'seed'),
-    ({'batch_size': 2, 'seed': True}, TypeError, 'seed'),
+    ({'batch_size': 2, 'seed': -1}, ValueError, '^seed .*, got -1$'),
+    ({'batch_size': 2, 'seed': 2 ** 32}, ValueError, '^seed .*, got 4294967296$'),
+    ({'batch_size': 2, 'seed': 1.5}, TypeError, '^seed .*, got 1.5$'),
+    ({'batch_size': 2, 'seed': True}, TypeError, '^seed .*, got True$'),
     ({'batch_size': 2, 'sampler_kwargs': 5}, TypeError, '^sampler_kwargs must be a mapping'),
     ({'batch_size': 2, 'sampler_kwargs': [('seed', 1)]}, TypeError,
      '^sampler_kwargs must be a mapping'),
     ({'batch_size': 2, 'sampler_kwargs': {'shuffle': True}}, TypeError,
-     r"^sampler_kwargs \{'shuffle': True\} are not arguments of SequentialSampler"),
+     r"^sampler_kwargs \{'shuffle': True\} are not arguments of SequentialSampler: .*'shuffle'$"),
+    # ... and the values the sampler itself refuses, at once too.
+    ({'batch_size': 2, 'sampler_cls': RandomSampler, 'sampler_kwargs': {'seed': -1}}, ValueError,
+     '^seed .*, got -1$'),
 ])
 def test_bad_arguments_are_refused_at_construction(kwargs, error, message):
     with pytest.raises(error, match=message):
         DataManager(Numbers(10), **kwargs)
+
+
+def test_drop_last_with_exactly_one_batch_of_examples_gives_that_batch():
+    manager = DataManager(Numbers(4), 4, drop_last=True)
+    assert len(manager) == 1
+    assert firsts(manager) == [[0, 1, 2, 3]]
 
 
 def test_empty_dataset_is_refused():
@@ -455,8 +467,39 @@ def test_data_and_dataset_keywords_both_name_the_examples():
 
 def test_a_path_as_data_is_refused_with_what_to_pass():
     # Delira loaded a folder given as a str with load_fn; here data is a dataset.
-    with pytest.raises(TypeError, match='AbstractDataset'):
+    with pytest.raises(TypeError, match='AbstractDataset') as raised:
         DataManager('/data/train', 2)
+    assert "'/data/train'" in str(raised.value)
+
+
+class _LengthOnly(object):
+    def __len__(self):
+        return 4
+
+
+class _IndexingOnly(object):
+    def __getitem__(self, index):
+        return {'data': np.float32(index)}
+
+
+@pytest.mark.parametrize('data', [_LengthOnly(), _IndexingOnly()])
+def test_data_without_len_or_indexing_is_refused_naming_its_type(data):
+    with pytest.raises(TypeError, match='len.. and indexing') as raised:
+        DataManager(data, 2)
+    assert type(data).__name__ in str(raised.value)
+
+
+def test_without_n_process_augmentation_batches_are_made_in_this_process():
+    import multiprocessing
+    manager = DataManager(Numbers(4), 2)
+    assert manager.n_process_augmentation == 0
+    before = set(multiprocessing.active_children())
+    iterator = manager.get_iterator()
+    try:
+        assert firsts([iterator.next()]) == [[0, 1]]
+        assert set(multiprocessing.active_children()) == before
+    finally:
+        iterator.finalize()
 
 
 def test_missing_batch_size_is_refused():
