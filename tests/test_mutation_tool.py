@@ -167,8 +167,6 @@ def test_a_forkserver_worker_starts_and_ends():
 # it by a bare os.fork(); the forked run's exit status is this script's.
 _RUN_THEN_FORK = '''
 import os
-import subprocess
-import sys
 import sys
 
 import pytest
