@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from tests.support.processes import own_env
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -195,10 +197,8 @@ def test_the_copys_conftest_lets_a_forked_run_start_forkserver_workers(
     (tmp_path / 'run_then_fork.py').write_text(_RUN_THEN_FORK)
     if with_conftest:
         tool.write_conftest(str(tmp_path))
-    env = {name: value for name, value in os.environ.items()
-           if name != 'PYTHONPATH' and not name.startswith('PYTEST_')}
     done = subprocess.run([sys.executable, str(tmp_path / 'run_then_fork.py'), str(tmp_path)],
-                          cwd=str(tmp_path), env=env, capture_output=True, text=True,
+                          cwd=str(tmp_path), env=own_env(), capture_output=True, text=True,
                           timeout=240)
     assert done.returncode != 100, done.stdout + done.stderr  # the first run passes
     if with_conftest:

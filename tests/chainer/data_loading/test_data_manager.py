@@ -497,7 +497,7 @@ def test_without_n_process_augmentation_batches_are_made_in_this_process():
     iterator = manager.get_iterator()
     try:
         assert firsts([iterator.next()]) == [[0, 1]]
-        assert set(multiprocessing.active_children()) == before
+        assert not _new_workers(before)
     finally:
         iterator.finalize()
 
@@ -1110,9 +1110,8 @@ def test_the_worker_processes_are_named_for_the_data_manager():
     iterator = DataManager(Numbers(8), 2, n_process_augmentation=2).get_iterator()
     try:
         iterator.next()
-        names = {child.name for child in multiprocessing.active_children()
-                 if child not in before}
-        assert names == {'DataManager-0', 'DataManager-1'}
+        assert {child.name for child in _new_workers(before)} == {'DataManager-0',
+                                                                  'DataManager-1'}
     finally:
         iterator.finalize()
 
