@@ -39,14 +39,14 @@ def check(count):
     ("raise ValueError(", "raise TypeError(", False),
 ])
 def test_a_change_inside_a_message_alone_is_told_apart(tool, old, new, messages_only):
-    assert tool._only_messages(ORIGINAL, ORIGINAL.replace(old, new)) is messages_only
+    assert tool.only_messages(ORIGINAL, ORIGINAL.replace(old, new)) is messages_only
 
 
 def test_the_text_of_a_private_alias_of_a_message_call_is_a_message(tool):
     original = ("def describe(error, index):\n"
                 "    _add_note(error, 'while building the batch {}'.format(index))\n")
-    assert tool._only_messages(original, original.replace("'while", "'XXwhile"))
-    assert not tool._only_messages(original, original.replace('index)', 'None)'))
+    assert tool.only_messages(original, original.replace("'while", "'XXwhile"))
+    assert not tool.only_messages(original, original.replace('index)', 'None)'))
 
 
 def test_every_listed_module_has_tests_that_exist(tool):
@@ -147,7 +147,7 @@ def test_every_module_with_tests_under_mpiexec_has_them_and_they_are_mpi_tests(t
     (None, False),  # not run
 ])
 def test_a_test_process_killed_by_a_signal_counts_as_caught(tool, code, killed):
-    assert tool._killed(code) is killed
+    assert tool.was_killed(code) is killed
 
 
 _FORKSERVER_TEST = '''
