@@ -21,7 +21,8 @@ as it is, for debugging).
 The finder answers only for the Chainer modules in :data:`PATCHED_MODULES`, the one table of
 what is patched: it takes the spec that the other finders give for such a module and wraps
 its loader, so that the module runs as Chainer wrote it, through the patch named for it
-(``_removed``: names a release removed; ``_changed``: rules a release changed). Every supply
+(``_removed``: names a release removed; ``_changed``: rules a release changed;
+``_devices``: CUDA's libraries without a GPU). Every supply
 is decided when the module loads, by looking at the NumPy and setuptools present: a name
 NumPy or setuptools has always wins, and on a stack that lacks nothing, nothing is done.
 What is supplied goes only into the Chainer module that reads it, never into a namespace
@@ -62,6 +63,7 @@ PATCHED_MODULES = {
     'chainer.links.activation.maxout': '_changed:maxout',
     'chainer.iterators.multiprocess_iterator': '_changed:multiprocess_iterator',
     'chainer.links.caffe.protobuf3.caffe_pb2': '_changed:caffe_pb2',
+    'chainer.backends.cuda': '_devices:cuda',
     'onnx_chainer.export': '_removed:onnx_mapping',
     'onnx_chainer.context': '_removed:onnx_mapping',
     'onnx_chainer.functions.array': '_removed:onnx_mapping',

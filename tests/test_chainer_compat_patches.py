@@ -8,6 +8,7 @@ import importlib
 import inspect
 import os
 import re
+import subprocess
 import sys
 import threading
 import warnings
@@ -20,6 +21,7 @@ from chainer import gradient_check
 
 import _researchutils_chainer_compat as compat
 from _researchutils_chainer_compat import _changed, _stand_ins
+from tests.support.processes import checkout_env
 
 NUMPY_2 = int(np.__version__.split('.')[0]) >= 2
 
@@ -446,7 +448,7 @@ def test_every_patch_function_is_in_the_table():
     {patch: name for name, patch in compat.PATCHED_MODULES.items()}.items()))
 def test_every_patch_names_the_release_that_changed_what_it_supplies(patch, module_name):
     comments = ' '.join(re.findall(r'#(.*)', inspect.getsource(compat.patch_for(module_name))))
-    assert re.search(r'(NumPy|Python|setuptools|protobuf|onnx) \d', comments), patch
+    assert re.search(r'(NumPy|Python|setuptools|protobuf|onnx|torch|CuPy) \d', comments), patch
 
 
 def test_no_module_of_the_compat_package_is_over_400_lines():
@@ -455,3 +457,46 @@ def test_no_module_of_the_compat_package_is_over_400_lines():
         if name.endswith('.py'):
             with open(os.path.join(folder, name), encoding='utf-8') as f:
                 assert len(f.read().splitlines()) <= 400, name
+
+
+# --- CUDA's libraries without a GPU ----------------------------------------------------
+
+_CUDA_STATE = '''
+import warnings
+warnings.simplefilter('error', UserWarning)  # Chainer's 'cuDNN is not enabled'
+import chainer.functions
+from chainer.backends import cuda
+try:
+    import cupy
+    cupy.cuda.runtime.getDeviceCount()
+    print('device')
+except ImportError:
+    print('no cupy')
+except Exception:
+    print('no device')
+print(cuda.available)
+try:
+    cuda.check_cuda_available()
+except RuntimeError as error:
+    print(' '.join(str(error).split()))
+try:
+    from cupy.cuda import cublas  # noqa: F401
+    print('cuBLAS')
+except Exception:
+    print('no cuBLAS')
+'''
+
+
+def test_cupy_that_imports_on_a_machine_without_a_device_is_not_available():
+    # The newest stack has CuPy 14 and, from torch's wheels, cuBLAS (the fourth line): every
+    # import Chainer tries succeeds, and only the missing driver tells that no GPU can be
+    # used. Chainer alone said available, and warned at import that cuDNN is not enabled.
+    env = checkout_env()
+    done = subprocess.run([sys.executable, '-c', _CUDA_STATE], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    if lines[0] != 'no device':
+        pytest.skip('needs CuPy and no usable CUDA device, found: ' + lines[0])
+    assert lines[1] == 'False'
+    assert 'CuPy imports, but no CUDA device can be used' in lines[2]
