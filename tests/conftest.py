@@ -8,11 +8,17 @@ needs (``make test`` runs each stack's suite on two workers a core, docs/testing
   a pool of threads for every core;
 * the tests marked ``slow`` are handed out first, so a long one does not start last and
   keep one worker busy while the other has nothing left to do;
-* at the end, the tests that took over SLOW_SECONDS without the ``slow`` mark are named.
+* at the end, the tests that took over SLOW_SECONDS without the ``slow`` mark are named;
+* nothing the run starts outlives it (tests/support/leftovers.py): the pytest process that
+  leads the run tags every process started from it, ends them when it is stopped by SIGTERM
+  or SIGHUP (under pytest-xdist, where it runs no test itself) and at its end, and ends at
+  its start what killed runs left behind.
 """
 import os
 
 import pytest
+
+from tests.support import leftovers
 
 # Session-wide fixtures that tests of several folders share (one PostgreSQL server, one MLflow
 # server and one bridge for the namespace hosts a session, researchutils' wheel for the
@@ -35,6 +41,21 @@ os.environ['MPLBACKEND'] = 'Agg'
 # A test that takes longer than this (setup, call and teardown, on an idle machine) does
 # less, or is marked slow with its reason (docs/testing.rst).
 SLOW_SECONDS = 10.
+
+
+def pytest_configure(config):
+    if 'PYTEST_XDIST_WORKER' not in os.environ:
+        # The leader of the run. Under xdist it runs no test, so no test's signal handler
+        # stands in place of its own.
+        leftovers.lead_run(handle_signals=bool(getattr(config.option, 'numprocesses', 0)))
+
+
+def pytest_unconfigure(config):
+    if 'PYTEST_XDIST_WORKER' not in os.environ:
+        ended = leftovers.close_run()
+        if ended:
+            print('tests/support/leftovers.py: ended {} process(es) the run left running: '
+                  '{}'.format(len(ended), ' '.join(map(str, ended))))
 
 
 def _cuda_available():

@@ -50,6 +50,8 @@ import time
 
 import pytest
 
+from tests.support import leftovers
+
 START_TIMEOUT = 120.
 STOP_TIMEOUT = 60.
 USER = 'researchutils'  # the database superuser the tests connect as
@@ -149,7 +151,8 @@ def alive(processes):
 def _as_account(account, folder):
     """Popen arguments that run a program as ``account`` (None: as we run), in ``folder``,
     with an environment of its own."""
-    arguments = {'cwd': folder, 'env': {'PATH': os.defpath, 'LC_ALL': 'C', 'LANG': 'C'}}
+    arguments = {'cwd': folder, 'env': leftovers.tagged(
+        {'PATH': os.defpath, 'LC_ALL': 'C', 'LANG': 'C'})}
     if account is not None:
         arguments.update(user=account.pw_uid, group=account.pw_gid, extra_groups=[])
     return arguments

@@ -20,7 +20,7 @@ import time
 import numpy
 import pytest
 
-from tests.support import search_studies
+from tests.support import leftovers, search_studies
 from tests.support.processes import REPO
 
 WORKER_TIMEOUT = 600
@@ -61,7 +61,7 @@ def node_env(folder):
            if name.startswith(_BLAS_PREFIXES)}
     env.update({'PATH': '/usr/local/bin:/usr/bin:/bin', 'HOME': str(folder),
                 'LANG': 'C.UTF-8', 'PYTHONPATH': REPO})
-    return env
+    return leftovers.tagged(env)
 
 
 def can_name_hosts():
