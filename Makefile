@@ -94,6 +94,14 @@ XDIST := -n $(TEST_WORKERS) --dist loadgroup
 # its Python 3.12. They run on ONE_STACK (else on the first stack chosen), not on every one.
 ONE_STACK ?= 3.12
 ONE_STACK_VENV := $(or $(filter $(call venv_of,$(ONE_STACK)),$(TEST_VENVS)),$(firstword $(TEST_VENVS)))
+# Tests marked system are end-to-end runs of process orchestration (SLURM, PostgreSQL across
+# hosts, searches and experiments killed and resumed, folder ownership, the demo's runs):
+# their subject is the same on every stack, so they run once, on the newest stack chosen.
+# tests/support/stacks.py says which test files are system tests, and why
+# (docs/testing.rst, "Where each test runs").
+SYSTEM_VENV := $(lastword $(TEST_VENVS))
+# make test writes what became of each test on each stack to RESEARCHUTILS_TEST_RECORD and
+# prints the counts at its end (tests/support/run_record.py).
 # Each stack's run ends with its 30 slowest tests, so a test that grows slow is seen in the
 # log of every run (`make test-unit DURATIONS=0` lists them all).
 DURATIONS ?= 30
@@ -104,7 +112,7 @@ MPI_TESTS ?= $(shell grep -rl --include='test_*.py' 'mark\.mpi' tests | sort)
 # `make test` prints the time of each step at the end (tools/step_times.sh).
 TIMED := tools/step_times.sh run
 
-.PHONY: all install venvs test test-unit test-mpi lint typecheck docs docs-images bench demo clean \
+.PHONY: all install venvs test test-quick test-unit test-mpi lint typecheck docs docs-images bench demo clean \
 	mutation mutation-check mutation-sample
 
 all: test
@@ -159,7 +167,8 @@ test-unit: $(foreach venv,$(TEST_VENVS),$(call stamp_of,$(venv)))
 	    stack="$$($$venv/bin/python -c 'import sys, numpy, chainer; \
 	        print("Python %d.%d.%d" % sys.version_info[:3], "NumPy", numpy.__version__, \
 	        "Chainer", chainer.__version__)')"; \
-	    marks='not mpi'; [ "$$venv" = '$(ONE_STACK_VENV)' ] || marks='not mpi and not one_stack'; \
+	    marks='not mpi'; [ "$$venv" = '$(ONE_STACK_VENV)' ] || marks="$$marks and not one_stack"; \
+	    [ "$$venv" = '$(SYSTEM_VENV)' ] || marks="$$marks and not system"; \
 	    echo "== pytest, $$stack ($$venv): -m '$$marks'"; \
 	    $(TIMED) "pytest, $${stack% Chainer*}" \
 	        $$venv/bin/python -m pytest -m "$$marks" $(XDIST) --durations=$(DURATIONS) $(PYTEST_ARGS); done
@@ -168,15 +177,17 @@ test-mpi: $(foreach venv,$(TEST_VENVS),$(call stamp_of,$(venv)))
 	@test -n '$(TEST_VENVS)' || { echo 'no venv for STACKS=$(STACKS)' >&2; exit 1; }
 	@set -e; for venv in $(TEST_VENVS); do \
 	    echo "== MPI tests, $$($$venv/bin/python --version) ($$venv)"; \
+	    marks='mpi'; [ "$$venv" = '$(SYSTEM_VENV)' ] || marks='mpi and not system'; \
 	    $(TIMED) "MPI tests, $$($$venv/bin/python --version)" \
-	        $(MPIEXEC) $$venv/bin/python -m pytest -m mpi -p no:cacheprovider -q \
+	        $(MPIEXEC) $$venv/bin/python -m pytest -m "$$marks" -p no:cacheprovider -q \
 	        $(MPI_TESTS) $(PYTEST_ARGS); \
 	done
 
 # Each step in turn, timed; the venvs first, installed side by side (their downloads and
 # builds overlap). The table of times comes at the end, after a failure too.
 test:
-	@export STEP_TIMES="$$(mktemp)"; status=0; \
+	@export STEP_TIMES="$${STEP_TIMES:-$$(mktemp)}" RESEARCHUTILS_TEST_RECORD="$$(mktemp)"; \
+	status=0; \
 	$(TIMED) 'install the venvs (side by side)' $(MAKE) --no-print-directory -j3 venvs \
 	&& $(TIMED) 'lint (ruff, mypy)' $(MAKE) --no-print-directory lint \
 	&& $(TIMED) 'docs (sphinx -W)' $(MAKE) --no-print-directory docs \
@@ -187,7 +198,18 @@ test:
 	&& $(TIMED) 'mutation sample (a tenth of two modules)' \
 	    $(MAKE) --no-print-directory mutation-sample \
 	|| status=$$?; \
+	$(PY) -m tests.support.run_record "$$RESEARCHUTILS_TEST_RECORD"; \
+	rm -f "$$RESEARCHUTILS_TEST_RECORD"; \
 	tools/step_times.sh table "$$STEP_TIMES"; exit $$status
+
+# The loop while editing: lint, then the newest stack's tests that are neither system tests
+# nor slow, on TEST_WORKERS processes (about two and a half minutes on 2 cores;
+# docs/testing.rst). `make test` runs everything.
+QUICK_VENV := $(lastword $(VENVS))
+test-quick: $(call stamp_of,$(QUICK_VENV))
+	@$(MAKE) --no-print-directory lint
+	$(QUICK_VENV)/bin/python -m pytest -m 'not mpi and not system and not slow and not one_stack' \
+	    $(XDIST) -q $(PYTEST_ARGS)
 
 # The documentation's pictures in docs/images (tools/docs_images.py says which): the main
 # example runs as `make demo` runs it (a few minutes on 2 cores), then its frames and loss

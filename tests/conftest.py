@@ -6,6 +6,8 @@ needs (``make test`` runs each stack's suite on two workers a core, docs/testing
   (an ``xdist_group`` per fixture), so that fixture is made once, not once a worker;
 * each process does its BLAS on one thread, so two workers on two cores do not each start
   a pool of threads for every core;
+* the tests of the files tests/support/stacks.py names as system tests are marked
+  ``system`` (make test runs them on the newest stack only);
 * the tests marked ``slow`` are handed out first, so a long one does not start last and
   keep one worker busy while the other has nothing left to do;
 * at the end, the tests that took over SLOW_SECONDS without the ``slow`` mark are named;
@@ -18,7 +20,7 @@ import os
 
 import pytest
 
-from tests.support import leftovers
+from tests.support import leftovers, run_record, stacks
 
 # Session-wide fixtures that tests of several folders share (one PostgreSQL server, one MLflow
 # server and one bridge for the namespace hosts a session, researchutils' wheel for the
@@ -44,6 +46,8 @@ SLOW_SECONDS = 10.
 
 
 def pytest_configure(config):
+    # What became of each test, for make test's counts per stack (tests/support/run_record.py).
+    run_record.configure(config, _under_mpi())
     if 'PYTEST_XDIST_WORKER' not in os.environ:
         # The leader of the run. Under xdist it runs no test, so no test's signal handler
         # stands in place of its own.
@@ -80,7 +84,12 @@ def pytest_collection_modifyitems(config, items):
     # By marker, not keyword: pytest counts the names of the folders above a test as its
     # keywords, so a checkout in a folder named `gpu` would skip every test.
     mpi_files = config.stash.setdefault(MPI_TEST_FILES, set())
+    system_files = {}
     for item in items:
+        # A system test runs once, on the newest stack (tests/support/stacks.py).
+        path = str(item.path)
+        if system_files.setdefault(path, stacks.is_system_file(path)):
+            item.add_marker(pytest.mark.system)
         if item.get_closest_marker('gpu') and not has_cuda:
             item.add_marker(skip_gpu)
         if item.get_closest_marker('mpi'):

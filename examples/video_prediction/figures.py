@@ -3,10 +3,9 @@
 The frames are laid out in one image shown on one set of axes: drawing a grid of 50 small
 axes (and fitting their layout) took most of a short run's time, and the picture is the same.
 """
-import os
-import tempfile
-
 import numpy as np
+
+from researchutils._files import write_atomically
 
 # Pixels between two frames, and the value they show (mid grey, apart from the black and
 # white of the balls and the background); the empty cell is the page's white.
@@ -72,13 +71,10 @@ def save_frames_png(path, truth, prediction, context_frame=None):
     axes.set_yticks([row * (height + GAP) + (height - 1) / 2 for row in range(2 * clips)],
                     ['truth', 'prediction'] * clips, fontsize=7)
     axes.tick_params(length=0)
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(suffix='.png', dir=folder)
-    os.close(handle)
     try:
-        figure.savefig(temporary, dpi=80, bbox_inches='tight', pad_inches=0.05)
-        os.replace(temporary, path)
+        # The project's atomic writer: whole or not at all, and a mode that follows the
+        # umask as the run's other files do (a mkstemp file would be 0600).
+        write_atomically(path, lambda file: figure.savefig(
+            file, format='png', dpi=80, bbox_inches='tight', pad_inches=0.05))
     finally:
         plt.close(figure)
-        if os.path.exists(temporary):
-            os.remove(temporary)

@@ -29,7 +29,6 @@ Run ``python examples/video_prediction/train.py --help`` for the options.
 import argparse
 import collections
 import os
-import shutil
 import sys
 import time
 
@@ -47,6 +46,7 @@ from model import (
     repeat_last_frame_error,
 )
 
+from researchutils._files import write_atomically
 from researchutils.chainer.data_loading import (
     AbstractDataset,
     DataManager,
@@ -197,9 +197,10 @@ class FinalFigures(chainer.training.Extension):
                          self.last_seen)
         plot = os.path.join(trainer.out, 'loss.png')
         if os.path.exists(plot):
-            final = os.path.join(trainer.out, 'final_loss.png')
-            shutil.copyfile(plot, final + '.tmp')
-            os.replace(final + '.tmp', final)
+            with open(plot, 'rb') as source:
+                data = source.read()
+            write_atomically(os.path.join(trainer.out, 'final_loss.png'),
+                             lambda file: file.write(data))
 
 
 def write_frames_png(path, model, clips, last_seen):

@@ -5,6 +5,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -30,10 +31,10 @@ pytestmark = [pytest.mark.slow(reason='trains the demo in subprocesses, seconds 
               pytest.mark.timeout(3 * RUN_TIMEOUT)]
 
 
-def _run(out, *args, check=True, env=None):
+def _run(out, *args, check=True, env=None, umask=-1):
     result = subprocess.run([sys.executable, SCRIPT, '--out', str(out)] + TINY + list(args),
                             capture_output=True, text=True, timeout=RUN_TIMEOUT,
-                            env=dict(os.environ, **(env or {})))
+                            env=dict(os.environ, **(env or {})), umask=umask)
     if check:
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     return result
@@ -51,7 +52,9 @@ def _log_epochs(run_dir):
 
 
 def test_tiny_run_writes_its_outputs_and_beats_the_baseline(tmp_path):
-    result = _run(tmp_path, '--epochs', '6')
+    # A umask of the user's own: every file the run writes has the mode it gives (no 0600
+    # file of a mkstemp beside 0644 ones).
+    result = _run(tmp_path, '--epochs', '6', umask=0o027)
     model_error, baseline = _errors(result.stdout)
     assert model_error < baseline
     assert 'beats the baseline' in result.stdout
@@ -61,6 +64,9 @@ def test_tiny_run_writes_its_outputs_and_beats_the_baseline(tmp_path):
         assert (run_dir / name).stat().st_size > 0, name
     _check_onnx(run_dir / 'video_predictor.onnx', result.stdout)
     assert (run_dir / 'frames.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    modes = {name: oct(stat.S_IMODE((run_dir / name).stat().st_mode))
+             for name in ('frames.png', 'final_loss.png', 'loss.png', 'video_predictor.npz')}
+    assert modes == dict.fromkeys(modes, oct(0o640))
     assert any(name.startswith('snapshot_epoch_') for name in os.listdir(str(run_dir)))
     with open(str(run_dir / 'log')) as f:
         log = json.load(f)
