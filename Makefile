@@ -32,6 +32,10 @@ SETUPTOOLS_3.13 := setuptools
 # scipy, scikit-learn), against 48 s and 300 MB in each other one (tensorboardX,
 # mlflow-skinny, tensorboard).
 EXTRA_PACKAGES_3.13 := cupy-cuda13x==14.2.* nvidia-cuda-nvrtc==13.* nvidia-cuda-runtime==13.* mlflow>=3
+# The newest stack also has torch (the `torch` extra: researchutils.pytorch and its tests,
+# which compare every torch twin with Chainer's): the default build from PyPI, about 77 s and
+# 5 GB with its CUDA libraries; it runs on CPU without a GPU.
+STACK_EXTRAS_3.13 := $(comma)torch
 # setuptools < 70 builds wheels only with the wheel package (later ones carry bdist_wheel);
 # the .pth tests build researchutils' wheel with the venv's own setuptools.
 EXTRA_PACKAGES_3.11 := wheel
@@ -135,8 +139,8 @@ $(1)/.installed-$(3)-$(4): setup.py Makefile constraints.txt build-constraints.t
 	rm -f $(1)/.installed-*
 	touch $$@
 endef
-$(eval $(call venv_rules,$(VENV),$(PYTHON),$(PY_VERSION),$(EXTRAS)))
-$(foreach v,$(TEST_VERSIONS),$(eval $(call venv_rules,.venv-$(v),$(PYTHON_$(v)),$(v),$(TEST_EXTRAS))))
+$(eval $(call venv_rules,$(VENV),$(PYTHON),$(PY_VERSION),$(EXTRAS)$(STACK_EXTRAS_$(PY_VERSION))))
+$(foreach v,$(TEST_VERSIONS),$(eval $(call venv_rules,.venv-$(v),$(PYTHON_$(v)),$(v),$(TEST_EXTRAS)$(STACK_EXTRAS_$(v)))))
 stamp_of = $(filter $(1)/%,$(STAMPS))
 
 install: $(firstword $(STAMPS))
