@@ -50,6 +50,9 @@ SYSTEM = {
         'tests/support/test_run_record.py',
         'tests/test_stacks.py',
     ],
+    "researchutils' wheel installed into a fresh venv, and a user's mypy run on it": [
+        'tests/test_typing.py',
+    ],
     "a real MLflow server's start and stop (the fixture the tracking tests share)": [
         'tests/support/test_mlflow_server.py',
     ],
@@ -189,7 +192,6 @@ EVERY_STACK = {
         'tests/test_lazy.py',
         'tests/test_module_api.py',
         'tests/test_public_api.py',
-        'tests/test_typing.py',
         'tests/support/test_api_reference.py',
         'tests/support/test_import_probe.py',
     ],
