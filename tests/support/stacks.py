@@ -223,3 +223,17 @@ def is_system_file(path):
     """Whether the test file at ``path`` (absolute, or from the checkout's root) is a
     system test's."""
     return os.path.relpath(os.path.abspath(path), _REPO) in SYSTEM_FILES
+
+
+def system_list_rst():
+    """docs/testing.rst's list of the system test files under their reasons."""
+    lines = []
+    for reason, paths in SYSTEM.items():
+        lines += ['* {}:'.format(reason), '']
+        lines += ['  - ``{}``'.format(path) for path in paths]
+        lines.append('')
+    return '\n'.join(lines).rstrip() + '\n'
+
+
+if __name__ == '__main__':
+    print(system_list_rst(), end='')
