@@ -33,6 +33,7 @@ SYSTEM = {
         'tests/chainer/training/test_search_tracking.py',
     ],
     'experiments preempted by signals at awkward moments, in other processes': [
+        'tests/chainer/training/extensions/test_preemption_snapshot_group.py',
         'tests/chainer/training/test_experiment_preemption.py',
         'tests/chainer/training/test_experiment_preemption_mpi.py',
     ],
@@ -143,7 +144,6 @@ EVERY_STACK = {
     ],
     "signals and Python's process machinery (handlers, start methods, pipes)": [
         'tests/chainer/training/extensions/test_preemption_snapshot.py',
-        'tests/chainer/training/extensions/test_preemption_snapshot_group.py',
         'tests/chainer/training/extensions/test_preemption_snapshot_handlers.py',
         'tests/chainer/training/extensions/test_signal_handlers.py',
         'tests/chainer/training/extensions/test_slurm_requeue.py',

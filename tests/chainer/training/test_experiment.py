@@ -75,6 +75,7 @@ def test_rerun_of_a_finished_experiment_returns_its_model_without_training(tmp_p
     assert again.trainer is None and read_log(again) == log
 
 
+@pytest.mark.system  # a training process killed mid-run (tests/support/stacks.py)
 @pytest.mark.slow(reason='two training subprocesses, one killed mid-run: 10-20 s')
 @pytest.mark.timeout(120)
 def test_resume_after_a_killed_run_repeats_and_loses_no_epoch(tmp_path):

@@ -506,6 +506,7 @@ def finish(process, timeout=300):
     return json.loads(out.strip().splitlines()[-1])
 
 
+@pytest.mark.system  # processes sharing one study (tests/support/stacks.py)
 @pytest.mark.slow(reason='two worker processes train six trials')
 @pytest.mark.parametrize('storage', ['default', 'journal'])
 def test_two_processes_searching_one_study_finish_n_trials_in_all(tmp_path, storage):
@@ -534,6 +535,7 @@ def wait_for(condition, timeout, what):
     pytest.fail('gave up waiting for ' + what)
 
 
+@pytest.mark.system  # processes sharing one study (tests/support/stacks.py)
 @pytest.mark.slow(reason='a worker process trains until killed, then a search finishes')
 def test_a_killed_search_started_again_continues_without_redoing_finished_trials(tmp_path):
     enqueued_study(tmp_path, [0.1, 0.3, 0.03, 0.1])  # none diverges: each trains 3 epochs
@@ -622,6 +624,7 @@ with studies.opened_study(search_tasks.search_experiment(sys.argv[1]), None, Non
 '''
 
 
+@pytest.mark.system  # processes sharing one study (tests/support/stacks.py)
 @pytest.mark.slow(reason='three rounds of four processes starting at once')
 def test_processes_opening_a_new_default_study_at_once_all_open_it(tmp_path):
     # They race to create the SQLite tables and to record the schema version.
