@@ -2,27 +2,41 @@
 
 Tests: ``tests/test_chainer_compat_patches.py``.
 """
+import builtins
+
+
+def _no_device():
+    """Why CuPy can use no CUDA device here, or None (a device, or no CuPy at all)."""
+    try:
+        import cupy
+    except Exception:
+        return None     # Chainer's own import of CuPy fails the same way, and says so
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:  # CuPy's CUDARuntimeError: no driver, or a driver too old
+        return '{}: {}'.format(type(error).__name__, error)
+    return None if count > 0 else 'no CUDA device'
 
 
 def cuda(loader, module):
     """``chainer.backends.cuda`` says CUDA is available only where a device can be used."""
     # torch 2 wheels from PyPI bring cuBLAS and the CUDA runtime as pip packages
     # (nvidia-cublas...). Beside CuPy 14 every import Chainer tries then succeeds on a machine
-    # without a driver or a GPU, and it set `available = True`: `import chainer` warned that
-    # cuDNN is not enabled, and code that asks `cuda.available` before `to_gpu()` failed
-    # later. Where no device can be counted, the module is left as Chainer leaves it when
-    # CuPy is missing: not available, the reason in `_resolution_error`.
-    loader.exec_module(module)
-    if not module.available:
+    # without a driver or a GPU: it set `available = True`, warned at `import chainer` that
+    # cuDNN is not enabled, and imported cupyx (which imports Optuna when installed). Where
+    # no device can be counted, the module's own imports of CuPy fail, and Chainer leaves
+    # CUDA unavailable as it does without CuPy, the reason in `_resolution_error`. The
+    # refusal is the module's alone: `import cupy` elsewhere works as ever.
+    reason = _no_device()
+    if reason is None:
+        loader.exec_module(module)
         return
-    try:
-        count = module.cupy.cuda.runtime.getDeviceCount()
-    except Exception as error:  # CuPy's CUDARuntimeError: no driver, or a driver too old
-        reason = '{}: {}'.format(type(error).__name__, error)
-    else:
-        if count > 0:
-            return
-        reason = 'no CUDA device'
-    module.available = False
-    module._resolution_error = RuntimeError(
-        'CuPy imports, but no CUDA device can be used ({})'.format(reason))
+
+    def import_(name, globals=None, locals=None, fromlist=(), level=0):
+        if not level and name.partition('.')[0] in ('cupy', 'cupyx'):
+            raise ImportError('CuPy imports, but no CUDA device can be used ({})'.format(
+                reason))
+        return builtins.__import__(name, globals, locals, fromlist, level)
+
+    module.__builtins__ = dict(vars(builtins), __import__=import_)
+    loader.exec_module(module)
