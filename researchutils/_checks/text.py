@@ -43,18 +43,24 @@ def check_str(value: object, name: str, *, allow_empty: bool = True,
 
 
 @overload
-def check_path(value: object, name: str, *, allow_none: Literal[False] = False) -> str: ...
+def check_path(value: object, name: str, *, allow_none: Literal[False] = False,
+               allow_empty: bool = False) -> str: ...
 @overload
-def check_path(value: object, name: str, *, allow_none: bool) -> str | None: ...
-def check_path(value: object, name: str, *, allow_none: bool = False) -> str | None:
+def check_path(value: object, name: str, *, allow_none: bool,
+               allow_empty: bool = False) -> str | None: ...
+def check_path(value: object, name: str, *, allow_none: bool = False,
+               allow_empty: bool = False) -> str | None:
     """Returns a path given as a ``str`` or an ``os.PathLike`` as a str.
 
     Integers (which ``open`` would take as a file descriptor, ``True`` being
     standard output), bytes and NUL bytes are refused, the same on every Python.
+    The empty str is refused unless ``allow_empty``: at the original
+    researchutils' paths, where it was a path that does not exist
+    (``load_model('', model)``) or the working folder, it is taken as such.
 
     Raises:
         TypeError: ``value`` is neither a str nor an ``os.PathLike`` giving a str.
-        ValueError: ``value`` is empty or holds a NUL byte.
+        ValueError: ``value`` holds a NUL byte, or is empty (unless ``allow_empty``).
 
     Example:
         >>> check_path('runs/model.npz', 'path')
@@ -76,7 +82,7 @@ def check_path(value: object, name: str, *, allow_none: bool = False) -> str | N
             name, none_or(allow_none, 'a str or an os.PathLike'), value))
     if '\0' in path:
         raise ValueError('{} must not hold a NUL byte, got {!r}'.format(name, path))
-    if not path:
+    if not path and not allow_empty:
         raise ValueError('{} must be a path, got an empty str'.format(name))
     return path
 

@@ -138,8 +138,10 @@ def _deserialize(path: str, target: _Serializable, prefix: str, what: str,
 
 def _load_into(path: str | os.PathLike[str], target: _Target, what: str,
                strict: bool) -> _Target:
-    path = _check_path(path)
-    if not os.path.exists(path):
+    # '' is a file that does not exist, as it was for the original (a script's default
+    # of '' for "no file to load").
+    path = check_path(path, 'path', allow_empty=True)
+    if not path or not os.path.exists(path):
         warnings.warn('{} file {!r} does not exist; the {} is left unchanged'.format(
             what, path, what), stacklevel=3)
         return target
@@ -151,8 +153,9 @@ def load_model(path: str | os.PathLike[str], model: _Target, *,
                strict: bool = False) -> _Target:
     """Loads a model's parameters from an npz file, in place, and returns the model.
 
-    A missing file leaves the model unchanged, warns once naming the path, and
-    still returns the model, so a script can start fresh or continue.
+    A missing file (or the empty path ``''``) leaves the model unchanged, warns
+    once naming the path, and still returns the model, so a script can start
+    fresh or continue.
 
     Args:
         path (str or os.PathLike): File written by :func:`save_model` or
