@@ -144,6 +144,37 @@ def shown_keys(keys: Iterable[str]) -> str:
     return shown + (' and {} more'.format(len(keys) - 8) if len(keys) > 8 else '')
 
 
+def _prefix_hint(path: str, expected: list[str], held: list[str], prefix: str) -> str:
+    """How to load the file when it holds the link's names under one prefix more or less.
+
+    A file saved from an ``L.Classifier`` holds its predictor's arrays under
+    ``predictor/``; a file saved from the predictor alone lacks that prefix. Either way
+    every name the link needs is there but for one prefix, which the message names.
+    """
+    held_set = set(held)
+    names = [key[len(prefix):] for key in expected]
+    if not names:
+        return ''
+    # The file holds the link under a prefix: 'predictor/W' for the link's 'W'.
+    first = names[0]
+    for key in sorted(held):
+        if key.endswith('/' + first):
+            outer = key[:len(key) - len(first)]
+            if all(outer + name in held_set for name in names):
+                return ('. These are the model\'s names under {!r}: the file was saved from '
+                        'a model that holds this one there (as an L.Classifier holds its '
+                        'predictor). Load them with load_model_from_snapshot({!r}, model, '
+                        'key={!r}), or chainer.serializers.load_npz(..., path={!r})'.format(
+                            outer, path, outer, outer))
+    # The link holds the file's model as a child: the link's 'predictor/W' for 'W'.
+    child = first.split('/', 1)[0] + '/'
+    if '/' in first and all(name.startswith(child) and prefix + name[len(child):] in held_set
+                            for name in names):
+        return ('. The file holds what the model has under {!r} alone: load it into that '
+                'part, load_model({!r}, model.{})'.format(child, path, child.rstrip('/')))
+    return ''
+
+
 def _check_link(mapping: _ReadAheadArrays, expected: dict[str, Value], prefix: str,
                 strict: bool) -> list[str]:
     """Checks every array a link needs against the file before any is loaded: none missing,
@@ -157,8 +188,9 @@ def _check_link(mapping: _ReadAheadArrays, expected: dict[str, Value], prefix: s
     archive = mapping.archive
     missing = [key for key in expected if key not in archive]
     if missing:
-        raise KeyError('{!r} has no array {} needed by the {}'.format(
-            archive.path, shown_keys(missing), mapping.what))
+        raise KeyError('{!r} has no array {} needed by the {}; it holds {}{}'.format(
+            archive.path, shown_keys(missing), mapping.what, shown_keys(archive.shapes),
+            _prefix_hint(archive.path, list(expected), list(archive.shapes), prefix)))
     # In key order, so that the same file and model always name the same array (Chainer
     # visits a link's parameters in the order of string hashing).
     for key in sorted(expected):

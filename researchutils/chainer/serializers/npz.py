@@ -66,7 +66,8 @@ def save_model(path: str | os.PathLike[str], model: _Serializable,
         overwrite (bool): Replace the file at ``path`` if there is one.
 
     Raises:
-        ValueError: ``path`` already exists (and ``overwrite`` is False).
+        ValueError: ``path`` already exists (and ``overwrite`` is False; the
+            message says so), or is a folder.
         NotADirectoryError: A parent of ``path`` is a file; the message names
             ``path`` and that file.
         OSError: The file could not be written (for instance, the disk is
@@ -85,9 +86,12 @@ def save_model(path: str | os.PathLike[str], model: _Serializable,
     _check_serializable(model, 'model')
     compression = check_bool(compression, 'compression')
     overwrite = check_bool(overwrite, 'overwrite')
+    if os.path.isdir(path):
+        raise ValueError('path {!r} is a folder; save_model writes one file: give the path of '
+                         'a file, such as {!r}'.format(path, os.path.join(path, 'model.npz')))
     if not overwrite and os.path.lexists(path):
-        raise ValueError('path {!r} already exists; save_model never overwrites a file'
-                         .format(path))
+        raise ValueError('path {!r} already exists; save_model never overwrites a file: pass '
+                         'overwrite=True to replace it'.format(path))
     folder = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)
@@ -176,7 +180,7 @@ def load_model(path: str | os.PathLike[str], model: _Target, *,
             lacks.
         KeyError: The file lacks an array the model needs; the message names
             the file and the array.
-        IsADirectoryError: ``path`` is a directory.
+        IsADirectoryError: ``path`` is a folder.
 
     Every check is made before the first parameter is written: a refused
     load leaves the model as it was.
