@@ -125,6 +125,12 @@ def _first(iterator):
         iterator.finalize()
 
 
+def _viewer():
+    import researchutils.image.viewer  # needs matplotlib: imported by the rows that need it
+    return researchutils.image.viewer
+
+
+_FRAMES = np.zeros((2, 4, 4), np.float32)
 _X = np.zeros((1, 8), np.float32)
 _C = np.zeros((1, 2), np.float32)
 _TWO_PI = 2 * np.pi
@@ -244,13 +250,28 @@ CASES = [
     Case('researchutils.image.preprocess.compute_mean_image', 'frames', [], 'IndexError',
          lambda d: preprocess.compute_mean_image([]), Refused('refuses an empty one')),
     Case('researchutils.image.viewer.show_image', 'title', '', "'': shown, no title",
-         lambda d: (os.chdir(d), __import__('researchutils.image.viewer').image.viewer
-                    .show_image(np.zeros((2, 2)), title=''))[1],
+         lambda d: (os.chdir(d), _viewer().show_image(np.zeros((2, 2)), title=''))[1],
          Same(lambda r, d: True, warns=True), needs='matplotlib'),
     Case('researchutils.image.viewer.show_images', 'comparisons', None, 'None: no comparisons',
-         lambda d: (os.chdir(d), __import__('researchutils.image.viewer').image.viewer
-                    .show_images([np.zeros((2, 2))], comparisons=None))[1],
+         lambda d: (os.chdir(d), _viewer().show_images([np.zeros((2, 2))], comparisons=None))[1],
          Same(lambda r, d: True, warns=True), needs='matplotlib'),
+    Case('researchutils.image.viewer.show_image', 'image', [[0, 1], [1, 0]],
+         'a nested list: shown (imshow took it)',
+         lambda d: (os.chdir(d), _viewer().show_image([[0, 1], [1, 0]]))[1],
+         Same(lambda r, d: os.path.isfile(os.path.join(str(d), r)), warns=True),
+         needs='matplotlib'),
+    Case('researchutils.image.viewer.animate', 'titles', [], "[] (the default): no titles",
+         lambda d: (os.chdir(d), _viewer().animate(_FRAMES, titles=[], fps=10))[1],
+         Same(lambda r, d: len(r) == 1 and os.path.isfile(os.path.join(str(d), r[0])),
+              warns=True), needs='matplotlib'),
+    Case('researchutils.image.viewer.animate', 'comparisons', 'a video',
+         'a video of the same shape: played beside', lambda d: (os.chdir(d), _viewer().animate(
+             _FRAMES, comparisons=_FRAMES, fps=10))[1],
+         Same(lambda r, d: len(r) == 1, warns=True), needs='matplotlib'),
+    Case('researchutils.image.viewer.animate_in_matrix_form', 'images_per_row', None,
+         'None: one row', lambda d: (os.chdir(d), _viewer().animate_in_matrix_form(
+             [_FRAMES, _FRAMES], images_per_row=None))[1],
+         Same(lambda r, d: len(r) == 1, warns=True), needs='matplotlib'),
     Case('researchutils.task.plotter.draw_task', 'start_time', 0, 'ints for times: drawn',
          lambda d: (os.chdir(d), __import__('researchutils.task.plotter').task.plotter
                     .draw_task(0, 0, 1, 'red', 'a', 'b', line_width=40, block=False))[1],
@@ -414,6 +435,7 @@ ORIGINAL_NAMES = [
     'researchutils.image.converter.hwc2chw', 'researchutils.image.converter.chw2hwc',
     'researchutils.image.preprocess.compute_mean_image',
     'researchutils.image.viewer.show_image', 'researchutils.image.viewer.show_images',
+    'researchutils.image.viewer.animate', 'researchutils.image.viewer.animate_in_matrix_form',
     'researchutils.task.plotter.draw_task',
     'researchutils.math.angle.fit_angle_in_rad_range',
     'researchutils.math.angle.fit_angle_in_deg_range',
