@@ -71,7 +71,8 @@ def search_all_files_under(pathstr: str | os.PathLike[str],
         ...  for path in search_all_files_under(data, exts=['.txt'])]
         ['a.txt', 'sub/b.txt']
     """
-    root = pathlib.Path(check_path(pathstr, 'pathstr'))
+    # '' is the working folder, as pathlib (and so the original) takes it.
+    root = pathlib.Path(check_path(pathstr, 'pathstr', allow_empty=True))
     if not root.exists():
         raise ValueError('pathstr {!r} does not exist'.format(str(pathstr)))
     if not root.is_dir():
@@ -121,7 +122,7 @@ def file_exists(path: str | os.PathLike[str]) -> bool:
     Raises:
         TypeError: ``path`` is not a str or an ``os.PathLike`` (an int would be
             taken as a file descriptor).
-        ValueError: ``path`` is empty or holds a NUL byte.
+        ValueError: ``path`` holds a NUL byte. (The empty path is no file: False.)
 
     Example:
 
@@ -129,7 +130,7 @@ def file_exists(path: str | os.PathLike[str]) -> bool:
         >>> file_exists('no/such/file.txt')
         False
     """
-    return os.path.exists(check_path(path, 'path'))
+    return os.path.exists(check_path(path, 'path', allow_empty=True))
 
 
 def create_dir_if_not_exist(outdir: str | os.PathLike[str]) -> None:
@@ -328,7 +329,8 @@ def prepare_output_dir(base_dir: str | os.PathLike[str],
     shell gave them. When writing them fails, the new folder is removed again.
 
     Args:
-        base_dir (str or os.PathLike): The folder for all runs; created if missing.
+        base_dir (str or os.PathLike): The folder for all runs; created if missing
+            ('' is the working folder, as in the original).
         args (argparse.Namespace or dict): The run's arguments.
         time_format (str): A ``strftime`` format for the folder's name, without
             path separators.
@@ -359,7 +361,7 @@ def prepare_output_dir(base_dir: str | os.PathLike[str],
         >>> json.loads(read_text_from_file(os.path.join(first, 'args.txt')))
         {'lr': 0.1, 'epochs': 20}
     """
-    base_dir = check_path(base_dir, 'base_dir')
+    base_dir = check_path(base_dir, 'base_dir', allow_empty=True)
     if isinstance(args, argparse.Namespace):
         args = vars(args)
     elif isinstance(args, collections.abc.Mapping):
@@ -378,7 +380,8 @@ def prepare_output_dir(base_dir: str | os.PathLike[str],
     # An argument the file system's encoding could not decode holds surrogates (PEP 383):
     # its own bytes go back into the file, so the command runs again as it was.
     command_bytes = shlex.join(sys.argv).encode('utf-8', 'surrogateescape')
-    _make_folder(base_dir, 'base_dir')
+    if base_dir:
+        _make_folder(base_dir, 'base_dir')
     outdir = _new_folder(base_dir, name)
     try:
         write_text_to_file(os.path.join(outdir, 'args.txt'), args_text)

@@ -217,3 +217,9 @@ def test_indices_keep_a_range_and_give_int64_arrays():
 def test_a_communicator_has_int_rank_and_size(value):
     with pytest.raises(TypeError, match='^comm must be a ChainerMN communicator'):
         _checks.check_comm(value)
+
+
+def test_check_path_takes_the_empty_path_only_when_allowed():
+    assert _checks.check_path('', 'path', allow_empty=True) == ''
+    with pytest.raises(ValueError, match="path must be a path, got an empty str"):
+        _checks.check_path('', 'path')

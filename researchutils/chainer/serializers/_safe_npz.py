@@ -241,7 +241,7 @@ def open_archive(path: str) -> Archive:
     """Open ``path`` as an :class:`Archive`; an error that names ``path`` if it cannot be.
 
     Raises:
-        IsADirectoryError: ``path`` is a directory.
+        IsADirectoryError: ``path`` is a folder.
         ValueError: ``path`` is not a complete zip archive, or a member is corrupt, or holds a
             pickled object array other than Chainer's None (:class:`UnreadableFile`).
 
@@ -255,7 +255,7 @@ def open_archive(path: str) -> Archive:
         ((3,), [1.0, 1.0, 1.0], None)
     """
     if os.path.isdir(path):
-        raise IsADirectoryError(errno.EISDIR, '{!r} is a directory, not an npz file'.format(path))
+        raise IsADirectoryError(errno.EISDIR, '{!r} is a folder, not an npz file'.format(path))
     # Opened without blocking, so a FIFO or a device is refused instead of waited on.
     fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0))
     file = os.fdopen(fd, 'rb')

@@ -12,39 +12,23 @@ writes are recognised without unpickling).
 from __future__ import annotations
 
 import errno
-import numbers
 import os
 import warnings
-from collections.abc import Iterable
-from typing import Any, Protocol, TypeAlias, TypeVar
+from typing import TypeVar
 
-import chainer
-import numpy
-from chainer import serializer as chainer_serializer
 from chainer.serializers import npz as chainer_npz
 from chainer.training import Trainer
-from numpy.typing import NDArray
 
 from researchutils import _files
 from researchutils._checks import check_bool, check_path
-from researchutils._typing import Array, Variable
-from researchutils.chainer.serializers import _safe_npz
+from researchutils.chainer.serializers import _load_checks
+from researchutils.chainer.serializers._load_checks import Serializable as _Serializable
 
 __all__ = ['save_model', 'load_model', 'load_snapshot', 'load_model_from_snapshot']
 
 
-class _Serializable(Protocol):
-    """What these functions save and load: a Chainer Link, or any object with Chainer's
-    serialize protocol (a Link is Any to mypy, so it always is one)."""
-
-    def serialize(self, serializer: Any, /) -> object: ...
-
-
 #: The model a load function loads into, and returns.
 _Target = TypeVar('_Target', bound=_Serializable)
-#: A value Chainer's serialize protocol passes: an array, a Variable, a number, a string,
-#: or None for a lazy parameter not yet initialized.
-_Value: TypeAlias = Array | Variable | numbers.Number | str | bytes | None
 
 
 def _check_path(path: object) -> str:
@@ -57,8 +41,8 @@ def _check_serializable(value: object, name: str) -> None:
                         'got {!r}'.format(name, value))
 
 
-def save_model(path: str | os.PathLike[str], model: _Serializable, compression: bool = True,
-               *, overwrite: bool = False) -> None:
+def save_model(path: str | os.PathLike[str], model: _Serializable,
+               compression: bool = True, *, overwrite: bool = False) -> None:
     """Saves a model's parameters and persistent values to a new npz file.
 
     The file is first written to a temporary file in the same folder, flushed
@@ -82,7 +66,8 @@ def save_model(path: str | os.PathLike[str], model: _Serializable, compression: 
         overwrite (bool): Replace the file at ``path`` if there is one.
 
     Raises:
-        ValueError: ``path`` already exists (and ``overwrite`` is False).
+        ValueError: ``path`` already exists (and ``overwrite`` is False; the
+            message says so), or is a folder.
         NotADirectoryError: A parent of ``path`` is a file; the message names
             ``path`` and that file.
         OSError: The file could not be written (for instance, the disk is
@@ -101,9 +86,12 @@ def save_model(path: str | os.PathLike[str], model: _Serializable, compression: 
     _check_serializable(model, 'model')
     compression = check_bool(compression, 'compression')
     overwrite = check_bool(overwrite, 'overwrite')
+    if os.path.isdir(path):
+        raise ValueError('path {!r} is a folder; save_model writes one file: give the path of '
+                         'a file, such as {!r}'.format(path, os.path.join(path, 'model.npz')))
     if not overwrite and os.path.lexists(path):
-        raise ValueError('path {!r} already exists; save_model never overwrites a file'
-                         .format(path))
+        raise ValueError('path {!r} already exists; save_model never overwrites a file: pass '
+                         'overwrite=True to replace it'.format(path))
     folder = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)
@@ -137,228 +125,27 @@ def _folder_error(path: str, folder: str, error: OSError) -> OSError:
                    'created: {}'.format(path, folder, error.strerror or error))
 
 
-class _KeyRecorder(chainer_serializer.Serializer):
-    """Collects what a target would save (key to current value), copying nothing."""
-
-    def __init__(self, found: dict[str, _Value], path: str) -> None:
-        self.found = found
-        self.path = path
-
-    def __getitem__(self, key: str) -> _KeyRecorder:
-        return _KeyRecorder(self.found, self.path + key.strip('/') + '/')
-
-    def __call__(self, key: str, value: _Value) -> _Value:
-        self.found[self.path + key.lstrip('/')] = value
-        return value
-
-
-class _ReadAheadArrays(object):
-    """Mapping for NpzDeserializer: arrays read ahead first, then the archive.
-
-    It remembers the last key looked up, for error messages.
-    """
-
-    def __init__(self, archive: _safe_npz.Archive, what: str) -> None:
-        self.archive = archive
-        self.arrays: dict[str, NDArray[Any]] = {}
-        self.what = what
-        self.last_key: str | None = None
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.archive
-
-    def __getitem__(self, key: str) -> NDArray[Any]:
-        self.last_key = key
-        if key in self.arrays:
-            return self.arrays.pop(key)
-        return self.archive[key]
-
-    def check_fits(self, key: str, value: _Value) -> None:
-        """Refuses, from its header, an array that does not fit ``value``, before reading it.
-
-        An array must have exactly the shape of the value it is loaded into (NumPy would
-        broadcast a smaller one into it, silently) and a dtype that casts to the value's
-        within its kind; a number takes a shape () array. Where the value says nothing of
-        the size (None: a lazy parameter; a string), at most ``_safe_npz.MAX_UNSIZED_BYTES``
-        are read. A refused array is not even decompressed.
-        """
-        shape = self.archive.shapes.get(key)
-        dtype = self.archive.dtypes.get(key)
-        if shape is None or dtype is None:  # not in the file, or Chainer's None (both None)
-            return
-        if isinstance(value, chainer.Variable):
-            value = value.array
-        problem = None
-        if value is None or isinstance(value, (str, bytes)) or not isinstance(
-                value, numbers.Number) and getattr(value, 'shape', None) is None:
-            if _safe_npz.nbytes(shape, dtype) > _safe_npz.MAX_UNSIZED_BYTES:
-                problem = 'holds more than MAX_UNSIZED_BYTES = {} bytes'.format(
-                    _safe_npz.MAX_UNSIZED_BYTES)
-        elif isinstance(value, numbers.Number):
-            if shape != ():
-                problem = 'does not fit the single number the {} holds there'.format(self.what)
-        elif dtype.kind not in 'biufc':
-            problem = 'is not numeric, so it does not fit the {}\'s array'.format(self.what)
-        elif tuple(shape) != tuple(value.shape):
-            problem = 'is not the shape {} of the {}\'s array'.format(tuple(value.shape),
-                                                                     self.what)
-        elif not numpy.can_cast(dtype, numpy.dtype(value.dtype), casting='same_kind'):
-            problem = 'does not cast to the {}\'s {}'.format(self.what,
-                                                           numpy.dtype(value.dtype).str)
-        if problem is not None:
-            raise _Mismatch('{!r}: array {!r} has shape {} and dtype {}, which '
-                                           '{}'.format(self.archive.path, key, shape,
-                                                       dtype.str, problem))
-
-
-class _Mismatch(ValueError):
-    """An array that does not fit the target; raised to the caller as a plain ValueError."""
-
-
-class _CheckedDeserializer(chainer_npz.NpzDeserializer):
-    """NpzDeserializer that checks an array's size against the value before reading it."""
-
-    def __getitem__(self, key: str) -> _CheckedDeserializer:
-        return _CheckedDeserializer(self.npz, self.path + key.strip('/') + '/',
-                                    strict=self.strict)
-
-    def __call__(self, key: str, value: _Value) -> _Value:
-        self.npz.check_fits(self.path + key.lstrip('/'), value)
-        return super().__call__(key, value)
-
-
-def _expected(link: _Serializable, prefix: str) -> dict[str, _Value]:
-    """What loading ``link`` under ``prefix`` reads: key to the value it is loaded into.
-
-    Only for a Link, whose saving and loading visit the same keys; a Trainer's saving
-    needs a started Trainer, so a Trainer's own keys are read as it asks for them.
-    """
-    expected: dict[str, _Value] = {}
-    link.serialize(_KeyRecorder(expected, prefix))
-    return expected
-
-
-def _keys(keys: Iterable[str]) -> str:
-    keys = sorted(keys)
-    shown = ', '.join(repr(key) for key in keys[:8])
-    return shown + (' and {} more'.format(len(keys) - 8) if len(keys) > 8 else '')
-
-
-def _check_link(mapping: _ReadAheadArrays, expected: dict[str, _Value], prefix: str,
-                strict: bool) -> list[str]:
-    """Checks every array a link needs against the file before any is loaded: none missing,
-    each of the value's shape and kind, and (``strict``) no array under ``prefix`` that the
-    link lacks. Reads the needed arrays ahead, so that loading them can no longer fail
-    half-way.
-
-    Returns:
-        list: The keys under ``prefix`` that the link lacks (empty when ``strict``).
-    """
-    archive = mapping.archive
-    missing = [key for key in expected if key not in archive]
-    if missing:
-        raise KeyError('{!r} has no array {} needed by the {}'.format(
-            archive.path, _keys(missing), mapping.what))
-    # In key order, so that the same file and model always name the same array (Chainer
-    # visits a link's parameters in the order of string hashing).
-    for key in sorted(expected):
-        mapping.check_fits(key, expected[key])
-    unused = [key for key in archive.shapes if key.startswith(prefix) and key not in expected]
-    if unused and strict:
-        raise ValueError('{!r} holds arrays the {} does not have: {}; it was saved from another '
-                         'architecture (load it with strict=False to take the arrays the {} '
-                         'has)'.format(archive.path, mapping.what, _keys(unused), mapping.what))
-    for key in expected:
-        mapping.arrays[key] = archive[key]
-    return unused
-
-
-def _check_trainer(mapping: _ReadAheadArrays, trainer: Trainer) -> None:
-    """Checks the models of a snapshot, and their optimizers' per-parameter states, against
-    ``trainer``'s before anything is loaded, strictly: a snapshot of another architecture
-    changes no parameter."""
-    # A StandardUpdater (and Chainer's other updaters) saves each optimizer's target under
-    # updater/model:<name>/ and its states under updater/optimizer:<name>/<parameter>/.
-    optimizers: dict[str, Any] = getattr(trainer.updater, 'get_all_optimizers', dict)()
-    for name, optimizer in optimizers.items():
-        target = getattr(optimizer, 'target', None)
-        if not isinstance(target, chainer.Link):
-            continue
-        model_prefix = 'updater/model:{}/'.format(name)
-        _check_link(mapping, _expected(target, model_prefix), model_prefix, strict=True)
-        prefix = 'updater/optimizer:{}/'.format(name)
-        params = dict(target.namedparams())
-        for key, shape in mapping.archive.shapes.items():
-            head, _, _state = key[len(prefix) - 1:].rpartition('/')
-            param = params.get(head) if key.startswith(prefix) else None
-            if param is None or param.array is None or not shape:
-                continue
-            if tuple(shape) != tuple(param.shape):
-                raise _Mismatch(
-                    '{!r}: array {!r} has shape {}, which is not the shape {} of the '
-                    'parameter {!r} it belongs to: the snapshot is of another architecture'
-                    .format(mapping.archive.path, key, tuple(shape), tuple(param.shape),
-                            head))
-
-
-def _model_prefixes(keys: Iterable[str]) -> list[str]:
-    prefixes: set[str] = set()
-    for key in keys:
-        head, sep, _ = key.partition('model:')
-        if sep:
-            name = key[len(head) + len(sep):].split('/', 1)[0]
-            prefixes.add(head + sep + name + '/')
-    return sorted(prefixes)
-
-
 def _deserialize(path: str, target: _Serializable, prefix: str, what: str,
                  strict: bool = True, stacklevel: int = 3) -> None:
     """Loads ``path`` into ``target`` once every check has passed; warns (naming them) of the
     arrays under ``prefix`` that a link lacks, when not ``strict``, as a warning of the frame
     ``stacklevel`` levels up (the public function's caller)."""
     try:
-        unused = _checked_load(path, target, prefix, what, strict)
-    except _Mismatch as error:
+        unused = _load_checks.checked_load(path, target, prefix, what, strict)
+    except _load_checks.Mismatch as error:
         raise ValueError(*error.args) from None
     if unused:
         warnings.warn('{!r} holds arrays the {} does not have, left unused: {}; load with '
-                      'strict=True to refuse such a file'.format(path, what, _keys(unused)),
-                      stacklevel=stacklevel)
-
-
-def _checked_load(path: str, target: _Serializable, prefix: str, what: str,
-                  strict: bool) -> list[str]:
-    """Checks ``path`` against ``target`` and loads it; the unused keys (see _check_link)."""
-    unused: list[str] = []
-    with _safe_npz.open_archive(path) as archive:
-        if prefix and not any(key.startswith(prefix) for key in archive.shapes):
-            raise KeyError('{!r} has no arrays under {!r} needed by the {}; the models it holds '
-                           'are under {}'.format(path, prefix, what,
-                                                 _model_prefixes(archive.shapes)
-                                                 or 'no "model:" key'))
-        mapping = _ReadAheadArrays(archive, what)
-        if isinstance(target, chainer.Link):
-            unused = _check_link(mapping, _expected(target, prefix), prefix, strict)
-        elif isinstance(target, Trainer):
-            _check_trainer(mapping, target)
-        deserializer = _CheckedDeserializer(mapping, path=prefix, strict=True)
-        try:
-            deserializer.load(target)
-        except KeyError as error:
-            raise KeyError('{!r} has no array {} needed by the {}'.format(
-                path, error, what)) from error
-        except (_safe_npz.UnreadableFile, _Mismatch):
-            raise
-        except (ValueError, TypeError) as error:
-            raise type(error)('{!r}: array {!r} does not fit the {}: {}'.format(
-                path, mapping.last_key, what, error)) from error
-    return unused
+                      'strict=True to refuse such a file'.format(
+                          path, what, _load_checks.shown_keys(unused)), stacklevel=stacklevel)
 
 
 def _load_into(path: str | os.PathLike[str], target: _Target, what: str,
                strict: bool) -> _Target:
-    path = _check_path(path)
-    if not os.path.exists(path):
+    # '' is a file that does not exist, as it was for the original (a script's default
+    # of '' for "no file to load").
+    path = check_path(path, 'path', allow_empty=True)
+    if not path or not os.path.exists(path):
         warnings.warn('{} file {!r} does not exist; the {} is left unchanged'.format(
             what, path, what), stacklevel=3)
         return target
@@ -370,8 +157,9 @@ def load_model(path: str | os.PathLike[str], model: _Target, *,
                strict: bool = False) -> _Target:
     """Loads a model's parameters from an npz file, in place, and returns the model.
 
-    A missing file leaves the model unchanged, warns once naming the path, and
-    still returns the model, so a script can start fresh or continue.
+    A missing file (or the empty path ``''``) leaves the model unchanged, warns
+    once naming the path, and still returns the model, so a script can start
+    fresh or continue.
 
     Args:
         path (str or os.PathLike): File written by :func:`save_model` or
@@ -392,7 +180,7 @@ def load_model(path: str | os.PathLike[str], model: _Target, *,
             lacks.
         KeyError: The file lacks an array the model needs; the message names
             the file and the array.
-        IsADirectoryError: ``path`` is a directory.
+        IsADirectoryError: ``path`` is a folder.
 
     Every check is made before the first parameter is written: a refused
     load leaves the model as it was.

@@ -90,6 +90,26 @@ def test_save_model_refuses_existing_path_and_leaves_it_untouched(tmp_path):
     assert _folder_entries(tmp_path) == ['model.npz']
 
 
+def test_save_model_on_an_existing_file_names_the_way_to_replace_it(tmp_path):
+    path = tmp_path / 'model.npz'
+    path.write_bytes(b'old')
+    with pytest.raises(ValueError, match=r'pass overwrite=True to replace it'):
+        serializers.save_model(str(path), make_model())
+
+
+@pytest.mark.parametrize('overwrite', [False, True])
+def test_save_model_to_a_folder_calls_it_a_folder(tmp_path, overwrite):
+    folder = tmp_path / 'models'
+    folder.mkdir()
+    with pytest.raises(ValueError) as raised:
+        serializers.save_model(str(folder), make_model(), overwrite=overwrite)
+    message = str(raised.value)
+    assert "'{}' is a folder".format(folder) in message
+    assert 'already exists' not in message
+    assert os.path.join(str(folder), 'model.npz') in message  # a file's path to give instead
+    assert _folder_entries(folder) == []
+
+
 def test_save_model_with_overwrite_replaces_an_existing_file_with_the_new_weights(tmp_path):
     # What BestModelSaver and the experiment's final model do (it was
     # training/_model_files.replace_model).
@@ -324,10 +344,10 @@ def test_load_model_of_non_npz_file_names_the_file(tmp_path):
         serializers.load_model(str(path), make_model())
 
 
-def test_load_model_of_a_directory_says_it_is_a_directory(tmp_path):
+def test_load_model_of_a_directory_says_it_is_a_folder(tmp_path):
     folder = tmp_path / 'model.npz'
     folder.mkdir()
-    with pytest.raises(IsADirectoryError, match='model.npz.* is a directory'):
+    with pytest.raises(IsADirectoryError, match='model.npz.* is a folder, not an npz file'):
         serializers.load_model(str(folder), make_model())
 
 

@@ -96,7 +96,7 @@ def test_open_archive_of_a_file_that_is_not_a_zip_names_it(tmp_path):
 
 
 def test_open_archive_of_a_directory_says_so(tmp_path):
-    with pytest.raises(IsADirectoryError, match='is a directory'):
+    with pytest.raises(IsADirectoryError, match='is a folder'):
         open_archive(os.fspath(tmp_path))
 
 
