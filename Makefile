@@ -116,7 +116,7 @@ MPI_TESTS ?= $(shell grep -rl --include='test_*.py' 'mark\.mpi' tests | sort)
 # `make test` prints the time of each step at the end (tools/step_times.sh).
 TIMED := tools/step_times.sh run
 
-.PHONY: all install venvs test test-quick test-unit test-mpi lint typecheck docs docs-images bench demo clean \
+.PHONY: all install venvs dist test test-quick test-unit test-mpi lint typecheck docs docs-images bench demo clean \
 	mutation mutation-check mutation-sample
 
 all: test
@@ -223,6 +223,17 @@ test-quick: $(call stamp_of,$(QUICK_VENV))
 DOCS_IMAGES_ARGS ?=
 docs-images: install
 	$(PY) tools/docs_images.py $(DOCS_IMAGES_ARGS)
+
+# The distribution: a wheel and an sdist in dist/, built by the PyPA builder in a throwaway
+# venv under build/ (no project venv needed) with the build constraint above, then checked
+# with twine (the README renders as the long description). docs/installation.rst installs it.
+DIST_VENV := build/dist-venv
+dist:
+	rm -rf dist $(DIST_VENV)
+	$(PYTHON) -m venv $(DIST_VENV)
+	$(DIST_VENV)/bin/python -m pip install -q --upgrade pip build twine 'readme-renderer[md]'
+	$(DIST_VENV)/bin/python -m build --outdir dist .
+	$(DIST_VENV)/bin/python -m twine check --strict dist/*
 
 bench: install
 	$(PY) benchmarks/run_all.py

@@ -2,8 +2,9 @@
 publish (``make dist``: a wheel and an sdist that ``twine check`` passes, the README rendered
 as the long description).
 
-System tests, run once (``one_stack``) and ``slow``: each makes a fresh venv outside the
-checkout and installs into it with pip, as a user would (pip reads the index, or its cache).
+System tests, run once, on the newest stack (tests/support/stacks.py), and ``slow``: each
+makes a fresh venv outside the checkout and installs into it with pip, as a user would (pip
+reads the index, or its cache).
 """
 import os
 import re
@@ -17,7 +18,7 @@ import pytest
 from tests.support import wheel
 from tests.support.processes import own_env
 
-pytestmark = [pytest.mark.slow, pytest.mark.one_stack]
+pytestmark = pytest.mark.slow
 
 REPO = wheel.REPO
 INSTALLATION = os.path.join(REPO, 'docs', 'installation.rst')

@@ -53,6 +53,7 @@ MODULES = [
     'chainer/training/extensions/_signal_handlers.py',
     'chainer/training/extensions/_slurm_requeue.py',
     'chainer/serializers/npz.py',
+    'chainer/serializers/_load_checks.py',
     'chainer/serializers/_safe_npz.py',
     'files.py',
     '_files.py',

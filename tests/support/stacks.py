@@ -51,7 +51,9 @@ SYSTEM = {
         'tests/support/test_run_record.py',
         'tests/test_stacks.py',
     ],
-    "researchutils' wheel installed into a fresh venv, and a user's mypy run on it": [
+    "researchutils' wheel and sdist built, installed into a fresh venv as the docs say, and a "
+    "user's mypy run on it": [
+        'tests/test_install.py',
         'tests/test_typing.py',
     ],
     "a real MLflow server's start and stop (the fixture the tracking tests share)": [
@@ -135,6 +137,7 @@ EVERY_STACK = {
     'file formats: npz, JSON values and references, snapshots, atomic files': [
         'tests/chainer/serializers/test_npz.py',
         'tests/chainer/serializers/test_safe_npz.py',
+        'tests/chainer/serializers/test_load_checks.py',
         'tests/chainer/training/test_json_values.py',
         'tests/chainer/training/test_references.py',
         'tests/chainer/training/test_train_utils.py',
@@ -186,6 +189,7 @@ EVERY_STACK = {
     ],
     "imports, the public API and argument checks: Python's import system and typing": [
         'tests/test_checks.py',
+        'tests/test_original_contract.py',
         'tests/test_every_argument_checked.py',
         'tests/test_import_paths.py',
         'tests/test_imports.py',
