@@ -29,6 +29,7 @@ except ImportError as error:
 _EXPORTS = {
     'functions': ['grad_clip_lstm', 'average_k_step_squared_error'],
     'nn.grad_clip_lstm': ['GradClipLSTM'],
+    'initializers': ['NormalWithLoc'],
 }
 __all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
@@ -37,4 +38,5 @@ if TYPE_CHECKING:  # the table above, for type checkers and IDEs
         average_k_step_squared_error as average_k_step_squared_error,
     )
     from researchutils.pytorch.functions import grad_clip_lstm as grad_clip_lstm
+    from researchutils.pytorch.initializers import NormalWithLoc as NormalWithLoc
     from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM as GradClipLSTM
