@@ -13,9 +13,11 @@ from researchutils._lazy import lazy_exports
 _EXPORTS = {
     'grad_clip_lstm': ['GradClipLSTM'],
     'deconvolution_ps': ['DeconvolutionPS'],
+    'conv_lstm': ['ConvLSTM'],
 }
 __all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 if TYPE_CHECKING:  # the table above, for type checkers and IDEs
+    from researchutils.pytorch.nn.conv_lstm import ConvLSTM as ConvLSTM
     from researchutils.pytorch.nn.deconvolution_ps import DeconvolutionPS as DeconvolutionPS
     from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM as GradClipLSTM
