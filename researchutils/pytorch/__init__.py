@@ -31,6 +31,7 @@ _EXPORTS = {
     'nn.grad_clip_lstm': ['GradClipLSTM'],
     'nn.deconvolution_ps': ['DeconvolutionPS'],
     'nn.conv_lstm': ['ConvLSTM'],
+    'nn.action_conditioned_lstm': ['ActionConditionedLSTM'],
     'initializers': ['NormalWithLoc'],
 }
 __all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
@@ -41,6 +42,9 @@ if TYPE_CHECKING:  # the table above, for type checkers and IDEs
     )
     from researchutils.pytorch.functions import grad_clip_lstm as grad_clip_lstm
     from researchutils.pytorch.initializers import NormalWithLoc as NormalWithLoc
+    from researchutils.pytorch.nn.action_conditioned_lstm import (
+        ActionConditionedLSTM as ActionConditionedLSTM,
+    )
     from researchutils.pytorch.nn.conv_lstm import ConvLSTM as ConvLSTM
     from researchutils.pytorch.nn.deconvolution_ps import DeconvolutionPS as DeconvolutionPS
     from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM as GradClipLSTM
