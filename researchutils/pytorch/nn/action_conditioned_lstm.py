@@ -89,11 +89,11 @@ class ActionConditionedLSTM(GradClipLSTM):
     """
 
     def __init__(self, in_size: int | None, out_size: int | None = None,
-                 lateral_init: Initializer = None, upward_init: Initializer = None,
-                 bias_init: Initializer = None, forget_bias_init: Initializer = None,
-                 h_fusion_init: Initializer = None, a_fusion_init: Initializer = None, *,
-                 action_size: int | None = None, clip_min: float | None = None,
-                 clip_max: float | None = None) -> None:
+                 lateral_init: Initializer | None = None, upward_init: Initializer | None = None,
+                 bias_init: Initializer | None = None, forget_bias_init: Initializer | None = None,
+                 h_fusion_init: Initializer | None = None,
+                 a_fusion_init: Initializer | None = None, *, action_size: int | None = None,
+                 clip_min: float | None = None, clip_max: float | None = None) -> None:
         action_size = check_int(action_size, 'action_size', minimum=1, allow_none=True)
         check_initializer(h_fusion_init, 'h_fusion_init')
         check_initializer(a_fusion_init, 'a_fusion_init')

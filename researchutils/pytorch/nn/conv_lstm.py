@@ -115,7 +115,7 @@ class ConvLSTM(torch.nn.Module):
 
     def __init__(self, in_channels: int | None, out_channels: int,
                  ksize: int | tuple[int, int], stride: int | tuple[int, int] = 1,
-                 initialW: Initializer = None, initial_bias: Initializer = None,
+                 initialW: Initializer | None = None, initial_bias: Initializer | None = None,
                  *, clip_min: float | None = None, clip_max: float | None = None) -> None:
         super().__init__()
         in_channels = check_int(in_channels, 'in_channels', minimum=1, allow_none=True)
