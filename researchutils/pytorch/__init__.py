@@ -9,6 +9,12 @@ piece loads that piece: :func:`grad_clip_lstm` and :func:`average_k_step_squared
 (:mod:`researchutils.pytorch.nn`) and the initializer :class:`NormalWithLoc`
 (:mod:`researchutils.pytorch.initializers`). Their submodules and parameters carry the Chainer
 twins' names, in Chainer's layouts, so a Chainer link's arrays copy into them unchanged.
+Each takes its twin's arguments by the same names, positions and defaults (``in_size`` and
+``out_size`` for the LSTMs, not ``torch.nn.LSTMCell``'s ``input_size`` and ``hidden_size``), so
+a Chainer script's constructor call ports as it is; in torch's conventions an initializer is
+a callable that fills a tensor in place (or a number, or None for Chainer's default), a dtype
+is a ``torch.dtype``, and a bad tensor is a TypeError or ValueError naming the argument where
+Chainer raises its ``InvalidType``.
 
 Tests: ``tests/pytorch/`` (one file per module), ``tests/test_imports.py`` (what each piece
 loads, and the error without torch).
