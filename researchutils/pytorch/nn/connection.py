@@ -156,8 +156,8 @@ class Highway(nn.Module):
 
     Args:
         in_out_size (int): Features of ``x`` and of the result.
-        bias (bool): Whether ``plain`` has a bias (``transform`` always has one, as in
-            Chainer).
+        bias (bool): Whether ``plain`` and ``transform`` have biases (Chainer's
+            ``nobias=False``).
         activate (callable): Tensor to tensor, applied to ``plain(x)``; ``torch.relu`` by
             default, as Chainer's ``F.relu``.
 
@@ -177,7 +177,7 @@ class Highway(nn.Module):
             raise TypeError('activate must be callable, got {!r}'.format(activate))
         self.activate = activate
         self.plain = nn.Linear(in_out_size, in_out_size, bias=bias)
-        self.transform = nn.Linear(in_out_size, in_out_size)
+        self.transform = nn.Linear(in_out_size, in_out_size, bias=bias)
 
     def forward(self, x: Any) -> Any:
         gate = torch.sigmoid(self.transform(x))

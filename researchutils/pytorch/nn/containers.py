@@ -11,18 +11,23 @@ Tests: ``tests/pytorch/weights/test_conversion.py``.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from torch import nn
+
+from researchutils._checks import check_str_list
 
 
 class Sequential(nn.Module):
     """``chainer.Sequential``: each layer applied in turn; a tuple result is unpacked.
 
     Args:
-        *layers (torch.nn.Module or callable): The steps. Modules are named ``'0'``,
-            ``'1'``, ... in order, counting modules only (as Chainer counts links).
+        *layers (torch.nn.Module or callable): The steps.
+        names (sequence of str or None): The names of the modules among them, in order; by
+            default ``'0'``, ``'1'``, ... counting modules only. (Chainer 7 numbers a
+            Sequential's links by its list of children, which ``append`` fills out of order
+            after the second link: from_chainer passes the links' own names.)
 
     Example:
         >>> import torch
@@ -33,17 +38,24 @@ class Sequential(nn.Module):
         torch.Size([5, 2])
     """
 
-    def __init__(self, *layers: nn.Module | Callable[..., Any]) -> None:
+    def __init__(self, *layers: nn.Module | Callable[..., Any],
+                 names: Sequence[str] | None = None) -> None:
         super().__init__()
-        self._layers: list[nn.Module | Callable[..., Any]] = []
         for index, layer in enumerate(layers):
             if not callable(layer):
                 raise TypeError('layers[{}] must be a torch.nn.Module or a callable, got {!r}'
                                 .format(index, layer))
+        count = sum(isinstance(layer, nn.Module) for layer in layers)
+        module_names = [str(index) for index in range(count)] if names is None else list(
+            check_str_list(names, 'names'))
+        if len(module_names) != count or len(set(module_names)) != count:
+            raise ValueError('names must be {} distinct names, one per module, got {!r}'
+                             .format(count, names))
+        self._layers: list[nn.Module | Callable[..., Any]] = list(layers)
+        modules = iter(module_names)
+        for layer in layers:
             if isinstance(layer, nn.Module):
-                self.add_module(str(sum(isinstance(previous, nn.Module)
-                                        for previous in self._layers)), layer)
-            self._layers.append(layer)
+                self.add_module(next(modules), layer)
 
     def forward(self, *x: Any) -> Any:
         result: Any = x

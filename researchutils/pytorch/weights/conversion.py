@@ -119,9 +119,10 @@ def _n_step(kind: type) -> Callable[[Any, dict[str, Any]], Any]:
 
 
 def _sequential(link: Any, children: dict[str, Any]) -> Any:
-    links = iter(children.values())
-    return containers.Sequential(*[next(links) if isinstance(layer, chainer.Link)
-                                   else FUNCTIONS[layer] for layer in link])
+    return containers.Sequential(
+        *[children[layer.name] if isinstance(layer, chainer.Link) else FUNCTIONS[layer]
+          for layer in link],
+        names=[layer.name for layer in link if isinstance(layer, chainer.Link)])
 
 
 def _check_sequential(link: Any) -> str | None:
@@ -176,6 +177,8 @@ CONVERTERS: dict[type, Converter] = {
     L.Maxout: Converter(lambda link, children: connection.Maxout(
         link.linear.W.shape[1], link.out_size, link.pool_size)),
     chainer.Sequential: Converter(_sequential, _check_sequential, walks_children=True),
+    L.Classifier: Converter(lambda link, children: _tree(containers.Chain(
+        'chainer.links.Classifier'), link, children), walks_children=True),
     chainer.ChainList: Converter(lambda link, children: _tree(nn.ModuleList(), link, children),
                                  walks_children=True),
     chainer.Chain: Converter(lambda link, children: _tree(containers.Chain('{}.{}'.format(
@@ -192,6 +195,9 @@ def _converter(link: Any) -> Converter | None:
     """The first converter along the link's class and bases whose forward is the link's."""
     for kind in type(link).__mro__:
         converter = CONVERTERS.get(kind)
+        if kind in (chainer.Chain, chainer.ChainList) and kind is not type(link) and (
+                type(link).__module__.startswith('chainer.')):
+            return None  # Chainer's own links compute something: never a bare tree
         if converter is not None and (converter.walks_children
                                       or _forward_of(kind) == _forward_of(type(link))):
             return converter
