@@ -1,0 +1,44 @@
+"""The way into PyTorch: the toolkit's pieces as torch code, equal to their Chainer twins.
+
+The one package of researchutils that imports torch at import time (and never Chainer):
+without torch it raises an ImportError that names the extra, ``pip install
+researchutils[torch]``. The public names are flat here and load lazily, so importing one
+piece loads that piece: :func:`grad_clip_lstm` and :func:`average_k_step_squared_error`
+(:mod:`researchutils.pytorch.functions`), the modules :class:`GradClipLSTM`,
+:class:`ConvLSTM`, :class:`ActionConditionedLSTM` and :class:`DeconvolutionPS`
+(:mod:`researchutils.pytorch.nn`) and the initializer :class:`NormalWithLoc`
+(:mod:`researchutils.pytorch.initializers`). Their submodules and parameters carry the Chainer
+twins' names, in Chainer's layouts, so a Chainer link's arrays copy into them unchanged.
+
+Tests: ``tests/pytorch/`` (one file per module), ``tests/test_imports.py`` (what each piece
+loads, and the error without torch).
+
+Example:
+    >>> from researchutils.pytorch import GradClipLSTM, grad_clip_lstm
+"""
+from typing import TYPE_CHECKING
+
+from researchutils._lazy import lazy_exports
+
+try:
+    import torch  # noqa: F401 (the package's one requirement, checked once here)
+except ImportError as error:
+    raise ImportError('researchutils.pytorch needs PyTorch: pip install '
+                      'researchutils[torch]') from error
+
+_EXPORTS = {
+    'functions': ['grad_clip_lstm', 'average_k_step_squared_error'],
+    'nn.grad_clip_lstm': ['GradClipLSTM'],
+    'nn.deconvolution_ps': ['DeconvolutionPS'],
+    'initializers': ['NormalWithLoc'],
+}
+__all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
+
+if TYPE_CHECKING:  # the table above, for type checkers and IDEs
+    from researchutils.pytorch.functions import (
+        average_k_step_squared_error as average_k_step_squared_error,
+    )
+    from researchutils.pytorch.functions import grad_clip_lstm as grad_clip_lstm
+    from researchutils.pytorch.initializers import NormalWithLoc as NormalWithLoc
+    from researchutils.pytorch.nn.deconvolution_ps import DeconvolutionPS as DeconvolutionPS
+    from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM as GradClipLSTM
