@@ -27,7 +27,10 @@ import torch
 import torch.nn.functional as torch_functional
 from torch import nn
 
+import researchutils.chainer.links as toolkit_links
 from researchutils.pytorch.nn import connection, containers, n_step_rnn, normalization, recurrent
+from researchutils.pytorch.nn.deconvolution_ps import DeconvolutionPS
+from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM
 from researchutils.pytorch.weights.loading import load_chainer_weights
 
 #: Chainer functions that a chainer.Sequential or a Highway may hold, and their torch twins.
@@ -176,6 +179,13 @@ CONVERTERS: dict[type, Converter] = {
     L.Highway: Converter(_highway, _check_highway),
     L.Maxout: Converter(lambda link, children: connection.Maxout(
         link.linear.W.shape[1], link.out_size, link.pool_size)),
+    # the toolkit's links: their torch twins hold the Chainer layouts (interleaved gates)
+    toolkit_links.GradClipLSTM: Converter(lambda link, children: GradClipLSTM(
+        link.upward.W.shape[1], link.state_size, clip_min=link.clip_min,
+        clip_max=link.clip_max)),
+    toolkit_links.DeconvolutionPS: Converter(lambda link, children: DeconvolutionPS(
+        link.conv.W.shape[1], link.out_channels, link.ksize, stride=link.stride, pad=link.pad,
+        nobias=not _has(link.conv, 'b'), outsize=link.outsize)),
     chainer.Sequential: Converter(_sequential, _check_sequential, walks_children=True),
     L.Classifier: Converter(lambda link, children: _tree(containers.Chain(
         'chainer.links.Classifier'), link, children), walks_children=True),

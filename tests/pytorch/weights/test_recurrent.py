@@ -146,3 +146,18 @@ def test_n_step_dropout_acts_between_layers_in_train_mode_only():
     module.train()
     torch.manual_seed(0)
     assert not torch.equal(first, module(None, None, xs)[2][0])
+
+
+def test_grad_clip_lstm_becomes_its_twin_with_the_clip_acting():
+    from researchutils.chainer.links import GradClipLSTM as ChainerGradClipLSTM
+    from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM
+
+    link = randomize(ChainerGradClipLSTM(3, 4, clip_min=-0.05, clip_max=0.05))
+    module = from_chainer(link)
+    assert isinstance(module, GradClipLSTM)
+    assert (module.clip_min, module.clip_max) == (-0.05, 0.05)
+    _run_steps(link, module, [_floats(3, 3, seed=step) * 3 for step in range(3)])
+    # the clip acted: without it, Chainer's gradients are others
+    free = randomize(L.LSTM(3, 4))
+    _run_steps(free, from_chainer(free), [_floats(3, 3, seed=step) * 3 for step in range(3)])
+    assert not numpy.allclose(free.upward.W.grad, link.upward.W.grad, rtol=1e-3)
