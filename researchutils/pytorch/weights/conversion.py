@@ -218,8 +218,9 @@ def _check(link: Any, path: str) -> None:
     kind = '{}.{}'.format(type(link).__module__, type(link).__qualname__)
     converter = _converter(link)
     if converter is None:
-        raise ConversionError('the link {!r} of type {} has no conversion to torch (see '
-                              'researchutils.pytorch.weights.CONVERTERS)'.format(path, kind))
+        raise ConversionError(
+            'the link {!r} of type {} has no conversion to torch (see '
+            'researchutils.pytorch.weights.conversion.CONVERTERS)'.format(path, kind))
     uninitialized = [name for name, param in link.namedparams(include_uninit=True)
                      if param.array is None]
     if uninitialized:
