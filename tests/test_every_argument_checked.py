@@ -21,17 +21,19 @@ import numpy as np
 import pytest
 from chainer.utils.type_check import InvalidType
 
+from tests.support.torch_twins import TORCH_INSTALLED
 from tests.test_public_api import PACKAGES as CHAINER_PACKAGES
 
 # The original researchutils' helpers, then every package of researchutils.chainer (the one
-# list test_public_api.py keeps), so a new package is walked the day it lands.
+# list test_public_api.py keeps), so a new package is walked the day it lands, and the torch
+# side where torch is installed (its names are flat at researchutils.pytorch).
 PACKAGES = [
     'researchutils.arrays',
     'researchutils.files',
     'researchutils.image',
     'researchutils.math',
     'researchutils.task',
-] + CHAINER_PACKAGES
+] + CHAINER_PACKAGES + (['researchutils.pytorch'] if TORCH_INSTALLED else [])
 
 NAN = float('nan')
 
@@ -335,6 +337,36 @@ def _metric(pred, label):
 def _trial():
     import optuna
     return optuna.trial.FixedTrial({})
+
+
+def _torch_valid():
+    """VALID's lines for the torch side (researchutils.pytorch), where torch is installed."""
+    import torch
+    tensor = torch.zeros
+    bounds = dict(clip_min=-1.0, clip_max=1.0)
+    return {
+        'researchutils.pytorch.functions.grad_clip_lstm': lambda i, o: dict(
+            c_prev=tensor(1, 2), x=tensor(1, 8), **bounds),
+        'researchutils.pytorch.functions.average_k_step_squared_error': lambda i, o: dict(
+            x1=tensor(2), x2=tensor(2), k_step=1),
+        'researchutils.pytorch.nn.grad_clip_lstm.GradClipLSTM': lambda i, o: dict(
+            in_size=3, out_size=2, **bounds),
+        'researchutils.pytorch.nn.action_conditioned_lstm.ActionConditionedLSTM':
+            lambda i, o: dict(in_size=3, out_size=2, action_size=4, **bounds),
+        'researchutils.pytorch.nn.conv_lstm.ConvLSTM': lambda i, o: dict(
+            in_channels=2, out_channels=3, ksize=3, **bounds),
+        'researchutils.pytorch.nn.deconvolution_ps.DeconvolutionPS': lambda i, o: dict(
+            in_channels=2, out_channels=3, ksize=3),
+        'researchutils.pytorch.initializers.NormalWithLoc': lambda i, o: {},
+    }
+
+
+if TORCH_INSTALLED:
+    VALID.update(_torch_valid())
+    BAD_BY_ANNOTATION.update({
+        'torch.Tensor': [np.zeros(2, np.float32), [0.0, 1.0], 5],
+        'torch.dtype': ['float32', np.float32, 5],
+    })
 
 
 # Public names the table cannot call, or whose arguments break the rule on purpose: why.

@@ -252,6 +252,13 @@ PYTORCH_TABLE = {
     'researchutils.pytorch.nn.deconvolution_ps': (
         PYTORCH_BASE + PYTORCH_NN + ('researchutils.pytorch.nn.deconvolution_ps',),
         PYTORCH_FORBIDDEN + ('researchutils.pytorch.functions',)),
+    'researchutils.pytorch.nn.conv_lstm': (
+        PYTORCH_BASE + PYTORCH_NN + ('researchutils.pytorch.nn.conv_lstm',),
+        PYTORCH_FORBIDDEN),
+    'researchutils.pytorch.nn.action_conditioned_lstm': (
+        PYTORCH_BASE + PYTORCH_NN + ('researchutils.pytorch.nn.action_conditioned_lstm',
+                                     'researchutils.pytorch.nn.grad_clip_lstm'),
+        PYTORCH_FORBIDDEN),
     'researchutils.pytorch.initializers': (PYTORCH_BASE + ('researchutils.pytorch.initializers',),
                                            PYTORCH_FORBIDDEN + PYTORCH_NN),
 }

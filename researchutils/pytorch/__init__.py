@@ -34,6 +34,8 @@ _EXPORTS = {
     'functions': ['grad_clip_lstm', 'average_k_step_squared_error'],
     'nn.grad_clip_lstm': ['GradClipLSTM'],
     'nn.deconvolution_ps': ['DeconvolutionPS'],
+    'nn.conv_lstm': ['ConvLSTM'],
+    'nn.action_conditioned_lstm': ['ActionConditionedLSTM'],
     'initializers': ['NormalWithLoc'],
     'nn.connection': ['Linear', 'Deconvolution2D', 'DepthwiseConvolution2D', 'EmbedID',
                       'Highway', 'Maxout'],
@@ -53,6 +55,9 @@ if TYPE_CHECKING:  # the table above, for type checkers and IDEs
     )
     from researchutils.pytorch.functions import grad_clip_lstm as grad_clip_lstm
     from researchutils.pytorch.initializers import NormalWithLoc as NormalWithLoc
+    from researchutils.pytorch.nn.action_conditioned_lstm import (
+        ActionConditionedLSTM as ActionConditionedLSTM,
+    )
     from researchutils.pytorch.nn.connection import Deconvolution2D as Deconvolution2D
     from researchutils.pytorch.nn.connection import (
         DepthwiseConvolution2D as DepthwiseConvolution2D,
@@ -63,6 +68,7 @@ if TYPE_CHECKING:  # the table above, for type checkers and IDEs
     from researchutils.pytorch.nn.connection import Maxout as Maxout
     from researchutils.pytorch.nn.containers import Chain as Chain
     from researchutils.pytorch.nn.containers import Sequential as Sequential
+    from researchutils.pytorch.nn.conv_lstm import ConvLSTM as ConvLSTM
     from researchutils.pytorch.nn.deconvolution_ps import DeconvolutionPS as DeconvolutionPS
     from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM as GradClipLSTM
     from researchutils.pytorch.nn.n_step_rnn import NStepBiGRU as NStepBiGRU

@@ -13,6 +13,8 @@ from researchutils._lazy import lazy_exports
 _EXPORTS = {
     'grad_clip_lstm': ['GradClipLSTM'],
     'deconvolution_ps': ['DeconvolutionPS'],
+    'conv_lstm': ['ConvLSTM'],
+    'action_conditioned_lstm': ['ActionConditionedLSTM'],
     'connection': ['Linear', 'Deconvolution2D', 'DepthwiseConvolution2D', 'EmbedID', 'Highway',
                    'Maxout'],
     'normalization': ['BatchNormalization'],
@@ -23,6 +25,9 @@ _EXPORTS = {
 __all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 if TYPE_CHECKING:  # the table above, for type checkers and IDEs
+    from researchutils.pytorch.nn.action_conditioned_lstm import (
+        ActionConditionedLSTM as ActionConditionedLSTM,
+    )
     from researchutils.pytorch.nn.connection import Deconvolution2D as Deconvolution2D
     from researchutils.pytorch.nn.connection import (
         DepthwiseConvolution2D as DepthwiseConvolution2D,
@@ -33,6 +38,7 @@ if TYPE_CHECKING:  # the table above, for type checkers and IDEs
     from researchutils.pytorch.nn.connection import Maxout as Maxout
     from researchutils.pytorch.nn.containers import Chain as Chain
     from researchutils.pytorch.nn.containers import Sequential as Sequential
+    from researchutils.pytorch.nn.conv_lstm import ConvLSTM as ConvLSTM
     from researchutils.pytorch.nn.deconvolution_ps import DeconvolutionPS as DeconvolutionPS
     from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM as GradClipLSTM
     from researchutils.pytorch.nn.n_step_rnn import NStepBiGRU as NStepBiGRU
