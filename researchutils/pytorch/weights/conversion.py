@@ -86,8 +86,8 @@ def _deconvolution(link: Any, children: dict[str, Any]) -> Any:
     outsize = None if link.outsize in (None, (None, None)) else tuple(link.outsize)
     return connection.Deconvolution2D(
         link.W.shape[0], link.W.shape[1] * link.groups, tuple(link.W.shape[2:]),
-        stride=link.stride, padding=link.pad, dilation=link.dilate, groups=link.groups,
-        bias=_has(link, 'b'), outsize=outsize)
+        stride=link.stride, pad=link.pad, nobias=not _has(link, 'b'), outsize=outsize,
+        dilate=link.dilate, groups=link.groups)
 
 
 def _batch_normalization(link: Any, children: dict[str, Any]) -> Any:
@@ -105,7 +105,7 @@ def _check_batch_normalization(link: Any) -> str | None:
 
 
 def _highway(link: Any, children: dict[str, Any]) -> Any:
-    return connection.Highway(link.plain.W.shape[0], bias=_has(link.plain, 'b'),
+    return connection.Highway(link.plain.W.shape[0], nobias=not _has(link.plain, 'b'),
                               activate=FUNCTIONS[link.activate])
 
 
@@ -151,14 +151,14 @@ def _tree(container: Any, link: Any, children: dict[str, Any]) -> Any:
 
 CONVERTERS: dict[type, Converter] = {
     L.Linear: Converter(lambda link, children: connection.Linear(
-        link.W.shape[1], link.W.shape[0], bias=_has(link, 'b'))),
+        link.W.shape[1], link.W.shape[0], nobias=not _has(link, 'b'))),
     L.Convolution2D: Converter(_convolution, _check_convolution),
     L.DilatedConvolution2D: Converter(_convolution, _check_convolution),
     L.ConvolutionND: Converter(_convolution, _check_convolution),
     L.Deconvolution2D: Converter(_deconvolution),
     L.DepthwiseConvolution2D: Converter(lambda link, children: connection.DepthwiseConvolution2D(
         link.W.shape[1], link.W.shape[0], tuple(link.W.shape[2:]), stride=link.stride,
-        padding=link.pad, bias=_has(link, 'b'))),
+        pad=link.pad, nobias=not _has(link, 'b'))),
     L.BatchNormalization: Converter(_batch_normalization, _check_batch_normalization),
     L.EmbedID: Converter(lambda link, children: connection.EmbedID(
         link.W.shape[0], link.W.shape[1], ignore_label=link.ignore_label)),
