@@ -29,6 +29,8 @@ from torch import nn
 
 import researchutils.chainer.links as toolkit_links
 from researchutils.pytorch.nn import connection, containers, n_step_rnn, normalization, recurrent
+from researchutils.pytorch.nn.action_conditioned_lstm import ActionConditionedLSTM
+from researchutils.pytorch.nn.conv_lstm import ConvLSTM
 from researchutils.pytorch.nn.deconvolution_ps import DeconvolutionPS
 from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM
 from researchutils.pytorch.weights.loading import load_chainer_weights
@@ -183,6 +185,12 @@ CONVERTERS: dict[type, Converter] = {
     toolkit_links.GradClipLSTM: Converter(lambda link, children: GradClipLSTM(
         link.upward.W.shape[1], link.state_size, clip_min=link.clip_min,
         clip_max=link.clip_max)),
+    toolkit_links.ActionConditionedLSTM: Converter(lambda link, children: ActionConditionedLSTM(
+        link.upward.W.shape[1], link.state_size, action_size=link.Wa.W.shape[1],
+        clip_min=link.clip_min, clip_max=link.clip_max)),
+    toolkit_links.ConvLSTM: Converter(lambda link, children: ConvLSTM(
+        link.Wxc.W.shape[1], link.out_channels, link.ksize, stride=link.stride,
+        clip_min=link.clip_min, clip_max=link.clip_max)),
     toolkit_links.DeconvolutionPS: Converter(lambda link, children: DeconvolutionPS(
         link.conv.W.shape[1], link.out_channels, link.ksize, stride=link.stride, pad=link.pad,
         nobias=not _has(link.conv, 'b'), outsize=link.outsize)),
