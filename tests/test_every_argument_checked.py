@@ -363,6 +363,31 @@ def _torch_valid():
         'researchutils.pytorch.nn.deconvolution_ps.DeconvolutionPS': lambda i, o: dict(
             in_channels=2, out_channels=3, ksize=3),
         'researchutils.pytorch.initializers.NormalWithLoc': lambda i, o: {},
+        # the twins of Chainer's own links, and the way Chainer weights come in
+        **{'researchutils.pytorch.nn.' + name: (lambda i, o: dict(in_size=3, out_size=2))
+           for name in ('connection.Linear', 'connection.EmbedID', 'recurrent.LSTM',
+                        'recurrent.StatelessLSTM', 'recurrent.StatefulGRU',
+                        'recurrent.StatelessGRU')},
+        **{'researchutils.pytorch.nn.n_step_rnn.' + name: (
+            lambda i, o: dict(n_layers=1, in_size=3, out_size=2, dropout=0.0))
+           for name in ('NStepLSTM', 'NStepBiLSTM', 'NStepGRU', 'NStepBiGRU')},
+        'researchutils.pytorch.nn.connection.Deconvolution2D': lambda i, o: dict(
+            in_channels=2, out_channels=4, ksize=3, outsize=(5, 5), groups=2),
+        'researchutils.pytorch.nn.connection.DepthwiseConvolution2D': lambda i, o: dict(
+            in_channels=2, channel_multiplier=3, ksize=3),
+        'researchutils.pytorch.nn.connection.Highway': lambda i, o: dict(in_out_size=3),
+        'researchutils.pytorch.nn.connection.Maxout': lambda i, o: dict(
+            in_size=3, out_size=2, pool_size=2),
+        'researchutils.pytorch.nn.normalization.BatchNormalization': lambda i, o: dict(size=3),
+        'researchutils.pytorch.nn.containers.Sequential': lambda i, o: {},
+        'researchutils.pytorch.nn.containers.Chain': lambda i, o: dict(chainer_class='a.B'),
+        'researchutils.pytorch.weights.conversion.from_chainer': lambda i, o: dict(
+            link=chainer.links.Linear(3, 2)),
+        'researchutils.pytorch.weights.loading.load_chainer_weights': lambda i, o: dict(
+            module=torch.nn.Linear(3, 2), source=chainer.links.Linear(3, 2)),
+        'researchutils.pytorch.weights.comparison.compare': lambda i, o: dict(
+            chainer_model=chainer.links.Linear(3, 2), module=torch.nn.Linear(3, 2),
+            inputs=np.zeros((1, 3), np.float32)),
     }
 
 
@@ -406,6 +431,9 @@ EXCEPTIONS = {
 
 # Arguments whose annotation alone does not give their bad values: (callable, argument).
 OVERRIDES = {
+    ('researchutils.pytorch.weights.loading.load_chainer_weights', 'module'): [5, None],
+    ('researchutils.pytorch.weights.loading.load_chainer_weights', 'source'): [5, None],
+    ('researchutils.pytorch.weights.comparison.compare', 'module'): [5, None],
     ('researchutils.chainer.onnx.exporter.export', 'converters'): [5, {'Linear': 5}, {5: len}],
     **{(name, 'comm'): _COMM for name in (
         'researchutils.chainer.training.experiment.ChainerExperiment',
@@ -428,6 +456,9 @@ OVERRIDES = {
 
 # Arguments without bad values to try: (callable, argument) -> why.
 NO_BAD_VALUES = {
+    ('researchutils.pytorch.weights.comparison.compare', 'inputs'):
+        "any positional arguments of the model; an input that is not an array is refused "
+        "naming its place (tests/pytorch/weights/test_comparison.py)",
     ('researchutils.chainer.onnx.exporter.export', 'args'):
         'any example input of the model (an array, a tuple, list or dict of arrays); the '
         "model's own forward checks it",
