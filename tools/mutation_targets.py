@@ -58,10 +58,31 @@ MODULES = [
     'files.py',
     '_files.py',
     '_process_pool.py',
+    # The way into PyTorch (issue 44): the torch twins and the weights' conversion.
+    '_layer_checks.py',
+    'pytorch/functions.py',
+    'pytorch/initializers.py',
+    'pytorch/_tensor_checks.py',
+    'pytorch/nn/_arguments.py',
+    'pytorch/nn/grad_clip_lstm.py',
+    'pytorch/nn/conv_lstm.py',
+    'pytorch/nn/action_conditioned_lstm.py',
+    'pytorch/nn/deconvolution_ps.py',
+    'pytorch/nn/connection.py',
+    'pytorch/nn/normalization.py',
+    'pytorch/nn/recurrent.py',
+    'pytorch/nn/n_step_rnn.py',
+    'pytorch/nn/containers.py',
+    'pytorch/weights/_rules.py',
+    'pytorch/weights/_sources.py',
+    'pytorch/weights/loading.py',
+    'pytorch/weights/conversion.py',
+    'pytorch/weights/comparison.py',
 ]
 
 _SEARCH_TESTS = ['tests/chainer/training/test_search.py',
                  'tests/chainer/training/test_search_retries.py']
+_WEIGHTS_TESTS = ['tests/pytorch/weights/']
 #: Tests beyond the mirrored ones, where a module's behaviour is tested through its user.
 EXTRA_TESTS = {
     'chainer/training/_experiment/': ['tests/chainer/training/test_experiment.py'],
@@ -90,6 +111,21 @@ EXTRA_TESTS = {
     '_files.py': ['tests/test_files.py', 'tests/chainer/serializers/test_npz.py'],
     '_process_pool.py': ['tests/test_lazy_pool.py', 'tests/test_process_worker.py',
                          'tests/test_chunks.py'],
+    # The checks the Chainer links and their torch twins share, tested through both.
+    '_layer_checks.py': ['tests/chainer/links/test_arguments.py',
+                         'tests/chainer/test_clip_bounds.py',
+                         'tests/chainer/links/connection/test_deconvolution_ps.py',
+                         'tests/pytorch/nn/'],
+    'pytorch/_tensor_checks.py': ['tests/pytorch/'],
+    'pytorch/nn/_arguments.py': ['tests/pytorch/nn/'],
+    # The twins of Chainer's own links are tested through their conversion from Chainer.
+    'pytorch/nn/connection.py': _WEIGHTS_TESTS,
+    'pytorch/nn/normalization.py': _WEIGHTS_TESTS,
+    'pytorch/nn/recurrent.py': _WEIGHTS_TESTS,
+    'pytorch/nn/n_step_rnn.py': _WEIGHTS_TESTS,
+    'pytorch/nn/containers.py': _WEIGHTS_TESTS,
+    'pytorch/weights/_rules.py': _WEIGHTS_TESTS,
+    'pytorch/weights/_sources.py': ['tests/pytorch/weights/test_loading.py'],
 }
 
 #: Tests run only under ``mpiexec`` (ChainerMN): mutmut runs pytest in one process, where

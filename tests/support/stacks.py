@@ -174,6 +174,20 @@ EVERY_STACK = {
         'tests/chainer/training/test_experiment_mpi.py',
         'tests/chainer/training/extensions/test_preemption_snapshot_mpi.py',
     ],
+    "the PyTorch side against Chainer's own results, on each stack that has torch (make test "
+    "installs it on the newest)": [
+        'tests/pytorch/nn/test_action_conditioned_lstm.py',
+        'tests/pytorch/nn/test_conv_lstm.py',
+        'tests/pytorch/nn/test_deconvolution_ps.py',
+        'tests/pytorch/nn/test_grad_clip_lstm.py',
+        'tests/pytorch/test_functions.py',
+        'tests/pytorch/test_initializers.py',
+        'tests/pytorch/weights/test_comparison.py',
+        'tests/pytorch/weights/test_conversion.py',
+        'tests/pytorch/weights/test_loading.py',
+        'tests/pytorch/weights/test_recurrent.py',
+        'tests/support/test_torch_twins.py',
+    ],
     'export: onnx and onnxruntime of each stack': [
         'tests/chainer/onnx/test_export.py',
     ],
