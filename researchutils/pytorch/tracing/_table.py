@@ -1,0 +1,20 @@
+"""The one table from Chainer's functions to torch: FunctionNode class name -> entry.
+
+Tests: ``tests/pytorch/tracing/test_functions.py`` (each entry against Chainer, and the
+table against onnx_chainer 7.8.1's list of the functions it converts).
+"""
+from __future__ import annotations
+
+from researchutils.pytorch.tracing._arrays import ARRAYS
+from researchutils.pytorch.tracing._elementwise import ELEMENTWISE, Entry
+from researchutils.pytorch.tracing._layers import LAYERS
+
+FUNCTIONS: dict[str, Entry] = {**ELEMENTWISE, **ARRAYS, **LAYERS}
+
+
+_TUPLES = {'SplitAxis', 'Separate', 'TransposeSequence', 'LSTM'}
+
+
+def returns_tuple(name: str, args: list[str]) -> bool:
+    """Whether the entry of ``name`` returns a tuple (whatever its number of outputs)."""
+    return name in _TUPLES or name == 'Identity' and len(args) > 1
