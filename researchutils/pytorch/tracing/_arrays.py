@@ -166,10 +166,6 @@ def _separate(call: Call) -> str:
     return 'torch.unbind({}, dim={})'.format(call.args[0], call.lit('axis'))
 
 
-def _shape(call: Call) -> str:
-    return 'torch.tensor({}.shape)'.format(call.args[0])
-
-
 ARRAYS: dict[str, Entry] = {
     'Reshape': _reshape,
     'ExpandDims': lambda call: 'torch.unsqueeze({}, {})'.format(call.args[0], call.lit('axis')),
@@ -203,6 +199,5 @@ ARRAYS: dict[str, Entry] = {
     'Cast': _cast,
     'Depth2Space': _space_depth('depth2space'),
     'Space2Depth': _space_depth('space2depth'),
-    'Shape': _shape,
     'Flip': lambda call: 'torch.flip({}, ({},))'.format(call.args[0], call.lit('axis')),
 }

@@ -107,12 +107,6 @@ def _prelu(call: Call) -> str:
     return 'torch.where({x} >= 0, {x}, {x} * {w})'.format(x=x, w=shaped)
 
 
-def _selu(call: Call) -> str:
-    return '{} * functional.elu({}, alpha={})'.format(call.lit('scale', 1.0507009873554805),
-                                                      call.args[0],
-                                                      call.lit('alpha', 1.6732632423543772))
-
-
 def _linear_interpolate(call: Call) -> str:
     p, x, y = call.args
     return '{p} * {x} + (1 - {p}) * {y}'.format(p=p, x=x, y=y)
@@ -130,7 +124,6 @@ ELEMENTWISE: dict[str, Entry] = {
     'ClippedReLU': lambda call: 'torch.clamp({}, 0.0, {})'.format(call.args[0],
                                                                   call.lit('cap')),
     'HardSigmoid': _unary('ops.hard_sigmoid({})'),
-    'Selu': _selu,
     'PReLUFunction': _prelu,
     'LogSoftmax': lambda call: 'torch.log_softmax({}, dim={})'.format(call.args[0],
                                                                       call.lit('axis')),

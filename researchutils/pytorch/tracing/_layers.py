@@ -82,10 +82,13 @@ def check_channel_axis(call: Call) -> None:
 def _batch_normalization(call: Call) -> str:
     check_channel_axis(call)
     x, gamma, beta = call.args
-    return ('functional.batch_norm({}, {}, {}, {}, {}, training=self.training, momentum={}, eps={})'
-            .format(x, call.constant(call.attr('running_mean')),
-                    call.constant(call.attr('running_var')), gamma, beta,
-                    literal(1 - float(call.attr('decay'))), call.lit('eps')))
+    mean, var = call.attr('running_mean'), call.attr('running_var')
+    if mean is None:    # no running statistics: batch statistics in either mode
+        return 'functional.batch_norm({}, None, None, {}, {}, training=True, eps={})'.format(
+            x, gamma, beta, call.lit('eps'))
+    return ('functional.batch_norm({}, {}, {}, {}, {}, training=self.training, momentum={}, '
+            'eps={})'.format(x, call.constant(mean), call.constant(var), gamma, beta,
+                             literal(1 - float(call.attr('decay'))), call.lit('eps')))
 
 
 def _fixed_batch_normalization(call: Call) -> str:

@@ -10,11 +10,13 @@ earlier function's output). Tests: ``tests/pytorch/tracing/test_convert.py``.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import chainer
+import chainer.functions as F
 import numpy
 
 from researchutils.chainer.onnx.exporter import (  # the export's own tracing machinery
@@ -67,6 +69,38 @@ class Graph:
     persistents: dict[str, Any]
     links: dict[str, Any]
     train: bool
+
+
+class _Sign(chainer.FunctionNode):
+    """F.sign as a node of the graph (Chainer's returns a new Variable, which the trace
+    would take for a constant); named as onnx_chainer's stand-in for it is. No gradient
+    flows through it, as none flows through Chainer's."""
+
+    custom_function_node_name = 'sign'
+
+    def forward(self, inputs: Any) -> tuple[Any]:
+        x, = inputs
+        return chainer.backend.get_array_module(x).sign(x),
+
+    def backward(self, indexes: Any, grad_outputs: Any) -> tuple[None]:
+        return None,
+
+
+def _sign(x: Any) -> Any:
+    y, = _Sign().apply((x,))
+    return y
+
+
+@contextlib.contextmanager
+def _functions_as_nodes() -> Iterator[None]:
+    """F.sign made a node while the forward runs (onnx_chainer's patch_functions does the
+    same for its export)."""
+    original = F.sign
+    F.sign = _sign
+    try:
+        yield
+    finally:
+        F.sign = original
 
 
 class _Recorder(_FunctionPlaces):
@@ -135,7 +169,8 @@ def trace(model: chainer.Link, args: Any, *, train: bool, states: Sequence[str],
         # Not in_recomputing, as the export traces: a training trace must see BatchNorm's
         # running statistics (as arrays of the function); they are put back after.
         with chainer.using_config('train', train), \
-                chainer.using_config('enable_backprop', True), places, recorder:
+                chainer.using_config('enable_backprop', True), _functions_as_nodes(), \
+                places, recorder:
             for (_, link), c, h in zip(state_links, variables[n_args::2], variables[n_args + 1::2]):
                 link.set_state(c, h)
             returned = model(*variables[:n_args])

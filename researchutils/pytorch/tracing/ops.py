@@ -124,9 +124,15 @@ def unpooling_2d(x: torch.Tensor, ksize: tuple[int, int], stride: tuple[int, int
     """
     n, c, h, w = x.shape
     kh, kw = ksize
+    # fold needs the size whose windows are exactly h x w; Chainer's cover_all sizes differ
+    # by the windows' overhang, which is cropped (or the missing edge zero).
+    covered = tuple((size - 1) * step + k - 2 * p
+                    for size, step, k, p in zip((h, w), stride, ksize, pad))
     columns = x.reshape(n, c, 1, h * w).expand(n, c, kh * kw, h * w)
-    return functional.fold(columns.reshape(n, c * kh * kw, h * w), out_size, ksize,
-                           padding=pad, stride=stride)
+    y = functional.fold(columns.reshape(n, c * kh * kw, h * w), covered, ksize, padding=pad,
+                        stride=stride)
+    y = y[:, :, :out_size[0], :out_size[1]]
+    return functional.pad(y, (0, out_size[1] - y.shape[3], 0, out_size[0] - y.shape[2]))
 
 
 def roi_pooling_2d(x: torch.Tensor, rois: torch.Tensor, out_size: tuple[int, int],
