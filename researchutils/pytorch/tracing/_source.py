@@ -23,7 +23,7 @@ from researchutils.pytorch.tracing._twins import renamed, twin
 
 # Constants up to this many elements are written into the source; larger ones are buffers.
 _LITERAL_SIZE = 64
-_TAKEN = {'self', 'torch', 'functional', 'ops'} | set(keyword.kwlist)
+_TAKEN = {'self', 'torch', 'functional', 'ops', 'toolkit'} | set(keyword.kwlist)
 
 
 @dataclasses.dataclass
@@ -219,8 +219,11 @@ def write(graph: Graph) -> Written:
         class_name), 'import torch']
     if needs_functional:
         header.append('from torch.nn import functional')
-    if needs_ops:
-        header += ['', 'from researchutils.pytorch.tracing import ops']
+    ours = ['from researchutils.pytorch import functions as toolkit'] * any(
+        'toolkit.' in line for line in forward)
+    ours += ['from researchutils.pytorch.tracing import ops'] * needs_ops
+    if ours:
+        header += [''] + ours
     body = header + ['', '', 'class {}(torch.nn.Module):'.format(class_name),
                      '    """The traced forward of Chainer\'s {}; shapes fixed at trace '
                      'time."""'.format(type(graph.model).__name__), '',

@@ -8,11 +8,12 @@ from __future__ import annotations
 from researchutils.pytorch.tracing._arrays import ARRAYS
 from researchutils.pytorch.tracing._elementwise import ELEMENTWISE, Entry
 from researchutils.pytorch.tracing._layers import LAYERS
+from researchutils.pytorch.tracing._toolkit import TOOLKIT
 
-FUNCTIONS: dict[str, Entry] = {**ELEMENTWISE, **ARRAYS, **LAYERS}
+FUNCTIONS: dict[str, Entry] = {**ELEMENTWISE, **ARRAYS, **LAYERS, **TOOLKIT}
 
 
-_TUPLES = {'SplitAxis', 'Separate', 'TransposeSequence', 'LSTM'}
+_TUPLES = {'SplitAxis', 'Separate', 'TransposeSequence', 'LSTM', 'GradClipLSTM'}
 
 
 def returns_tuple(name: str, args: list[str]) -> bool:

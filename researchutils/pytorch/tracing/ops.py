@@ -8,11 +8,43 @@ autograd. Tests: ``tests/pytorch/tracing/test_functions.py`` (each against Chain
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch.nn import functional
 
-__all__ = ['lstm', 'embed_id', 'select_item', 'softmax_cross_entropy', 'depth2space',
-           'space2depth', 'unpooling_2d', 'roi_pooling_2d', 'gaussian', 'hard_sigmoid']
+__all__ = ['clip_gradient', 'lstm', 'embed_id', 'select_item', 'softmax_cross_entropy',
+           'depth2space', 'space2depth', 'unpooling_2d', 'roi_pooling_2d', 'gaussian',
+           'hard_sigmoid']
+
+
+class _ClipGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, low: float | None,
+                high: float | None) -> torch.Tensor:
+        ctx.bounds = low, high
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx: Any, gy: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        low, high = ctx.bounds
+        if low is not None and low == high:
+            return torch.full_like(gy, low), None, None
+        return torch.clamp(gy, low, high), None, None
+
+
+def clip_gradient(x: torch.Tensor, low: float | None, high: float | None) -> torch.Tensor:
+    """``x`` unchanged, its gradient clipped to ``[low, high]`` (ConvLSTM's clip of its
+    output gate; a bound None is open; equal bounds give that constant gradient).
+
+    Example:
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> (clip_gradient(x, -0.5, 0.5) * 3).sum().backward()
+        >>> x.grad.tolist()
+        [0.5, 0.5]
+    """
+    y: torch.Tensor = _ClipGradient.apply(x, low, high)
+    return y
 
 
 def lstm(c_prev: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
