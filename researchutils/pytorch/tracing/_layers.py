@@ -88,7 +88,7 @@ def _batch_normalization(call: Call) -> str:
             x, gamma, beta, call.lit('eps'))
     return ('functional.batch_norm({}, {}, {}, {}, {}, training=self.training, momentum={}, '
             'eps={})'.format(x, call.constant(mean), call.constant(var), gamma, beta,
-                             literal(1 - float(call.attr('decay'))), call.lit('eps')))
+                             literal(round(1 - float(call.attr('decay')), 12)), call.lit('eps')))
 
 
 def _fixed_batch_normalization(call: Call) -> str:

@@ -91,7 +91,12 @@ class _Writer:
         array = numpy.asarray(array)
         name = self.unique('constant')
         dtype = 'torch.{}'.format(array.dtype.name if array.dtype != bool else 'bool')
-        if array.size <= _LITERAL_SIZE:
+        if array.size and (array == array.flat[0]).all():
+            self.constant_lines.append(
+                'self.register_buffer({!r}, torch.full({}, {}, dtype={}), persistent=False)'
+                .format(name, literal(tuple(array.shape)), literal(array.flat[0].item()),
+                        dtype))
+        elif array.size <= _LITERAL_SIZE:
             self.constant_lines.append(
                 'self.register_buffer({!r}, torch.tensor({}, dtype={}), persistent=False)'
                 .format(name, literal(array.tolist()), dtype))
@@ -191,7 +196,10 @@ def _forward_lines(writer: _Writer, inputs: list[str]) -> list[str]:
             continue
         if len(targets) == 1 and index not in writer.calls and returns_tuple(step.name, args):
             targets[0] += ','
-        lines.append('{} = {}'.format(', '.join(targets), code))
+        line = '{} = {}'.format(', '.join(targets), code)
+        if len(line) > 80 and len(targets) > 1:    # the targets wrap in parentheses
+            line = '({}) = {}'.format(', '.join(targets), code)
+        lines.append(line)
     outputs = [(name, expression(source)) for name, source in graph.outputs]
     if graph.output_kind == 'dict':
         lines.append('return {{{}}}'.format(', '.join(
@@ -202,6 +210,61 @@ def _forward_lines(writer: _Writer, inputs: list[str]) -> list[str]:
         lines.append('return {}{}'.format(', '.join(value for _, value in outputs),
                                           ',' if len(outputs) == 1 else ''))
     return lines
+
+
+def _groups(line: str) -> list[tuple[int, int, list[int]]]:
+    """(open, close, commas) of each closed bracket group of ``line`` holding commas of its
+    own, outermost first."""
+    found: list[tuple[int, int, int, list[int]]] = []
+    stack: list[tuple[int, list[int]]] = []
+    quote = ''
+    for i, char in enumerate(line):
+        if quote:
+            quote = '' if char == quote else quote
+        elif char in '\'"':
+            quote = char
+        elif char in '([{':
+            stack.append((i, []))
+        elif char in ')]}' and stack:
+            start, commas = stack.pop()
+            if commas:
+                found.append((len(stack), start, i, commas))
+        elif char == ',' and stack:
+            stack[-1][1].append(i)
+    return [(start, end, commas) for _, start, end, commas in sorted(found)]
+
+
+def _wrap(line: str, limit: int = 100) -> list[str]:
+    """``line`` broken at the commas of its first call's arguments, each continuation
+    aligned with the parenthesis, so that the lines fit ``limit`` (ruff's line length)."""
+    if len(line) <= limit:
+        return [line]
+    groups = _groups(line)
+    if not groups:
+        return [line]
+    start, end, commas = groups[0]
+    starts = [start + 1] + [comma + 1 for comma in commas]
+    pieces = [line[a:b].strip() for a, b in zip(starts, commas + [end])]
+    pieces = [piece for piece in pieces if piece]
+    pieces[-1] += line[end:]
+    head = line[:start + 1]
+    if start + 1 <= limit // 2:
+        indent = ' ' * (start + 1)
+        lines, current = [], head
+    else:    # far right: a hanging indent under the line's own
+        indent = ' ' * (len(line) - len(line.lstrip()) + 4)
+        lines, current = [head], indent
+    for i, piece in enumerate(pieces):
+        text = piece + (',' if i < len(pieces) - 1 else '')
+        fresh = current in (head, indent)
+        joined = current + ('' if fresh else ' ') + text
+        if len(joined) <= limit or fresh:
+            current = joined
+        else:
+            lines.append(current)
+            current = indent + text
+    lines.append(current)
+    return [wrapped for part in lines for wrapped in _wrap(part, limit)]
 
 
 def write(graph: Graph) -> Written:
@@ -228,9 +291,9 @@ def write(graph: Graph) -> Written:
                      '    """The traced forward of Chainer\'s {}; shapes fixed at trace '
                      'time."""'.format(type(graph.model).__name__), '',
                      '    def __init__(self) -> None:', '        super().__init__()']
-    body += ['        ' + line for line in init]
-    body += ['', '    def forward(self, {}):'.format(', '.join(inputs))]
-    body += ['        ' + line for line in forward]
+    body += [part for line in init for part in _wrap('        ' + line)]
+    body += [''] + _wrap('    def forward(self, {}):'.format(', '.join(inputs)))
+    body += [part for line in forward for part in _wrap('        ' + line)]
     keys = {}
     for path in list(graph.params) + list(graph.persistents):
         link_path, name = renamed(writer.constructors, path)
