@@ -110,7 +110,7 @@ class _Writer:
         """The links that become torch modules: those the graph calls as the link does."""
         for index, step in enumerate(self.graph.steps):
             path = step.link_path
-            if path is None or path in self.constructors and self.constructors[path] == '':
+            if path is None or path == '/':    # the model itself is the class written
                 continue
             link = self.graph.links[path]
             found = twin(Call(step, [], self.constant), path, link)

@@ -107,13 +107,23 @@ def convert(model: chainer.Link, args: Any, *, train: bool = False,
 
     Example:
         >>> import numpy as np, torch
-        >>> import chainer.links as L
+        >>> import chainer, chainer.functions as F, chainer.links as L
         >>> from researchutils.pytorch import convert
-        >>> module = convert(L.Linear(3, 2), np.ones((1, 3), np.float32))
-        >>> sorted(name for name, _ in module.named_parameters())
-        ['weight', 'bias']
+        >>> class MLP(chainer.Chain):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         with self.init_scope():
+        ...             self.l1, self.l2 = L.Linear(3, 4), L.Linear(4, 2)
+        ...     def forward(self, x):
+        ...         return self.l2(F.relu(self.l1(x)))
+        >>> module = convert(MLP(), np.ones((1, 3), np.float32))
+        >>> [name for name, _ in module.named_parameters()]
+        ['l1.weight', 'l1.bias', 'l2.weight', 'l2.bias']
         >>> tuple(module(torch.ones(1, 3)).shape)
         (1, 2)
+        >>> sorted(name for name, _ in convert(L.Linear(3, 2), np.ones((1, 3), np.float32))
+        ...        .named_parameters())    # the model itself keeps Chainer's names
+        ['W', 'b']
     """
     graph = _traced(model, args, train, states, input_names, output_names)
     return _build(write(graph), graph)
@@ -152,8 +162,10 @@ def write_source(module_or_model: torch.nn.Module | chainer.Link, path: str | os
         >>> from researchutils.pytorch import write_source
         >>> path = os.path.join(tempfile.mkdtemp(), 'linear.py')
         >>> text = write_source(L.Linear(3, 2), path, np.ones((1, 3), np.float32))
-        >>> 'torch.nn.Linear(3, 2, bias=True)' in text
-        True
+        >>> print(text[text.index('    def forward'):].strip())
+        def forward(self, input):
+                linear = functional.linear(input, self.W, self.b)
+                return linear
     """
     path = check_path(path, 'path')
     if isinstance(module_or_model, chainer.Link):

@@ -204,7 +204,7 @@ def gaussian(mean: torch.Tensor, ln_var: torch.Tensor) -> torch.Tensor:
     """Chainer's ``F.gaussian``: a sample ``mean + exp(ln_var / 2) * noise`` (torch's RNG).
 
     Example:
-        >>> gaussian(torch.zeros(2), torch.full((2,), -200.)).tolist()
+        >>> gaussian(torch.zeros(2), torch.full((2,), -float('inf'))).tolist()
         [0.0, 0.0]
     """
     return mean + torch.exp(ln_var * 0.5) * torch.randn_like(mean)

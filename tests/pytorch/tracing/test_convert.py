@@ -112,3 +112,10 @@ def test_clashing_names_are_refused() -> None:
     model.lstm.set_state(chainer.Variable(_x(2, 4)), chainer.Variable(_x(2, 4)))
     with pytest.raises(ValueError, match='distinct names'):
         convert(model, _x(2, 3), states=['/lstm'], input_names=['lstm/c'])
+
+
+def test_a_link_converted_alone_keeps_chainers_names() -> None:
+    link = chainer.links.Linear(3, 2)
+    module = convert(link, _x(2, 3))
+    assert sorted(name for name, _ in module.named_parameters()) == ['W', 'b']
+    compare(link, module, [_x(4, 3, seed=1)])

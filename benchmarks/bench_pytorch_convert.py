@@ -1,0 +1,63 @@
+"""The demo's video predictor converted to PyTorch (researchutils.pytorch.convert) against
+Chainer's own, forward and backward, on the CPU.
+
+The model is examples/video_prediction's VideoPredictor at its default size (16x16 frames,
+256 LSTM units; 3 frames read, 5 predicted from its own predictions), in evaluation mode
+(the trace and the timing), the loss the sum of the predictions. Batch 1 and 64 (the demo's
+validation batch). Both sides use every core (torch's threads; NumPy's BLAS). No target: how
+fast the converted module trains where Chainer did.
+"""
+import os
+import sys
+
+import chainer
+import chainer.functions as F
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'examples', 'video_prediction'))
+from _timing import compare, report  # noqa: E402
+from model import VideoPredictor  # noqa: E402
+
+from researchutils.pytorch import convert  # noqa: E402
+
+
+def bench_video_predictor(batch):
+    import torch
+
+    rng = np.random.RandomState(0)
+    predictor = VideoPredictor(frame_size=16, n_hidden=256, context=3, eval_k_step=5)
+    frames = rng.uniform(0, 1, (batch, 3, 16, 16)).astype(np.float32)
+    module = convert(predictor, frames).eval()
+    tensor = torch.from_numpy(frames)
+
+    def chainer_step():
+        predictor.cleargrads()
+        with chainer.using_config('train', False):
+            prediction = predictor(frames)['pred']
+        F.sum(prediction).backward()
+        return prediction.array, predictor.encoder.W.grad
+
+    def torch_step():
+        module.zero_grad()
+        prediction = module(tensor)['pred']
+        prediction.sum().backward()
+        return prediction.detach().numpy(), module.encoder.weight.grad.numpy()
+
+    (chainer_y, chainer_grad), (torch_y, torch_grad) = chainer_step(), torch_step()
+    assert np.allclose(torch_y, chainer_y, rtol=1e-5, atol=1e-6)
+    assert np.allclose(torch_grad, chainer_grad, rtol=1e-4, atol=1e-6)
+    medians = compare({'converted module (torch)': torch_step,
+                       'Chainer forward + backward': chainer_step}, repeat=9, number=5)
+    report('video predictor (16x16, 256 units, 3 read + 5 predicted), forward + backward, '
+           'batch {}'.format(batch), medians, 'Chainer forward + backward')
+
+
+def main():
+    for batch in (1, 64):
+        bench_video_predictor(batch)
+
+
+if __name__ == '__main__':
+    main()
