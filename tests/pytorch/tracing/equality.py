@@ -43,7 +43,8 @@ def torch_key(module: Any, path: str) -> str:
     """The state-dict key the Chainer value at ``path`` (``/fc1/W``) has in ``module``."""
     link_path, _, name = path.rpartition('/')
     owner = module.get_submodule(link_path.strip('/').replace('/', '.'))
-    name = _TORCH_NAMES.get(type(owner).__name__, {}).get(name, name)
+    if type(owner).__module__.startswith('torch.nn'):    # torch's own, not a written class
+        name = _TORCH_NAMES.get(type(owner).__name__, {}).get(name, name)
     prefix = link_path.strip('/').replace('/', '.')
     return '{}.{}'.format(prefix, name) if prefix else name
 
