@@ -46,8 +46,9 @@ def bench_video_predictor(batch):
         return prediction.detach().numpy(), module.encoder.weight.grad.numpy()
 
     (chainer_y, chainer_grad), (torch_y, torch_grad) = chainer_step(), torch_step()
-    assert np.allclose(torch_y, chainer_y, rtol=1e-5, atol=1e-6)
-    assert np.allclose(torch_grad, chainer_grad, rtol=1e-4, atol=1e-6)
+    # Relative to the largest value: sums of many small terms differ in order by thread.
+    for found, reference in ((torch_y, chainer_y), (torch_grad, chainer_grad)):
+        assert np.abs(found - reference).max() <= 1e-5 * np.abs(reference).max()
     medians = compare({'converted module (torch)': torch_step,
                        'Chainer forward + backward': chainer_step}, repeat=9, number=5)
     report('video predictor (16x16, 256 units, 3 read + 5 predicted), forward + backward, '
