@@ -7,10 +7,14 @@ piece loads that piece: :func:`grad_clip_lstm` and :func:`average_k_step_squared
 (:mod:`researchutils.pytorch.functions`), the modules :class:`GradClipLSTM`,
 :class:`ConvLSTM`, :class:`ActionConditionedLSTM` and :class:`DeconvolutionPS`
 (:mod:`researchutils.pytorch.nn`) and the initializer :class:`NormalWithLoc`
-(:mod:`researchutils.pytorch.initializers`), and :func:`convert` and :func:`write_source`
-(:mod:`researchutils.pytorch.tracing`), which turn any Chainer model into a torch module and
-its source. Their submodules and parameters carry the Chainer
-twins' names, in Chainer's layouts, so a Chainer link's arrays copy into them unchanged.
+(:mod:`researchutils.pytorch.initializers`); the twins of Chainer's own links that torch lacks
+(:class:`LSTM`, :class:`EmbedID`, :class:`NStepLSTM`, ..., :mod:`researchutils.pytorch.nn`);
+and the way Chainer weights come in, :func:`from_chainer`, :func:`load_chainer_weights` and
+:func:`compare` (:mod:`researchutils.pytorch.weights`, which reads Chainer). Their
+submodules and parameters carry the Chainer twins' names, so Chainer weights fill them by name
+(the toolkit's twins in Chainer's layouts, the others through weights' rules).
+:func:`convert` and :func:`write_source` (:mod:`researchutils.pytorch.tracing`, which reads
+Chainer) turn any Chainer model into a torch module and its source.
 
 Tests: ``tests/pytorch/`` (one file per module), ``tests/test_imports.py`` (what each piece
 loads, and the error without torch).
@@ -30,6 +34,20 @@ except ImportError as error:
 
 _EXPORTS = {
     'functions': ['grad_clip_lstm', 'average_k_step_squared_error'],
+    'nn.grad_clip_lstm': ['GradClipLSTM'],
+    'nn.deconvolution_ps': ['DeconvolutionPS'],
+    'nn.conv_lstm': ['ConvLSTM'],
+    'nn.action_conditioned_lstm': ['ActionConditionedLSTM'],
+    'initializers': ['NormalWithLoc'],
+    'nn.connection': ['Linear', 'Deconvolution2D', 'DepthwiseConvolution2D', 'EmbedID',
+                      'Highway', 'Maxout'],
+    'nn.normalization': ['BatchNormalization'],
+    'nn.recurrent': ['LSTM', 'StatelessLSTM', 'StatefulGRU', 'StatelessGRU'],
+    'nn.n_step_rnn': ['NStepLSTM', 'NStepBiLSTM', 'NStepGRU', 'NStepBiGRU'],
+    'nn.containers': ['Sequential', 'Chain'],
+    'weights.conversion': ['from_chainer'],
+    'weights.loading': ['load_chainer_weights'],
+    'weights.comparison': ['compare'],
     'tracing.converter': ['convert', 'write_source'],
 }
 __all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
@@ -39,5 +57,34 @@ if TYPE_CHECKING:  # the table above, for type checkers and IDEs
         average_k_step_squared_error as average_k_step_squared_error,
     )
     from researchutils.pytorch.functions import grad_clip_lstm as grad_clip_lstm
+    from researchutils.pytorch.initializers import NormalWithLoc as NormalWithLoc
+    from researchutils.pytorch.nn.action_conditioned_lstm import (
+        ActionConditionedLSTM as ActionConditionedLSTM,
+    )
+    from researchutils.pytorch.nn.connection import Deconvolution2D as Deconvolution2D
+    from researchutils.pytorch.nn.connection import (
+        DepthwiseConvolution2D as DepthwiseConvolution2D,
+    )
+    from researchutils.pytorch.nn.connection import EmbedID as EmbedID
+    from researchutils.pytorch.nn.connection import Highway as Highway
+    from researchutils.pytorch.nn.connection import Linear as Linear
+    from researchutils.pytorch.nn.connection import Maxout as Maxout
+    from researchutils.pytorch.nn.containers import Chain as Chain
+    from researchutils.pytorch.nn.containers import Sequential as Sequential
+    from researchutils.pytorch.nn.conv_lstm import ConvLSTM as ConvLSTM
+    from researchutils.pytorch.nn.deconvolution_ps import DeconvolutionPS as DeconvolutionPS
+    from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM as GradClipLSTM
+    from researchutils.pytorch.nn.n_step_rnn import NStepBiGRU as NStepBiGRU
+    from researchutils.pytorch.nn.n_step_rnn import NStepBiLSTM as NStepBiLSTM
+    from researchutils.pytorch.nn.n_step_rnn import NStepGRU as NStepGRU
+    from researchutils.pytorch.nn.n_step_rnn import NStepLSTM as NStepLSTM
+    from researchutils.pytorch.nn.normalization import BatchNormalization as BatchNormalization
+    from researchutils.pytorch.nn.recurrent import LSTM as LSTM
+    from researchutils.pytorch.nn.recurrent import StatefulGRU as StatefulGRU
+    from researchutils.pytorch.nn.recurrent import StatelessGRU as StatelessGRU
+    from researchutils.pytorch.nn.recurrent import StatelessLSTM as StatelessLSTM
+    from researchutils.pytorch.weights.comparison import compare as compare
+    from researchutils.pytorch.weights.conversion import from_chainer as from_chainer
+    from researchutils.pytorch.weights.loading import load_chainer_weights as load_chainer_weights
     from researchutils.pytorch.tracing.converter import convert as convert
     from researchutils.pytorch.tracing.converter import write_source as write_source

@@ -7,8 +7,21 @@ any other parameter keeps its name (``/Wci`` -> ``Wci``). "Equal to r relative" 
 ``|torch - chainer| <= r * |chainer| + r * max|chainer|``: relative to each element, with
 the array's own scale as the floor where an element is near zero (as Chainer's
 gradient_check uses atol beside rtol). Tested by tests/support/test_torch_twins.py.
+
+Also here: which researchutils modules a stack can import (researchutils.pytorch needs torch),
+for the tests that walk every module.
 """
+import importlib.util
+
 import numpy
+
+TORCH_INSTALLED = importlib.util.find_spec('torch') is not None
+
+
+def importable_here(module_name):
+    """Whether ``module_name`` imports on this stack: ``researchutils.pytorch`` needs torch."""
+    return TORCH_INSTALLED or not (module_name == 'researchutils.pytorch'
+                                   or module_name.startswith('researchutils.pytorch.'))
 
 
 def torch_name(chainer_path):
