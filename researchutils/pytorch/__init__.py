@@ -83,8 +83,8 @@ if TYPE_CHECKING:  # the table above, for type checkers and IDEs
     from researchutils.pytorch.nn.recurrent import StatefulGRU as StatefulGRU
     from researchutils.pytorch.nn.recurrent import StatelessGRU as StatelessGRU
     from researchutils.pytorch.nn.recurrent import StatelessLSTM as StatelessLSTM
+    from researchutils.pytorch.tracing.converter import convert as convert
+    from researchutils.pytorch.tracing.converter import write_source as write_source
     from researchutils.pytorch.weights.comparison import compare as compare
     from researchutils.pytorch.weights.conversion import from_chainer as from_chainer
     from researchutils.pytorch.weights.loading import load_chainer_weights as load_chainer_weights
-    from researchutils.pytorch.tracing.converter import convert as convert
-    from researchutils.pytorch.tracing.converter import write_source as write_source
