@@ -163,26 +163,16 @@ def ruff() -> list[str]:
 
 
 def read_back(path: str, class_name: str, model: Any) -> Any:
-    """Imports the written file, builds its class and loads the Chainer model's weights by
-    the naming rule (every state-dict key but BatchNorm's batch counters filled)."""
+    """Imports the written file, builds its class and fills it with the Chainer model's
+    weights by researchutils.pytorch.load_chainer_weights (strict: every tensor filled)."""
+    from researchutils.pytorch import load_chainer_weights
+
     spec = importlib.util.spec_from_file_location('written_{}'.format(abs(hash(path))), path)
     assert spec is not None and spec.loader is not None
     written = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(written)
     module = getattr(written, class_name)()
-    state = module.state_dict()
-    filled = set()
-    values = {path: param.array for path, param in model.namedparams()}
-    for link_path, link in model.namedlinks():
-        for name in link._persistent:
-            if isinstance(getattr(link, name), numpy.ndarray):
-                values['{}/{}'.format(link_path.rstrip('/'), name)] = getattr(link, name)
-    for value_path, array in values.items():
-        key = torch_key(module, value_path)
-        state[key] = torch.from_numpy(array.copy())
-        filled.add(key)
-    assert {key for key in state if not key.endswith('num_batches_tracked')} <= filled
-    module.load_state_dict(state)
+    load_chainer_weights(module, model)
     return module
 
 
