@@ -1,6 +1,6 @@
 """What a table entry sees of one traced function call, and the literals it writes.
 
-An entry of :data:`researchutils.pytorch.tracing.FUNCTIONS` is ``entry(call) -> str``: the
+An entry of :data:`researchutils.pytorch.tracing.table.FUNCTIONS` is ``entry(call) -> str``: the
 torch expression that computes the function's outputs (a tensor, or a tuple for several),
 from ``call.args`` (the expressions of its inputs), the node's attributes and the shapes
 traced. Tests: ``tests/pytorch/tracing/test_functions.py``.

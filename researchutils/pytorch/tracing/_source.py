@@ -17,9 +17,9 @@ from typing import Any
 import numpy
 
 from researchutils.pytorch.tracing._call import Call, literal
-from researchutils.pytorch.tracing._table import FUNCTIONS, returns_tuple
 from researchutils.pytorch.tracing._trace import Graph, Source
 from researchutils.pytorch.tracing._twins import renamed, twin
+from researchutils.pytorch.tracing.table import FUNCTIONS, returns_tuple
 
 # Constants up to this many elements are written into the source; larger ones are buffers.
 _LITERAL_SIZE = 64

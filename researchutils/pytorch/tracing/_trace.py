@@ -216,7 +216,7 @@ def _graph(model: chainer.Link, names: list[str], variables: list[chainer.Variab
     if missing:
         raise ValueError(
             'cannot convert {} to PyTorch: no torch operation for {}. Compute this part '
-            'with functions researchutils.pytorch.tracing.FUNCTIONS lists'.format(
+            'with functions researchutils.pytorch.tracing.table.FUNCTIONS lists'.format(
                 type(model).__name__, '; '.join(missing)))
     params = {path: param for path, param in model.namedparams()}
     param_nodes = {id(param.node): path for path, param in params.items()}

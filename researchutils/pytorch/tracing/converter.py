@@ -4,7 +4,7 @@
 The model's forward runs once on example inputs, traced as
 :func:`researchutils.chainer.onnx.export` traces it (its link hooks, its ``states``, its
 checks); each function of the graph becomes the torch expression of one table
-(:data:`researchutils.pytorch.tracing.FUNCTIONS`), the links Chainer's examples build models
+(:data:`researchutils.pytorch.tracing.table.FUNCTIONS`), the links Chainer's examples build models
 from become torch's own modules (Linear, Conv2d, ConvTranspose2d, Embedding, BatchNorm), and
 every other link a module holding its parameters under Chainer's names. The module returned
 is that source, compiled, with the model's weights copied in.
@@ -29,8 +29,8 @@ from researchutils._checks import check_bool, check_path, check_str_list
 from researchutils._files import write_text
 from researchutils.chainer.onnx.exporter import _check_writable
 from researchutils.pytorch.tracing._source import Written, state_dict, write
-from researchutils.pytorch.tracing._table import FUNCTIONS
 from researchutils.pytorch.tracing._trace import Graph, trace
+from researchutils.pytorch.tracing.table import FUNCTIONS
 
 __all__ = ['convert', 'write_source']
 

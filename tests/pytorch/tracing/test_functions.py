@@ -12,7 +12,7 @@ import numpy
 import pytest
 
 from researchutils.pytorch import convert
-from researchutils.pytorch.tracing import FUNCTIONS
+from researchutils.pytorch.tracing.table import FUNCTIONS
 from tests.pytorch.tracing.equality import compare, torch
 
 

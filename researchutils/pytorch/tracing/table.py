@@ -1,5 +1,10 @@
 """The one table from Chainer's functions to torch: FunctionNode class name -> entry.
 
+Example:
+    >>> from researchutils.pytorch.tracing.table import FUNCTIONS
+    >>> 'LinearFunction' in FUNCTIONS and 'GradClipLSTM' in FUNCTIONS
+    True
+
 Tests: ``tests/pytorch/tracing/test_functions.py`` (each entry against Chainer, and the
 table against onnx_chainer 7.8.1's list of the functions it converts).
 """
@@ -10,6 +15,9 @@ from researchutils.pytorch.tracing._elementwise import ELEMENTWISE, Entry
 from researchutils.pytorch.tracing._layers import LAYERS
 from researchutils.pytorch.tracing._toolkit import TOOLKIT
 
+#: Chainer FunctionNode class name -> ``entry(call)``, the torch expression of the call
+#: (:class:`~researchutils.pytorch.tracing._call.Call`). Every function onnx_chainer 7.8.1
+#: converts that a Chainer 7.8.1 graph can hold, and researchutils' own.
 FUNCTIONS: dict[str, Entry] = {**ELEMENTWISE, **ARRAYS, **LAYERS, **TOOLKIT}
 
 
