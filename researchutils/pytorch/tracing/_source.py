@@ -21,21 +21,18 @@ from researchutils.pytorch.tracing._trace import Graph, Source
 from researchutils.pytorch.tracing._twins import renamed, twin
 from researchutils.pytorch.tracing.table import FUNCTIONS, returns_tuple
 
-# Constants up to this many elements are written into the source; larger ones are buffers.
-_LITERAL_SIZE = 64
 _TAKEN = {'self', 'torch', 'functional', 'ops', 'toolkit'} | set(keyword.kwlist)
 
 
 @dataclasses.dataclass
 class Written:
     """The source, its class name, and where each Chainer value goes: the state-dict key of
-    each parameter and persistent array path (``/fc1/W`` -> ``fc1.weight``), and the values
-    of the constants kept as buffers."""
+    each parameter and persistent array path (``/fc1/W`` -> ``fc1.weight``). Constants are
+    written into the source (buffers outside the state dict)."""
 
     text: str
     class_name: str
     keys: dict[str, str]
-    constants: dict[str, Any]
 
 
 def _member(owner: str, name: str) -> str:
@@ -68,7 +65,6 @@ class _Writer:
         self.constructors: dict[str, str] = {}
         self.calls: dict[int, str] = {}
         self.names: set[str] = set(_TAKEN)
-        self.constants: dict[str, Any] = {}
         self.constant_lines: list[str] = []
         self.persistent_arrays = {id(array): path for path, array in graph.persistents.items()}
 
@@ -96,14 +92,10 @@ class _Writer:
                 'self.register_buffer({!r}, torch.full({}, {}, dtype={}), persistent=False)'
                 .format(name, literal(tuple(array.shape)), literal(array.flat[0].item()),
                         dtype))
-        elif array.size <= _LITERAL_SIZE:
+        else:
             self.constant_lines.append(
                 'self.register_buffer({!r}, torch.tensor({}, dtype={}), persistent=False)'
                 .format(name, literal(array.tolist()), dtype))
-        else:
-            self.constants[name] = array
-            self.constant_lines.append('self.register_buffer({!r}, torch.empty({}, dtype={}))'
-                                       .format(name, literal(tuple(array.shape)), dtype))
         return 'self.{}'.format(name)
 
     def choose_twins(self) -> None:
@@ -299,7 +291,7 @@ def write(graph: Graph) -> Written:
         link_path, name = renamed(writer.constructors, path)
         prefix = link_path.strip('/').replace('/', '.')
         keys[path] = '{}.{}'.format(prefix, name) if prefix else name
-    return Written('\n'.join(body) + '\n', class_name, keys, writer.constants)
+    return Written('\n'.join(body) + '\n', class_name, keys)
 
 
 def state_dict(written: Written, graph: Graph, module: Any) -> dict[str, Any]:
@@ -312,6 +304,4 @@ def state_dict(written: Written, graph: Graph, module: Any) -> dict[str, Any]:
     for path, key in written.keys.items():
         if arrays[path] is not None and key in state:
             state[key] = torch.from_numpy(numpy.array(arrays[path]))
-    for name, array in written.constants.items():
-        state[name] = torch.from_numpy(numpy.array(array))
     return dict(state)

@@ -49,7 +49,6 @@ class Step:
     node: Any
     inputs: list[Source]
     in_shapes: list[tuple[int, ...]]
-    in_dtypes: list[Any]
     out_shapes: list[tuple[int, ...] | None]
     place: str
     link_path: str | None
@@ -61,7 +60,6 @@ class Graph:
 
     model: Any
     input_names: list[str]
-    input_arrays: list[Any]
     steps: list[Step]
     outputs: list[tuple[str, Source]]
     output_kind: str
@@ -235,12 +233,12 @@ def _graph(model: chainer.Link, names: list[str], variables: list[chainer.Variab
                 produced[id(node)] = (index, j)
         steps.append(Step(
             _function_name(function), function, sources,
-            [tuple(array.shape) for array in in_data], [array.dtype for array in in_data],
+            [tuple(array.shape) for array in in_data],
             _output_shapes(function),
             recorder.places[id(function)][1], recorder.link_paths[id(function)]))
     outputs = [(name, _source(value.node, value.array, produced, input_nodes, param_nodes,
                               persistent_ids)) for name, value in named]
-    return Graph(model, names, [variable.array for variable in variables], steps, outputs,
+    return Graph(model, names, steps, outputs,
                  output_kind, params, persistents, dict(model.namedlinks()), train)
 
 

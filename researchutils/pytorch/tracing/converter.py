@@ -137,7 +137,9 @@ def write_source(module_or_model: torch.nn.Module | chainer.Link, path: str | os
     links as named submodules, its ``forward`` the traced operations in order.
 
     The file imports only torch and ``researchutils.pytorch``; the class built from it and
-    given the weights (``load_state_dict(converted.state_dict())``) is the converted module.
+    given the Chainer model's weights (:func:`researchutils.pytorch.load_chainer_weights`) is
+    the converted module. Constants the trace found (arrays the forward made, not a link's)
+    are written into the file.
 
     Args:
         module_or_model: A module :func:`convert` returned, or a Chainer model, which is

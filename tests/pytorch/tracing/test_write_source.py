@@ -143,3 +143,23 @@ def test_bad_arguments_are_named(tmp_path: Any, bad: dict[str, Any], error: type
     arguments.update(bad)
     with pytest.raises(error, match=words):
         write_source(**arguments)
+
+
+def test_constants_the_forward_makes_are_written_into_the_file(tmp_path: Any) -> None:
+    offsets = numpy.random.RandomState(7).uniform(-1, 1, (4, 30)).astype(numpy.float32)
+
+    class Offset(chainer.Chain):
+        def __init__(self) -> None:
+            super().__init__()
+            with self.init_scope():
+                self.l1 = chainer.links.Linear(5, 30)
+
+        def forward(self, x: Any) -> Any:
+            return self.l1(x) * offsets + numpy.ones((4, 30), numpy.float32)
+
+    model = Offset()
+    path = str(tmp_path / 'offset.py')
+    text = write_source(model, path, _x(4, 5))
+    assert 'torch.full((4, 30), 1.0' in text
+    check_ruff(path)
+    compare(model, read_back(path, 'Offset', model), [_x(4, 5, seed=3)])
