@@ -4,15 +4,20 @@ Chainer's own, forward and backward, on the CPU.
 The model is examples/video_prediction's VideoPredictor at its default size (16x16 frames,
 256 LSTM units; 3 frames read, 5 predicted from its own predictions), in evaluation mode
 (the trace and the timing), the loss the sum of the predictions. Batch 1 and 64 (the demo's
-validation batch). Both sides use every core (torch's threads; NumPy's BLAS). No target: how
-fast the converted module trains where Chainer did.
+validation batch). Both sides compute on one thread (NumPy's BLAS and torch's), as
+bench_pytorch_pieces.py does: on a loaded 2-core machine torch's second thread made the
+converted module 10x slower at batch 1. No target: how fast the converted module trains
+where Chainer did.
 """
 import os
 import sys
 
-import chainer
-import chainer.functions as F
-import numpy as np
+for _variable in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
+    os.environ[_variable] = '1'
+
+import chainer  # noqa: E402
+import chainer.functions as F  # noqa: E402
+import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -26,6 +31,7 @@ from researchutils.pytorch import convert  # noqa: E402
 def bench_video_predictor(batch):
     import torch
 
+    torch.set_num_threads(1)
     rng = np.random.RandomState(0)
     predictor = VideoPredictor(frame_size=16, n_hidden=256, context=3, eval_k_step=5)
     frames = rng.uniform(0, 1, (batch, 3, 16, 16)).astype(np.float32)
