@@ -383,6 +383,11 @@ def _torch_valid():
         'researchutils.pytorch.nn.containers.Chain': lambda i, o: dict(chainer_class='a.B'),
         'researchutils.pytorch.weights.conversion.from_chainer': lambda i, o: dict(
             link=chainer.links.Linear(3, 2)),
+        'researchutils.pytorch.tracing.converter.convert': lambda i, o: dict(
+            model=_model(), args=np.zeros((1, 4), np.float32)),
+        'researchutils.pytorch.tracing.converter.write_source': lambda i, o: dict(
+            module_or_model=_model(), path=str(o / 'model.py'),
+            args=np.zeros((1, 4), np.float32)),
         'researchutils.pytorch.weights.loading.load_chainer_weights': lambda i, o: dict(
             module=torch.nn.Linear(3, 2), source=chainer.links.Linear(3, 2)),
         'researchutils.pytorch.weights.comparison.compare': lambda i, o: dict(
@@ -435,6 +440,8 @@ OVERRIDES = {
     ('researchutils.pytorch.weights.loading.load_chainer_weights', 'source'): [5, None],
     ('researchutils.pytorch.weights.comparison.compare', 'module'): [5, None],
     ('researchutils.chainer.onnx.exporter.export', 'converters'): [5, {'Linear': 5}, {5: len}],
+    ('researchutils.pytorch.tracing.converter.convert', 'model'): [5, None],
+    ('researchutils.pytorch.tracing.converter.write_source', 'module_or_model'): [5, None],
     **{(name, 'comm'): _COMM for name in (
         'researchutils.chainer.training.experiment.ChainerExperiment',
         'researchutils.chainer.training.extensions.chainer_pruning_extension.'
@@ -462,6 +469,10 @@ NO_BAD_VALUES = {
     ('researchutils.chainer.onnx.exporter.export', 'args'):
         'any example input of the model (an array, a tuple, list or dict of arrays); the '
         "model's own forward checks it",
+    **{(name, 'args'): 'any example input of the model, as export takes it (arrays and '
+       'Variables, checked by the export\'s own helper: tests/pytorch/tracing/test_convert.py)'
+       for name in ('researchutils.pytorch.tracing.converter.convert',
+                    'researchutils.pytorch.tracing.converter.write_source')},
     **{(name, 'parameters'): 'any hyper-parameters: a Parameters, a dict or None; what '
        'cannot be logged is named when written (test_tensorboard_report.py, '
        'test_mlflow_report.py)' for name in (

@@ -19,6 +19,8 @@ script's constructor call ports as it is; in torch's conventions an initializer 
 that fills a tensor in place (or a number, or None for Chainer's default), a dtype is a
 ``torch.dtype``, and a bad tensor is a TypeError or ValueError naming the argument where
 Chainer raises its ``InvalidType``.
+:func:`convert` and :func:`write_source` (:mod:`researchutils.pytorch.tracing`, which reads
+Chainer) turn any Chainer model into a torch module and its source.
 
 Tests: ``tests/pytorch/`` (one file per module), ``tests/test_imports.py`` (what each piece
 loads, and the error without torch).
@@ -52,6 +54,7 @@ _EXPORTS = {
     'weights.conversion': ['from_chainer'],
     'weights.loading': ['load_chainer_weights'],
     'weights.comparison': ['compare'],
+    'tracing.converter': ['convert', 'write_source'],
 }
 __all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
@@ -86,6 +89,8 @@ if TYPE_CHECKING:  # the table above, for type checkers and IDEs
     from researchutils.pytorch.nn.recurrent import StatefulGRU as StatefulGRU
     from researchutils.pytorch.nn.recurrent import StatelessGRU as StatelessGRU
     from researchutils.pytorch.nn.recurrent import StatelessLSTM as StatelessLSTM
+    from researchutils.pytorch.tracing.converter import convert as convert
+    from researchutils.pytorch.tracing.converter import write_source as write_source
     from researchutils.pytorch.weights.comparison import compare as compare
     from researchutils.pytorch.weights.conversion import from_chainer as from_chainer
     from researchutils.pytorch.weights.loading import load_chainer_weights as load_chainer_weights
