@@ -78,6 +78,8 @@ MODULES = [
     'pytorch/weights/loading.py',
     'pytorch/weights/conversion.py',
     'pytorch/weights/comparison.py',
+    # Any Chainer model into torch (issue 45): the tracer, the table, the written source.
+    'pytorch/tracing/',
 ]
 
 _SEARCH_TESTS = ['tests/chainer/training/test_search.py',
