@@ -19,6 +19,7 @@ from researchutils.chainer.training._experiment import (
     checks,
     files,
     model_selection,
+    protocol,
     run_state,
     settings,
 )
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from researchutils.chainer.training.parameters import Parameters
 
 
-class ChainerExperiment(settings.Experiment):
+class ChainerExperiment(protocol.Experiment):
     """Trains a model described by :class:`Parameters` with a Chainer Trainer.
 
     :meth:`run` trains ``model_cls(**params.model)`` on a
@@ -105,7 +106,7 @@ class ChainerExperiment(settings.Experiment):
         >>> model = experiment.run(manager_train, manager_val)  # doctest: +SKIP
     """
 
-    # The settings (as their checks keep them) are declared once, by settings.Experiment,
+    # The settings (as their checks keep them) are declared once, by protocol.Experiment,
     # which this class is: the constructor sets them.
     trainer: chainer.training.Trainer | None
     devices: list[chainer.backend.Device]

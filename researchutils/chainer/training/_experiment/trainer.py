@@ -32,7 +32,7 @@ from researchutils.chainer.training.updaters.closure_updater import ClosureUpdat
 
 if TYPE_CHECKING:
     from researchutils.chainer.data_loading import DataManager
-    from researchutils.chainer.training._experiment.settings import Experiment
+    from researchutils.chainer.training._experiment.protocol import Experiment
     from researchutils.chainer.training.predictor import Predictor
 
 

@@ -31,7 +31,7 @@ from researchutils.chainer.training._ranks import is_rank_zero
 
 if TYPE_CHECKING:
     from researchutils.chainer.data_loading import DataManager
-    from researchutils.chainer.training._experiment.settings import Experiment
+    from researchutils.chainer.training._experiment.protocol import Experiment
 
 _STATES = optuna.trial.TrialState
 

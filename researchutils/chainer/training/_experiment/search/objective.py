@@ -41,8 +41,8 @@ from researchutils.chainer.training.extensions.stop_on_non_number import Trainin
 
 if TYPE_CHECKING:
     from researchutils.chainer.data_loading import DataManager
+    from researchutils.chainer.training._experiment.protocol import Experiment
     from researchutils.chainer.training._experiment.search.space import Space
-    from researchutils.chainer.training._experiment.settings import Experiment
     from researchutils.chainer.training.parameters import Parameters
 
 _COUNTED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,

@@ -48,7 +48,7 @@ from researchutils._storage_drivers import check_storage_driver
 from researchutils.chainer.training._experiment.search import folders, retries
 
 if TYPE_CHECKING:
-    from researchutils.chainer.training._experiment.settings import Experiment
+    from researchutils.chainer.training._experiment.protocol import Experiment
 
 STUDY_FILE = 'search.db'
 HEARTBEAT_INTERVAL = 60
