@@ -19,8 +19,10 @@ from researchutils.chainer.training._experiment import (
     checks,
     files,
     model_selection,
+    progress,
     protocol,
     run_state,
+    saving,
     settings,
 )
 from researchutils.chainer.training._experiment import model as _model
@@ -191,10 +193,16 @@ class ChainerExperiment(protocol.Experiment):
         with _ownership.hold(self.output_dir, wait=self.wait_for_folder, comm=self.comm):
             scored = self.val_score_key is not None and val is not None
             state = run_state.read_run_state(self.output_dir)
+            num_epochs = checks.with_epochs(training, self.n_epochs)['num_epochs']
             if state is not None and state['finished']:
+                run_state.check_num_epochs(self.output_dir, state, num_epochs)
                 path = files.model_path(self.output_dir, scored, state)
                 with files.refused_resume(self.output_dir, path):
-                    return serializers.load_model(path, model, strict=True)
+                    model = serializers.load_model(path, model, strict=True)
+                progress.say(self.comm, '{}: the run there finished at epoch {}; returning '
+                             'its {} without training'.format(
+                                 self.output_dir, state['epoch'], os.path.basename(path)))
+                return model
             devices = _model.rank_devices(self.devices, self.comm)
             trainer = _trainer.build_trainer(self, model, predictor, training, train, val,
                                              devices[0])
@@ -203,7 +211,7 @@ class ChainerExperiment(protocol.Experiment):
             if is_rank_zero(self.comm):
                 serializers.save_model(os.path.join(self.output_dir, files.FINAL_MODEL), model,
                                        overwrite=True)
-                run_state.write_run_state(self.output_dir, trainer.updater.epoch)
+                run_state.write_run_state(self.output_dir, trainer.updater.epoch, num_epochs)
             if self.comm is not None:
                 self.comm.mpi_comm.barrier()
             return serializers.load_model(files.model_path(self.output_dir, scored), model,
@@ -377,22 +385,24 @@ class ChainerExperiment(protocol.Experiment):
 
         Classes and functions are written as ``"module:qualname"`` references
         (JSON, readable and editable); ``comm`` and ``extensions`` are not
-        saved. :meth:`load` reads the file back.
+        saved. :meth:`load` reads the file back. Once a run has started in the
+        folder, the file is its record: a save of other settings is refused,
+        and a save waits for or is refused by a run that holds the folder, as
+        :meth:`run` is (:doc:`../tutorials/experiment`).
 
         Returns:
             str: The path of the file (only rank 0 writes under ChainerMN).
 
         Raises:
             ValueError: A parameter cannot be saved (a lambda, a local
-                function); the message names it.
+                function), or the folder holds a run started with other
+                settings; the message names them, and nothing is written.
+            RuntimeError: Another run holds the folder (a ``FolderInUseError``).
 
         Example:
             >>> path = experiment.save()  # doctest: +SKIP
         """
-        path = os.path.join(self.output_dir, files.SETTINGS_FILE)
-        if is_rank_zero(self.comm):
-            train_utils.atomic_write_text(path, json_values.dumps_json(settings.to_json(self)))
-        return path
+        return saving.save(self)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], comm: Any = None,
