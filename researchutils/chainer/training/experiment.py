@@ -172,8 +172,8 @@ class ChainerExperiment(protocol.Experiment):
 
         Raises:
             KeyError, TypeError, ValueError: Bad configuration, before any
-                training step, with what to fix; a ``run_state.json`` that is
-                not trusted (a ValueError naming it).
+                training step, with what to fix; a ``run_state.json`` not trusted,
+                or of a run given another ``num_epochs`` (a ValueError naming it).
             FileNotFoundError: ``run_state.json`` says the run finished, but
                 its model file is missing (the message names it).
             RuntimeError: Another run holds the experiment's folder (a
@@ -385,18 +385,15 @@ class ChainerExperiment(protocol.Experiment):
 
         Classes and functions are written as ``"module:qualname"`` references
         (JSON, readable and editable); ``comm`` and ``extensions`` are not
-        saved. :meth:`load` reads the file back. Once a run has started in the
-        folder, the file is its record: a save of other settings is refused,
-        and a save waits for or is refused by a run that holds the folder, as
-        :meth:`run` is (:doc:`../tutorials/experiment`).
+        saved. :meth:`load` reads the file back. The file of a run that has
+        started is not rewritten with other settings (:doc:`../tutorials/experiment`).
 
         Returns:
             str: The path of the file (only rank 0 writes under ChainerMN).
 
         Raises:
-            ValueError: A parameter cannot be saved (a lambda, a local
-                function), or the folder holds a run started with other
-                settings; the message names them, and nothing is written.
+            ValueError: A parameter cannot be saved (a lambda, a local function),
+                or the folder's run has other settings (the message names them).
             RuntimeError: Another run holds the folder (a ``FolderInUseError``).
 
         Example:
