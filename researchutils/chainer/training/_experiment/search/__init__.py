@@ -134,7 +134,6 @@ def _lead(experiment: Experiment, space: Space, train: DataManager, val: DataMan
         _check_trials(study, space)
         retries.fail_dead_trials(study)
         deadline = None if timeout is None else time.monotonic() + timeout
-        beats = full_study.has_heartbeat(storage, heartbeat[0])
         while True:
             finished = len(study.get_trials(deepcopy=False, states=(_STATES.COMPLETE,
                                                                     _STATES.PRUNED)))
@@ -153,7 +152,7 @@ def _lead(experiment: Experiment, space: Space, train: DataManager, val: DataMan
                                callbacks=callbacks)
             # The study's best is known once the trials others still run have ended.
             if n_trials is None or not full_study.wait_for_others(
-                    study, beats, n_trials, deadline, experiment.comm):
+                    study, n_trials, deadline, experiment.comm):
                 break
         result = summary.summarize(experiment, study, space)
         summary.write_summary(experiment, study, result, studies.study_id(study))

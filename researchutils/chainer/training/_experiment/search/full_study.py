@@ -6,12 +6,14 @@ as ``surplus`` by raising :class:`~.objective.SurplusTrial`, which Optuna logs a
 trial, traceback and all: :func:`one_line_per_surplus_trial` makes that one line saying why
 the trial was not run. The trials the others still run count towards ``n_trials`` but
 have no score yet, so :func:`wait_for_others` waits for them before the search summarizes
-the study: its best trial is the study's, not an older one. A trial whose process died is
-failed and retried meanwhile (``retries.py``, and Optuna's heartbeat where the storage has
-one); the retry frees a place in the study, which this process then takes. Where the
-storage has no heartbeat a trial of a dead process on another host would stay RUNNING for
-ever, so a search with such a storage does not wait and says which trials it leaves out;
-a search with ``timeout`` waits no longer than that. Tests:
+the study: its best trial is the study's, not an older one. It waits for the trials of live
+processes of this host (two processes on one machine, as the tutorial starts them), which
+it can tell from dead ones; a trial whose process died is failed and retried meanwhile
+(``retries.py``), and the retry frees a place in the study, which this process then takes.
+A trial of another host may belong to a process that died without a trace (a storage
+without a heartbeat keeps it RUNNING for ever), so it is not waited for: the line names the
+trials left out of the summary. A search with ``timeout`` waits no longer than that.
+Tests:
 ``tests/chainer/training/_experiment/search/test_full_study.py``.
 """
 from __future__ import annotations
@@ -68,23 +70,13 @@ def one_line_per_surplus_trial() -> Iterator[None]:
         logger.removeFilter(one_line)
 
 
-def has_heartbeat(storage: Any, heartbeat_interval: int | None) -> bool:
-    """Whether the study's storage beats: a storage object given by the user, when it says
-    so; one the search builds (from a URL or the default file), with a heartbeat_interval."""
-    if isinstance(storage, optuna.storages.BaseStorage):
-        interval = getattr(storage, 'get_heartbeat_interval', None)
-        return interval is not None and interval() is not None
-    return heartbeat_interval is not None
-
-
-def wait_for_others(study: optuna.Study, heartbeat: bool, n_trials: int,
-                    deadline: float | None, comm: Any) -> bool:
-    """Waits while the study holds its ``n_trials`` but some still run in other processes.
+def wait_for_others(study: optuna.Study, n_trials: int, deadline: float | None,
+                    comm: Any) -> bool:
+    """Waits while the study holds its ``n_trials`` but some still run in other processes
+    of this host (see the module's text).
 
     Args:
         study (optuna.Study): The study, full or not.
-        heartbeat (bool): The study's storage beats (:func:`has_heartbeat`), so a trial of
-            a dead process is told, and failed, after its grace period.
         n_trials (int): The trials the study should hold.
         deadline (float or None): ``time.monotonic()`` past which it waits no more.
         comm: A ChainerMN communicator or None: who prints the lines.
@@ -105,19 +97,22 @@ def wait_for_others(study: optuna.Study, heartbeat: bool, n_trials: int,
             if not objective.surplus(trial)]
         if len(counted) < n_trials:
             return True
-        running = [trial.number for trial in counted if trial.state == _STATES.RUNNING]
-        if not running:
-            return False
-        if not heartbeat or (deadline is not None and time.monotonic() >= deadline):
+        running = [trial for trial in counted if trial.state == _STATES.RUNNING]
+        timed_out = deadline is not None and time.monotonic() >= deadline
+        waited = [] if timed_out else [trial.number for trial in running
+                                       if retries.alive_here(trial)]
+        left_out = [trial.number for trial in running if trial.number not in waited]
+        if left_out and (timed_out or not said):
             progress.say(comm, 'search: trial(s) {} of the study {!r} still run in other '
                                'processes and are left out of this summary ({})'.format(
-                                   running, study.study_name,
-                                   'the timeout has passed' if heartbeat else
-                                   'its storage has no heartbeat to tell a dead process'))
+                                   left_out, study.study_name, 'the timeout has passed'
+                                   if timed_out else 'another host\'s, which this one '
+                                   'cannot tell from a dead one'))
+        if not waited:
             return False
         if not said:
             progress.say(comm, 'search: the study {!r} has its n_trials={} trials; waiting '
                                'for trial(s) {}, run by other processes, to end, to return '
-                               "the study's best".format(study.study_name, n_trials, running))
+                               "the study's best".format(study.study_name, n_trials, waited))
             said = True
         time.sleep(POLL)

@@ -7,7 +7,7 @@ full; the other cases drive the module on studies in memory.
 import json
 import logging
 import os
-import warnings
+import socket
 
 import optuna
 import pytest
@@ -104,42 +104,40 @@ def _study_with(*states, **user_attrs):
 
 def test_a_free_place_in_the_study_asks_for_trials_again(capsys):
     study = _study_with(_STATES.COMPLETE, _STATES.FAIL)
-    assert full_study.wait_for_others(study, True, 2, None, None) is True
+    assert full_study.wait_for_others(study, 2, None, None) is True
     assert capsys.readouterr().out == ''
 
 
 def test_a_full_study_with_nothing_running_is_summarized_at_once(capsys):
     study = _study_with(_STATES.COMPLETE, _STATES.PRUNED)
-    assert full_study.wait_for_others(study, True, 2, None, None) is False
+    assert full_study.wait_for_others(study, 2, None, None) is False
     assert capsys.readouterr().out == ''
 
 
-@pytest.mark.parametrize('heartbeat, deadline, reason', [
-    (False, None, 'its storage has no heartbeat to tell a dead process'),
-    (True, 0.0, 'the timeout has passed')])
-def test_trials_running_elsewhere_are_not_waited_for_without_a_heartbeat_or_past_the_timeout(
-        capsys, heartbeat, deadline, reason):
-    study = _study_with(_STATES.COMPLETE, _STATES.RUNNING)
-    assert full_study.wait_for_others(study, heartbeat, 2, deadline, None) is False
+def test_a_trial_of_another_host_is_not_waited_for_and_the_line_says_so(capsys):
+    study = _study_with(_STATES.COMPLETE)
+    study.add_trial(optuna.trial.create_trial(state=_STATES.RUNNING, user_attrs={
+        'worker': {'host': 'another-' + socket.gethostname(), 'pid': os.getpid(),
+                   'trial': 1}}))
+    assert full_study.wait_for_others(study, 2, None, None) is False
     assert capsys.readouterr().out == (
         "search: trial(s) [1] of the study '{}' still run in other processes and are left "
-        'out of this summary ({})\n'.format(study.study_name, reason))
+        "out of this summary (another host's, which this one cannot tell from a dead one)\n"
+        .format(study.study_name))
+
+
+def test_a_live_trial_of_this_host_is_not_waited_for_past_the_timeout(capsys):
+    study = _study_with(_STATES.COMPLETE)
+    study.add_trial(optuna.trial.create_trial(state=_STATES.RUNNING, user_attrs={
+        'worker': {'host': socket.gethostname(), 'pid': os.getpid(), 'trial': 1}}))
+    assert full_study.wait_for_others(study, 2, 0.0, None) is False
+    assert capsys.readouterr().out == (
+        "search: trial(s) [1] of the study '{}' still run in other processes and are left "
+        'out of this summary (the timeout has passed)\n'.format(study.study_name))
 
 
 def test_a_surplus_trial_takes_no_place_of_the_study():
     study = _study_with(_STATES.COMPLETE)
     study.add_trial(optuna.trial.create_trial(state=_STATES.PRUNED, user_attrs={
         'surplus': True}))
-    assert full_study.wait_for_others(study, True, 2, None, None) is True
-
-
-def test_a_storage_object_beats_only_when_it_says_so(tmp_path):
-    url = 'sqlite:///' + str(tmp_path / 'study.db')
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', optuna.exceptions.ExperimentalWarning)
-        beating = optuna.storages.RDBStorage(url, heartbeat_interval=60)
-    assert full_study.has_heartbeat(beating, None)
-    assert not full_study.has_heartbeat(optuna.storages.RDBStorage(url), 60)
-    assert not full_study.has_heartbeat(optuna.storages.InMemoryStorage(), 60)
-    assert full_study.has_heartbeat('sqlite:///other.db', 60)
-    assert not full_study.has_heartbeat(None, None)
+    assert full_study.wait_for_others(study, 2, None, None) is True
