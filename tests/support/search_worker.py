@@ -30,7 +30,8 @@ Options:
 
 Its last line on stdout is JSON: its pid, host name, working folder and, for each Trainer
 it ran, the trial that held the folder (read from the folder's record, not from the
-search's own bookkeeping), the folder's name and the iteration it started at. Used by
+search's own bookkeeping), the folder's name and the iteration it started at; and the
+``best_trial`` its search returned. Used by
 tests/chainer/training/test_search_postgres.py, test_search_resume.py and
 test_search_slurm.py.
 """
@@ -146,11 +147,11 @@ def main(save_path, storage, n_trials, go_file=None, num_epochs=3, pause_at=None
         wait_for(go_file, GO_TIMEOUT)
     beats = {} if heartbeat is None else {'heartbeat_interval': heartbeat,
                                           'grace_period': grace}
-    experiment.search(*search_tasks.search_managers(), n_trials=n_trials,
-                      storage=None if storage == 'default' else storage,
-                      pruner=optuna.pruners.NopPruner(), **beats)
+    summary = experiment.search(*search_tasks.search_managers(), n_trials=n_trials,
+                                storage=None if storage == 'default' else storage,
+                                pruner=optuna.pruners.NopPruner(), **beats)
     print(json.dumps({'pid': os.getpid(), 'host': socket.gethostname(), 'cwd': os.getcwd(),
-                      'trained': _trained}))
+                      'trained': _trained, 'best_trial': summary['best_trial']}))
 
 
 def parse(argv):

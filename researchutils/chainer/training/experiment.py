@@ -19,7 +19,10 @@ from researchutils.chainer.training._experiment import (
     checks,
     files,
     model_selection,
+    progress,
+    protocol,
     run_state,
+    saving,
     settings,
 )
 from researchutils.chainer.training._experiment import model as _model
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
     from researchutils.chainer.training.parameters import Parameters
 
 
-class ChainerExperiment(settings.Experiment):
+class ChainerExperiment(protocol.Experiment):
     """Trains a model described by :class:`Parameters` with a Chainer Trainer.
 
     :meth:`run` trains ``model_cls(**params.model)`` on a
@@ -105,7 +108,7 @@ class ChainerExperiment(settings.Experiment):
         >>> model = experiment.run(manager_train, manager_val)  # doctest: +SKIP
     """
 
-    # The settings (as their checks keep them) are declared once, by settings.Experiment,
+    # The settings (as their checks keep them) are declared once, by protocol.Experiment,
     # which this class is: the constructor sets them.
     trainer: chainer.training.Trainer | None
     devices: list[chainer.backend.Device]
@@ -169,8 +172,8 @@ class ChainerExperiment(settings.Experiment):
 
         Raises:
             KeyError, TypeError, ValueError: Bad configuration, before any
-                training step, with what to fix; a ``run_state.json`` that is
-                not trusted (a ValueError naming it).
+                training step, with what to fix; a ``run_state.json`` not trusted,
+                or of a run given another ``num_epochs`` (a ValueError naming it).
             FileNotFoundError: ``run_state.json`` says the run finished, but
                 its model file is missing (the message names it).
             RuntimeError: Another run holds the experiment's folder (a
@@ -190,10 +193,16 @@ class ChainerExperiment(settings.Experiment):
         with _ownership.hold(self.output_dir, wait=self.wait_for_folder, comm=self.comm):
             scored = self.val_score_key is not None and val is not None
             state = run_state.read_run_state(self.output_dir)
+            num_epochs = checks.with_epochs(training, self.n_epochs)['num_epochs']
             if state is not None and state['finished']:
+                run_state.check_num_epochs(self.output_dir, state, num_epochs)
                 path = files.model_path(self.output_dir, scored, state)
                 with files.refused_resume(self.output_dir, path):
-                    return serializers.load_model(path, model, strict=True)
+                    model = serializers.load_model(path, model, strict=True)
+                progress.say(self.comm, '{}: the run there finished at epoch {}; returning '
+                             'its {} without training'.format(
+                                 self.output_dir, state['epoch'], os.path.basename(path)))
+                return model
             devices = _model.rank_devices(self.devices, self.comm)
             trainer = _trainer.build_trainer(self, model, predictor, training, train, val,
                                              devices[0])
@@ -202,7 +211,7 @@ class ChainerExperiment(settings.Experiment):
             if is_rank_zero(self.comm):
                 serializers.save_model(os.path.join(self.output_dir, files.FINAL_MODEL), model,
                                        overwrite=True)
-                run_state.write_run_state(self.output_dir, trainer.updater.epoch)
+                run_state.write_run_state(self.output_dir, trainer.updater.epoch, num_epochs)
             if self.comm is not None:
                 self.comm.mpi_comm.barrier()
             return serializers.load_model(files.model_path(self.output_dir, scored), model,
@@ -376,22 +385,21 @@ class ChainerExperiment(settings.Experiment):
 
         Classes and functions are written as ``"module:qualname"`` references
         (JSON, readable and editable); ``comm`` and ``extensions`` are not
-        saved. :meth:`load` reads the file back.
+        saved. :meth:`load` reads the file back. The file of a run that has
+        started is not rewritten with other settings (:doc:`../tutorials/experiment`).
 
         Returns:
             str: The path of the file (only rank 0 writes under ChainerMN).
 
         Raises:
-            ValueError: A parameter cannot be saved (a lambda, a local
-                function); the message names it.
+            ValueError: A parameter cannot be saved (a lambda, a local function),
+                or the folder's run has other settings (the message names them).
+            RuntimeError: Another run holds the folder (a ``FolderInUseError``).
 
         Example:
             >>> path = experiment.save()  # doctest: +SKIP
         """
-        path = os.path.join(self.output_dir, files.SETTINGS_FILE)
-        if is_rank_zero(self.comm):
-            train_utils.atomic_write_text(path, json_values.dumps_json(settings.to_json(self)))
-        return path
+        return saving.save(self)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], comm: Any = None,

@@ -1,6 +1,8 @@
 """ChainerExperiment's private machinery, one job per module (imports nothing itself).
 
 * ``checks``: the checks of each constructor argument and of the "training" parameters;
+* ``protocol``: ``Experiment``, what the machinery reads of a ChainerExperiment (by which it
+  types the experiments it is given, with no import of the class's module);
 * ``settings``: the one table of the constructor's arguments, read by the constructor's
   binding, ``replace`` and ``experiment.json`` (save and load);
 * ``model``: the model of a run on its devices, and the Predictor of a model;

@@ -22,6 +22,7 @@ from researchutils.chainer.data_loading import DataManager
 from researchutils.chainer.training import _ownership, json_values, train_utils
 from researchutils.chainer.training._experiment import settings, tracking
 from researchutils.chainer.training._experiment.model import predictor
+from researchutils.chainer.training._experiment.protocol import Experiment
 from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training._scores import improves, score_for_json
 from researchutils.chainer.training._trees import Tree, merge
@@ -151,7 +152,7 @@ def _merged_params(base: Parameters, more: Parameters) -> Parameters:
                       merge(base.variable_params, more.variable_params))
 
 
-def kfold(experiment: settings.Experiment, data: DataManager,
+def kfold(experiment: Experiment, data: DataManager,
           metrics: dict[str, Callable[..., Any]], *, num_epochs: int | None,
           num_splits: int | None, shuffle: bool, random_seed: int | None, split_type: str,
           val_split: float | None, label_key: str, train_kwargs: dict[str, Any] | None,
@@ -187,7 +188,7 @@ def kfold(experiment: settings.Experiment, data: DataManager,
                           test_changes, params, num_epochs, random_seed, verbose)
 
 
-def _run_folds(experiment: settings.Experiment, data: DataManager,
+def _run_folds(experiment: Experiment, data: DataManager,
                splits: list[tuple[_Indices, _Indices | None, _Indices]],
                metrics: dict[str, Callable[..., Any]],
                metric_keys: dict[str, Sequence[str]] | None, train_changes: dict[str, Any],
@@ -216,7 +217,7 @@ def _run_folds(experiment: settings.Experiment, data: DataManager,
     return predictions, results
 
 
-def score_model(run: settings.Experiment, model: chainer.Link, val: DataManager,
+def score_model(run: Experiment, model: chainer.Link, val: DataManager,
                 training: Tree) -> float:
     """The ``val_score_key`` metric of ``model`` over ``val``, keeping no prediction."""
     key = run.val_score_key
@@ -236,7 +237,7 @@ def _write_summary(path: str, val_score_key: str, results: list[tuple[dict[str, 
         'best_score': score_for_json(best_score)})))
 
 
-def grid_search(experiment: settings.Experiment, train: DataManager,
+def grid_search(experiment: Experiment, train: DataManager,
                 val: DataManager | None) -> dict[str, Any]:
     """:meth:`ChainerExperiment.grid_search`, whose docstring says what it does."""
     if experiment.val_score_key is None or val is None:
@@ -247,7 +248,7 @@ def grid_search(experiment: settings.Experiment, train: DataManager,
         return _run_grid(experiment, train, val)
 
 
-def _run_grid(experiment: settings.Experiment, train: DataManager,
+def _run_grid(experiment: Experiment, train: DataManager,
               val: DataManager) -> dict[str, Any]:
     """Trains and scores each combination of the grid in turn (the folder held)."""
     assert experiment.val_score_key is not None  # grid_search refuses a run without one

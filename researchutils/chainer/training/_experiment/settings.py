@@ -11,9 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
-
-import chainer
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from researchutils._checks import check_seed
 from researchutils.chainer.training import json_values, references, train_utils
@@ -22,9 +20,7 @@ from researchutils.chainer.training._scores import check_val_score_mode
 from researchutils.chainer.training.parameters import Parameters
 
 if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
-    from researchutils.chainer.data_loading import DataManager
+    from researchutils.chainer.training._experiment.protocol import Experiment
 
 FORMAT = 'researchutils.ChainerExperiment/1'
 _REQUIRED = inspect.Parameter.empty
@@ -107,43 +103,6 @@ SETTINGS = (
     Setting('tracking', None, tracking.check_tracking, _KEYWORD_ONLY, *_PLAIN),
     Setting('wait_for_folder', 0.0, checks.check_wait_for_folder, _KEYWORD_ONLY, *_PLAIN),
 )
-
-
-class Experiment(Protocol):
-    """What the experiment's machinery reads of a ChainerExperiment (which is one): the
-    settings of :data:`SETTINGS` as their checks keep them, its folder, ``run`` and ``test``.
-
-    The machinery types its experiments by this, not by the class, whose module imports it.
-    """
-
-    params: Parameters
-    model_cls: type[chainer.Link]
-    n_epochs: int | None
-    name: str
-    save_path: str
-    key_mapping: dict[str, str] | None
-    val_score_key: str | None
-    optim_builder: checks.OptimBuilder
-    checkpoint_freq: int
-    gpu_ids: list[int | str]
-    val_score_mode: str
-    comm: Any  # a ChainerMN communicator or None
-    extensions: list[Any]  # Chainer extensions or (extension, trigger) pairs
-    seed: int | None
-    stop_on_non_number: bool
-    preemption_snapshot: bool
-    tracking: dict[str, Any] | None
-    wait_for_folder: float
-
-    @property
-    def output_dir(self) -> str: ...
-
-    def run(self, train: DataManager, val: DataManager | None = None) -> chainer.Link: ...
-
-    def test(self, network: chainer.Link, test_data: DataManager,
-             metrics: dict[str, Callable[..., Any]],
-             metric_keys: dict[str, Sequence[str]] | None = None, verbose: bool = False
-             ) -> tuple[dict[str, NDArray[Any]], dict[str, float]]: ...
 
 
 def checked(arguments: dict[str, Any]) -> dict[str, Any]:

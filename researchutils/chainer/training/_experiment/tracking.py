@@ -19,7 +19,7 @@ from researchutils.chainer.training.extensions.mlflow_report import MLflowReport
 from researchutils.chainer.training.extensions.tensorboard_report import TensorBoardReport
 
 if TYPE_CHECKING:
-    from researchutils.chainer.training._experiment.settings import Experiment
+    from researchutils.chainer.training._experiment.protocol import Experiment
 
 TRACKERS = ('tensorboard', 'mlflow')
 USER_KEYS = ('tensorboard', 'mlflow', 'mlflow_experiment')

@@ -8,7 +8,6 @@ resumes from the folder's snapshot when there is one. Tests:
 from __future__ import annotations
 
 import os
-import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ from chainer.training import extensions as chainer_extensions
 
 from researchutils.chainer import serializers
 from researchutils.chainer.models.multi_node import setup_multi_node_optimizer
-from researchutils.chainer.training._experiment import checks, files, tracking
+from researchutils.chainer.training._experiment import checks, files, progress, tracking
 from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training._trees import Tree
 from researchutils.chainer.training.extensions.best_model_saver import BestModelSaver
@@ -32,7 +31,7 @@ from researchutils.chainer.training.updaters.closure_updater import ClosureUpdat
 
 if TYPE_CHECKING:
     from researchutils.chainer.data_loading import DataManager
-    from researchutils.chainer.training._experiment.settings import Experiment
+    from researchutils.chainer.training._experiment.protocol import Experiment
     from researchutils.chainer.training.predictor import Predictor
 
 
@@ -68,11 +67,15 @@ def build_trainer(experiment: Experiment, model: chainer.Link, predictor: Predic
                              training['losses'], training.get('train_metrics', {}), device)
     trainer = chainer.training.Trainer(updater, _stop_trigger(experiment, training),
                                        out=experiment.output_dir)
-    _extend(trainer, experiment, model, predictor, training, val)
+    printing = _extend(trainer, experiment, model, predictor, training, val)
     snapshot = files.resume_snapshot(experiment.output_dir, comm)
     if snapshot is not None:
         with files.refused_resume(experiment.output_dir, snapshot):
             serializers.load_snapshot(snapshot, trainer)
+        progress.skip_printed(trainer, printing)
+        progress.say(comm, '{}: resuming from {} ({} of {} epochs trained)'.format(
+            experiment.output_dir, os.path.basename(snapshot), updater.epoch,
+            checks.with_epochs(training, experiment.n_epochs)['num_epochs']))
         if comm is not None:
             # Every rank loaded the same weights: record them as known, so the multi-node
             # optimizer does not spend its first update on a broadcast.
@@ -96,7 +99,9 @@ def _stop_trigger(experiment: Experiment, training: Tree
 
 def _extend(trainer: chainer.training.Trainer, experiment: Experiment,
             model: chainer.Link, predictor: Predictor, training: Tree,
-            val: DataManager | None) -> None:
+            val: DataManager | None) -> list[Any]:
+    """Adds the run's extensions to ``trainer``; those that print on rank 0 (the progress
+    and the user's, for :func:`progress.skip_printed`)."""
     if experiment.stop_on_non_number:
         trainer.extend(StopOnNonNumber())
     val_metrics = training.get('val_metrics', {})
@@ -125,7 +130,7 @@ def _extend(trainer: chainer.training.Trainer, experiment: Experiment,
     for extension in every_rank:
         _extend_one(trainer, extension)
     if not is_rank_zero(experiment.comm):
-        return
+        return []
     if experiment.val_score_key is not None and val is not None:
         trainer.extend(BestModelSaver(
             model, 'val/' + experiment.val_score_key, experiment.val_score_mode,
@@ -136,11 +141,22 @@ def _extend(trainer: chainer.training.Trainer, experiment: Experiment,
     for tracker in tracking.extensions(experiment):
         trainer.extend(tracker, trigger=(1, 'epoch'))
     _extend_plots(trainer, training, val)
-    if sys.stdout.isatty():
-        trainer.extend(chainer_extensions.ProgressBar())
+    shown = _reported(training, val)
+    printing = [progress.progress_extension(['epoch'] + shown + ['elapsed_time'])]
+    trainer.extend(printing[0])
     for extension in experiment.extensions:
         if not any(extension is other for other in every_rank):
             _extend_one(trainer, extension)
+    return printing + list(experiment.extensions)
+
+
+def _reported(training: Tree, val: DataManager | None) -> list[str]:
+    """The LogReport keys of the losses and metrics a run reports each epoch."""
+    reported = ['main/' + name for name in list(training['losses'])
+                + list(training.get('train_metrics', {}))]
+    if val is not None:
+        reported += ['val/' + name for name in training.get('val_metrics', {})]
+    return reported
 
 
 def _extend_one(trainer: chainer.training.Trainer, extension: Any) -> None:
@@ -158,8 +174,6 @@ def _extend_plots(trainer: chainer.training.Trainer, training: Tree,
         return
     losses = ['main/' + name for name in training['losses']]
     trainer.extend(chainer_extensions.PlotReport(losses, 'epoch', file_name='loss.png'))
-    metrics = ['main/' + name for name in training.get('train_metrics', {})]
-    if val is not None:
-        metrics += ['val/' + name for name in training.get('val_metrics', {})]
+    metrics = _reported(training, val)[len(losses):]
     if metrics:
         trainer.extend(chainer_extensions.PlotReport(metrics, 'epoch', file_name='metrics.png'))

@@ -28,13 +28,16 @@ def test_a_state_saying_not_finished_beside_a_snapshot_resumes_and_trains(tmp_pa
     assert (counter.first_epoch, counter.updates) == (1, 2 * 2)
     assert [entry['epoch'] for entry in tasks.read_log(second)] == [1, 2, 3]
     with open(os.path.join(second.output_dir, 'run_state.json')) as stream:
-        assert json.load(stream) == {'finished': True, 'epoch': 3}
+        assert json.load(stream) == {'finished': True, 'epoch': 3, 'num_epochs': 3}
 
 
 @pytest.mark.parametrize('text', [
     '{"finished": "yes", "epoch": 1}', '{"finished": true}', '{"finished": true, "epoch": -1}',
     '{"finished": true, "epoch": 1.5}', '{"finished": true, "epoch": true}', '[]',
-    '{"finished": true, "epoch": 1, "comment": "done"}'])
+    '{"finished": true, "epoch": 1, "comment": "done"}',
+    '{"finished": true, "epoch": 1, "num_epochs": 0}',
+    '{"finished": true, "epoch": 1, "num_epochs": "1"}',
+    '{"finished": true, "epoch": 1, "num_epochs": true}'])
 def test_a_state_that_does_not_say_what_happened_is_refused_naming_it(tmp_path, text):
     train, val = tasks.make_managers(n_train=64, batch_size=32)
     first = experiment(tmp_path, tasks.make_params(num_epochs=1))
@@ -77,14 +80,14 @@ def test_a_write_that_fails_midway_leaves_the_old_state_or_none(tmp_path, old_ep
     # (EFBIG), here after the first 8 bytes of the new state were written.
     from researchutils.chainer.training._experiment import run_state
     if old_epoch is not None:
-        run_state.write_run_state(str(tmp_path), old_epoch)
+        run_state.write_run_state(str(tmp_path), old_epoch, old_epoch)
     before = sorted(os.listdir(str(tmp_path)))
     old_text = (tmp_path / 'run_state.json').read_text() if before else None
     code = ('import resource, sys\n'
             'from researchutils.chainer.training._experiment import run_state\n'
             'resource.setrlimit(resource.RLIMIT_FSIZE, (8, 8))\n'
             'try:\n'
-            '    run_state.write_run_state(sys.argv[1], 123456)\n'
+            '    run_state.write_run_state(sys.argv[1], 123456, 123456)\n'
             'except OSError as error:\n'
             '    print("OSError", error.errno)\n')
     out = subprocess.run([sys.executable, '-c', code, str(tmp_path)], check=True,
@@ -93,7 +96,8 @@ def test_a_write_that_fails_midway_leaves_the_old_state_or_none(tmp_path, old_ep
     assert sorted(os.listdir(str(tmp_path))) == before  # no partial or temporary file
     if old_text is not None:
         assert (tmp_path / 'run_state.json').read_text() == old_text
-        assert run_state.read_run_state(str(tmp_path)) == {'finished': True, 'epoch': 1}
+        assert run_state.read_run_state(str(tmp_path)) == {'finished': True, 'epoch': 1,
+                                                           'num_epochs': 1}
 
 
 @pytest.mark.parametrize('finished', [True, False])
@@ -102,3 +106,54 @@ def test_a_state_of_epoch_zero_is_accepted(tmp_path, finished):
     from researchutils.chainer.training._experiment import run_state
     (tmp_path / 'run_state.json').write_text(json.dumps({'finished': finished, 'epoch': 0}))
     assert run_state.read_run_state(str(tmp_path)) == {'finished': finished, 'epoch': 0}
+
+
+def _finished_run(tmp_path, num_epochs):
+    train, val = tasks.make_managers(n_train=64, batch_size=32)  # 2 iterations per epoch
+    experiment(tmp_path, tasks.make_params(num_epochs=num_epochs),
+               extensions=[tasks.CountUpdates()]).run(train, val)  # as the later runs (state)
+    return train, val
+
+
+@pytest.mark.parametrize('other', [3, 1])
+def test_a_finished_run_is_never_returned_for_another_num_epochs(tmp_path, other):
+    train, val = _finished_run(tmp_path, 2)
+    folder = str(tmp_path / 'exp')
+    before = {name: (tmp_path / 'exp' / name).read_bytes() for name in os.listdir(folder)}
+    with pytest.raises(ValueError) as refused:
+        experiment(tmp_path, tasks.make_params(num_epochs=other)).run(train, val)
+    message = str(refused.value)
+    assert ('{} holds a run that finished at epoch 2 of num_epochs 2, but this experiment '
+            'asks for num_epochs {}'.format(folder, other)) in message
+    assert 'Set num_epochs to 2 to get its model' in message
+    assert 'delete {} to train on to {} epochs from the last snapshot ({})'.format(
+        os.path.join(folder, 'run_state.json'), other,
+        os.path.join(folder, 'snapshot_epoch_2')) in message
+    assert 'another name or save_path' in message
+    assert {name: (tmp_path / 'exp' / name).read_bytes()
+            for name in os.listdir(folder)} == before
+
+
+def test_a_finished_run_given_n_epochs_instead_is_compared_by_them(tmp_path):
+    train, val = _finished_run(tmp_path, 2)
+    with pytest.raises(ValueError, match=r'asks for num_epochs 3'):
+        experiment(tmp_path, tasks.make_params(num_epochs=2), n_epochs=3).run(train, val)
+    model = experiment(tmp_path, tasks.make_params(num_epochs=5), n_epochs=2).run(train, val)
+    assert model.fc1.W.shape == (16, tasks.NUM_INPUTS)
+
+
+def test_the_way_on_the_refusal_gives_trains_on_to_the_new_count(tmp_path):
+    train, val = _finished_run(tmp_path, 2)
+    os.remove(str(tmp_path / 'exp' / 'run_state.json'))
+    counter = tasks.CountUpdates()
+    experiment(tmp_path, tasks.make_params(num_epochs=3), extensions=[counter]).run(train, val)
+    assert (counter.first_epoch, counter.updates) == (2, 2)
+    assert [entry['epoch'] for entry in tasks.read_log(tmp_path / 'exp')] == [1, 2, 3]
+
+
+def test_a_state_written_before_num_epochs_was_recorded_is_still_believed(tmp_path):
+    train, val = _finished_run(tmp_path, 2)
+    _write_state(experiment(tmp_path), '{"finished": true, "epoch": 2}')
+    counter = tasks.CountUpdates()
+    experiment(tmp_path, tasks.make_params(num_epochs=3), extensions=[counter]).run(train, val)
+    assert counter.updates == 0

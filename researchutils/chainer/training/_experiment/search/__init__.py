@@ -14,12 +14,14 @@ the search in one process or on each ChainerMN rank. What a search does is told 
 """
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import optuna
 
 from researchutils._checks import check_positive_float, check_positive_int
 from researchutils.chainer.training._experiment.search import (
+    full_study,
     objective,
     retries,
     studies,
@@ -31,7 +33,7 @@ from researchutils.chainer.training._ranks import is_rank_zero
 
 if TYPE_CHECKING:
     from researchutils.chainer.data_loading import DataManager
-    from researchutils.chainer.training._experiment.settings import Experiment
+    from researchutils.chainer.training._experiment.protocol import Experiment
 
 _STATES = optuna.trial.TrialState
 
@@ -131,18 +133,27 @@ def _lead(experiment: Experiment, space: Space, train: DataManager, val: DataMan
         experiment = tracking.with_parent_run(experiment, study, studies.study_id(study))
         _check_trials(study, space)
         retries.fail_dead_trials(study)
-        finished = len(study.get_trials(deepcopy=False, states=(_STATES.COMPLETE,
-                                                                _STATES.PRUNED)))
-        remaining = None if n_trials is None else n_trials - finished
-        if remaining is None or remaining > 0:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            finished = len(study.get_trials(deepcopy=False, states=(_STATES.COMPLETE,
+                                                                    _STATES.PRUNED)))
+            left = None if deadline is None else deadline - time.monotonic()
+            if (n_trials is not None and finished >= n_trials) or (left is not None
+                                                                   and left <= 0):
+                break
             # No count of this process's own: MaxTrialsCallback and the surplus trial end the
             # loop once the study has its n_trials, and a duplicate retry, which ends at once,
             # takes none of them.
             callbacks = [] if n_trials is None else [optuna.study.MaxTrialsCallback(
                 n_trials, states=(_STATES.COMPLETE, _STATES.PRUNED))]
-            study.optimize(objective.objective(experiment, space, train, val, n_trials),
-                           timeout=timeout, catch=(objective.SurplusTrial,),
-                           callbacks=callbacks)
+            with full_study.one_line_per_surplus_trial():
+                study.optimize(objective.objective(experiment, space, train, val, n_trials),
+                               timeout=left, catch=(objective.SurplusTrial,),
+                               callbacks=callbacks)
+            # The study's best is known once the trials others still run have ended.
+            if n_trials is None or not full_study.wait_for_others(
+                    study, n_trials, deadline, experiment.comm):
+                break
         result = summary.summarize(experiment, study, space)
         summary.write_summary(experiment, study, result, studies.study_id(study))
         summary.write_figures(experiment, study)

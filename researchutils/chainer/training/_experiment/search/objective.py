@@ -41,8 +41,8 @@ from researchutils.chainer.training.extensions.stop_on_non_number import Trainin
 
 if TYPE_CHECKING:
     from researchutils.chainer.data_loading import DataManager
+    from researchutils.chainer.training._experiment.protocol import Experiment
     from researchutils.chainer.training._experiment.search.space import Space
-    from researchutils.chainer.training._experiment.settings import Experiment
     from researchutils.chainer.training.parameters import Parameters
 
 _COUNTED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,
@@ -50,7 +50,16 @@ _COUNTED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,
 
 
 class SurplusTrial(Exception):
-    """A trial asked for when the study already had n_trials finished or running."""
+    """A trial asked for when the study already had n_trials finished or running.
+
+    Args:
+        message (str): Why the trial is not run.
+        number (int): The trial's number.
+    """
+
+    def __init__(self, message: str, number: int) -> None:
+        super().__init__(message)
+        self.number = number
 
 
 class DuplicateRetry(SurplusTrial):
@@ -119,7 +128,7 @@ def _take_folder(experiment: Experiment, study: optuna.Study, study_id: str,
             trial.set_user_attr('duplicate_of', other)
             raise DuplicateRetry('trial {} retries trial {}, which {} took up already'.format(
                 trial.number, series[-1], 'another trial' if other is None else
-                'trial {}'.format(other)))
+                'trial {}'.format(other)), trial.number)
         path = folders.retried_folder(output_dir, name, study_id, chain)
         if path is not None:
             folder = os.path.relpath(path, output_dir).replace(os.sep, '/')
@@ -148,7 +157,8 @@ def objective(experiment: Experiment, space: Space, train: DataManager, val: Dat
             # Another process took the last trial between our count and our ask.
             trial.set_user_attr('surplus', True)
             study.stop()
-            raise SurplusTrial('the study has its n_trials={} trials already'.format(n_trials))
+            raise SurplusTrial('the study has its n_trials={} trials already'.format(n_trials),
+                               trial.number)
         params = experiment.params.choose(space.suggest(trial))
         folder = _take_folder(experiment, study, studies.study_id(study), trial)
         if experiment.comm is not None:

@@ -75,6 +75,14 @@ def _dead(worker: object, number: int) -> bool:
     return started is not None and _start_time(worker['pid']) not in (None, started)
 
 
+def alive_here(trial: optuna.trial.FrozenTrial) -> bool:
+    """Whether ``trial`` is run by a live process of this host (what its record says)."""
+    worker = trial.user_attrs.get(WORKER_ATTR)
+    return (isinstance(worker, dict) and worker.get('host') == socket.gethostname()
+            and _plain_int(worker.get('pid')) and worker.get('trial') == trial.number
+            and not _dead(worker, trial.number))
+
+
 def fail_dead_trials(study: optuna.Study) -> None:
     """Fails, and retries, the RUNNING trials whose process is gone from this host."""
     for trial in study.get_trials(deepcopy=False, states=(_STATES.RUNNING,)):

@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from researchutils.chainer.training.parameters import Parameters
 
 _PLAIN = (type(None), bool, int, float, str)
+# Ends every refusal of a study that another search space made, or another direction.
+NEW_STUDY = ('. To search with these settings, start a new study: give the experiment another '
+             'name (its study is named after it) or save_path (its default storage is '
+             '<save_path>/<name>/search.db), or the search another storage; to go on with this '
+             'study, search it with the settings it was made with')
 # The trials that count towards n_trials: each drew every parameter of its space.
 _FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
 
@@ -89,9 +94,8 @@ class Space(object):
         if not drawn <= self.names or (trial.state in _FINISHED and drawn != self.names):
             raise ValueError(
                 '{} has the parameters {}, but this search has {}: the study is another '
-                "search's (a study of the same name over another space); give the experiment "
-                'another name or the search another storage'.format(
-                    where, sorted(drawn), sorted(self.names)))
+                "search's (a study of the same name over another space){}".format(
+                    where, sorted(drawn), sorted(self.names), NEW_STUDY))
         if drawn != self.names:
             return None  # stopped before all its values were drawn
         choice: dict[str, Any] = {}
@@ -100,12 +104,12 @@ class Space(object):
             if isinstance(value, list):
                 index = _index(self.labels[name], raw)
                 if index is None:
-                    raise ValueError('{} has {}={!r}, which is none of its candidates {}'
-                                     .format(where, name, raw, self.labels[name]))
+                    raise ValueError('{} has {}={!r}, which is none of its candidates {}{}'
+                                     .format(where, name, raw, self.labels[name], NEW_STUDY))
                 raw = value[index]
             choice[name] = raw
         try:
             self.params.choose(choice)
         except ValueError as error:
-            raise ValueError('{}: {}'.format(where, error)) from None
+            raise ValueError('{}: {}{}'.format(where, error, NEW_STUDY)) from None
         return choice

@@ -45,10 +45,10 @@ import sqlalchemy.pool
 from sqlalchemy.engine import URL, make_url
 
 from researchutils._storage_drivers import check_storage_driver
-from researchutils.chainer.training._experiment.search import folders, retries
+from researchutils.chainer.training._experiment.search import folders, retries, space
 
 if TYPE_CHECKING:
-    from researchutils.chainer.training._experiment.settings import Experiment
+    from researchutils.chainer.training._experiment.protocol import Experiment
 
 STUDY_FILE = 'search.db'
 HEARTBEAT_INTERVAL = 60
@@ -236,8 +236,9 @@ def opened_study(experiment: Experiment, storage: Storage | None,
     try:
         if study.direction.name.lower() != direction:
             raise ValueError('the study {!r} in the storage is to {}, but val_score_mode={!r} '
-                             'asks to {}'.format(experiment.name, study.direction.name.lower(),
-                                                 experiment.val_score_mode, direction))
+                             'asks to {}{}'.format(experiment.name, study.direction.name.lower(),
+                                                   experiment.val_score_mode, direction,
+                                                   space.NEW_STUDY))
         yield study
     finally:
         if built is not None:

@@ -34,8 +34,8 @@ from researchutils.chainer.training._scores import improves, score_for_json
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
+    from researchutils.chainer.training._experiment.protocol import Experiment
     from researchutils.chainer.training._experiment.search.space import Space
-    from researchutils.chainer.training._experiment.settings import Experiment
 
 SUMMARY_FILE = 'search.json'
 HISTORY_FIGURE = 'search_history.png'

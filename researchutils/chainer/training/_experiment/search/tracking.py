@@ -27,7 +27,7 @@ from researchutils.chainer.training._mlflow_runs import (
 if TYPE_CHECKING:
     import optuna
 
-    from researchutils.chainer.training._experiment.settings import Experiment
+    from researchutils.chainer.training._experiment.protocol import Experiment
 
 logger = logging.getLogger('researchutils.chainer.training.experiment')
 STUDY_TAG = 'researchutils.study_id'

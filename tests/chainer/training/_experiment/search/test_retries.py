@@ -214,3 +214,24 @@ def test_a_chain_through_a_trial_not_failed_with_the_same_parameters_is_none(oth
     assert retries.failed_chain(study, number) == []
     assert retries.failed_chain(study, first) == []
 
+
+def _frozen(number, worker):
+    trial = optuna.trial.create_trial(state=optuna.trial.TrialState.RUNNING,
+                                      user_attrs={} if worker is None else {'worker': worker})
+    trial.number = number
+    return trial
+
+
+@pytest.mark.parametrize('change, alive', [
+    ({}, True),                                     # this very process, trial 3
+    ({'trial': 4}, False),                          # a record copied from another trial
+    ({'host': 'another-host'}, False),              # not judged from here
+    ({'pid': 'x'}, False),
+    ({'pid': 'ended'}, False),                      # its process is gone
+    (None, False),                                  # no record at all
+])
+def test_alive_here_only_for_a_live_process_of_this_host_running_that_trial(change, alive):
+    worker = None if change is None else dict(retries.worker(3), **change)
+    if worker is not None and worker['pid'] == 'ended':
+        worker.update(pid=_ended_process(), started=-1)
+    assert retries.alive_here(_frozen(3, worker)) is alive

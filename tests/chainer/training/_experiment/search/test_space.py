@@ -212,3 +212,24 @@ def test_ranges_with_a_step_are_suggested_on_their_steps():
         widths.add(choice['model/width'])
     assert rates <= {0.0, 0.25, 0.5, 0.75, 1.0} and len(rates) > 2
     assert widths <= {0, 5, 10, 15, 20} and len(widths) > 2
+
+
+_NEW_STUDY = ('To search with these settings, start a new study: give the experiment another '
+              'name (its study is named after it) or save_path (its default storage is '
+              '<save_path>/<name>/search.db), or the search another storage; to go on with '
+              'this study, search it with the settings it was made with')
+
+
+@pytest.mark.parametrize('space, state, params, distributions', [
+    ({'width': [8, 16]}, _COMPLETE, {'model/depth': 0.5},
+     {'model/depth': _RATE['model/rate']}),                                  # another space
+    ({'width': [8, 16]}, _COMPLETE, {'model/width': 32},
+     {'model/width': optuna.distributions.CategoricalDistribution([8, 32])}),  # candidates
+    ({'rate': FloatRange(0.0, 0.5)}, _COMPLETE, {'model/rate': 0.75}, _RATE),  # a range
+])
+def test_every_change_of_space_the_study_refuses_says_how_to_start_a_new_study(
+        space, state, params, distributions):
+    _, trial = _stored(state, params, distributions)
+    with pytest.raises(ValueError) as refused:
+        _space(**space).read(trial, 'other')
+    assert str(refused.value).endswith('. ' + _NEW_STUDY)

@@ -74,9 +74,12 @@ def test_a_study_of_the_other_direction_is_refused_naming_it(tmp_path):
     optuna.create_study(storage=storage, study_name='exp', direction='maximize')
     storage.remove_session()
     storage.engine.dispose()
-    with pytest.raises(ValueError, match=r"'exp'.*maximize.*'lowest'.*minimize"):
+    with pytest.raises(ValueError, match=r"'exp'.*maximize.*'lowest'.*minimize") as refused:
         with studies.opened_study(_experiment(tmp_path), url, None, None):
             pass
+    assert str(refused.value).endswith('; to go on with this study, search it with the '
+                                       'settings it was made with')
+    assert 'start a new study: give the experiment another name' in str(refused.value)
 
 
 def test_a_folder_named_search_db_is_refused_naming_it(tmp_path):
