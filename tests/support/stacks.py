@@ -27,7 +27,8 @@ SYSTEM = {
         'tests/support/test_postgres_server.py',
         'tests/support/test_search_nodes.py',
     ],
-    'searches whose processes are killed and resumed': [
+    'searches whose processes are killed and resumed, or share one study': [
+        'tests/chainer/training/_experiment/search/test_full_study.py',
         'tests/chainer/training/test_search_resume.py',
         'tests/chainer/training/test_search_retries.py',
         'tests/chainer/training/test_search_tracking.py',
@@ -124,6 +125,9 @@ EVERY_STACK = {
         'tests/chainer/training/_experiment/test_files.py',
         'tests/chainer/training/_experiment/test_model.py',
         'tests/chainer/training/_experiment/test_model_selection.py',
+        'tests/chainer/training/_experiment/test_progress.py',
+        'tests/chainer/training/_experiment/test_protocol.py',
+        'tests/chainer/training/_experiment/test_saving.py',
         'tests/chainer/training/_experiment/test_run_state.py',
         'tests/chainer/training/_experiment/test_settings.py',
         'tests/chainer/training/_experiment/test_tracking.py',
