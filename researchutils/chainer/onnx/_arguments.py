@@ -94,11 +94,23 @@ def check_forward_takes(model: chainer.Link, args: Sequence[Any]) -> None:
                             type(model).__name__, len(args), refusal))
 
 
+def _attribute_path(path: str) -> str:
+    """``model.block.layers[0]`` for the link ``/block/layers/0``."""
+    return 'model' + ''.join('[{}]'.format(part) if part.isdigit() else '.' + part
+                             for part in path.strip('/').split('/'))
+
+
 def check_inner_call(model: chainer.Link, n_args: int, path: str, link: Any,
-                     args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+                     args: Sequence[Any], kwargs: dict[str, Any],
+                     callers: Sequence[tuple[str, int]]) -> None:
     """Refuses, before it runs, a call of the model's link ``path`` with arguments its
-    forward does not take: the model's forward took ``args`` but wanted more (a
-    Classifier's takes the inputs and the labels), or passes them on wrongly.
+    forward does not take: the model's forward took the ``n_args`` arguments but wanted
+    more (a Classifier's takes the inputs and the labels), or passes them on wrongly.
+
+    Args:
+        callers: ``(path, number of arguments)`` of the model's links running, outermost
+            first: the first given fewer than ``n_args`` (or else ``path``) is the part
+            the message suggests to export.
 
     Raises:
         TypeError: naming the model's class, the link, and the link to export instead.
@@ -106,10 +118,13 @@ def check_inner_call(model: chainer.Link, n_args: int, path: str, link: Any,
     refusal = _refusal(link, args, kwargs)
     if refusal is None:
         return
+    given = len(args) + len(kwargs)
     wanted = ('takes more arguments than the {} given'.format(n_args) if 'missing' in refusal
               else 'does not fit the {} argument(s) given'.format(n_args))
+    part = next((caller for caller, count in list(callers) + [(path, given)]
+                 if caller != '/' and count < n_args), path)
     raise TypeError(
         'cannot export {}: its forward {}, and calls {} ({}) with {} argument(s), which {}.'
-        'forward does not take ({}). To export what {} computes alone, export model{}'.format(
-            type(model).__name__, wanted, path, type(link).__name__, len(args) + len(kwargs),
-            type(link).__name__, refusal, path, path.replace('/', '.')))
+        'forward does not take ({}). To export what {} computes alone, export {}'.format(
+            type(model).__name__, wanted, path, type(link).__name__, given,
+            type(link).__name__, refusal, part, _attribute_path(part)))

@@ -107,14 +107,20 @@ class _LinkPlaces(chainer.LinkHook):
         self.model, self.n_args = model, n_args
         self.paths = {id(link): path for path, link in model.namedlinks()}
         self.running: list[Any] = []
+        # (path, number of arguments) of the model's links running, outermost first.
+        self.callers: list[tuple[str, int]] = []
 
     def forward_preprocess(self, args: Any) -> None:
-        if id(args.link) in self.paths:
-            check_inner_call(self.model, self.n_args, self.paths[id(args.link)], args.link,
-                             args.args, args.kwargs)
+        path = self.paths.get(id(args.link))
+        if path is not None:
+            check_inner_call(self.model, self.n_args, path, args.link, args.args,
+                             args.kwargs, self.callers)
+            self.callers.append((path, len(args.args) + len(args.kwargs)))
         self.running.append(args.link)
 
     def forward_postprocess(self, args: Any) -> None:
+        if id(args.link) in self.paths:
+            self.callers.pop()
         self.running.pop()
 
     def place(self) -> str:

@@ -336,6 +336,18 @@ def test_a_path_that_cannot_be_written_is_named(tmp_path, where, error):
         export(L.Linear(3, 2), np.zeros((1, 3), np.float32), path)
 
 
+@pytest.mark.skipif(not os.path.isdir('/sys/kernel'), reason='needs Linux\'s sysfs')
+def test_a_folder_that_refuses_new_files_is_named_before_the_model_runs():
+    # sysfs refuses a new file even to root, whom its permission bits let write.
+    calls = []
+    model = chainer.Sequential(lambda x: calls.append(x) or x, L.Linear(3, 2))
+    with pytest.raises(PermissionError, match=r"its folder '/sys' refuses a new file "
+                                              r"\(Permission denied\): '/sys/x\.onnx'"):
+        export(model, np.zeros((1, 3), np.float32), '/sys/x.onnx')
+    assert calls == []
+    assert not [name for name in os.listdir('/sys') if name.startswith('.x.onnx')]
+
+
 @pytest.mark.parametrize('kwargs,error,match', [
     ({'states': ['/nothing']}, ValueError, r"states: '/nothing' is not a link"),
     ({'states': ['/']}, ValueError, r"states: '/' holds no state yet"),
