@@ -118,3 +118,20 @@ def test_no_metrics_is_taken():
     updater = ClosureUpdater(**_updater_arguments(metrics={}))
     updater.update()
     assert updater.iteration == 1
+
+
+def test_every_optimizer_counts_the_epochs_as_chainers_updaters_do(tmp_path):
+    # Schedules and hooks read optimizer.epoch: it grows by one at each epoch's last
+    # iteration (8 examples, batches of 4: every second iteration), for each optimizer.
+    model = LinearNet()
+    default = chainer.optimizers.SGD().setup(model)
+    other = chainer.optimizers.SGD().setup(LinearNet())
+    updater = ClosureUpdater(DataManager(tasks.LinearTask(8), 4).get_iterator(), model,
+                             {'default': default, 'other': other},
+                             {'MSE': F.mean_squared_error})
+    trainer = chainer.training.Trainer(updater, (3, 'epoch'), out=str(tmp_path))
+    seen = []
+    trainer.extend(lambda _: seen.append((updater.iteration, default.epoch, other.epoch)),
+                   trigger=(1, 'iteration'))
+    trainer.run()
+    assert seen == [(1, 0, 0), (2, 1, 1), (3, 1, 1), (4, 2, 2), (5, 2, 2), (6, 3, 3)]
