@@ -91,3 +91,13 @@ def test_an_opset_outside_the_range_is_refused_naming_it(tmp_path, opset_version
 def test_the_default_opset_is_11(tmp_path):
     proto = export(L.Linear(3, 2), np.zeros((1, 3), np.float32), tmp_path / 'm.onnx')
     assert [o.version for o in proto.opset_import] == [11]
+
+
+@pytest.mark.parametrize('opset_version', [7, 9])
+def test_a_flip_before_opset_10_is_refused_naming_the_opset(tmp_path, opset_version):
+    # F.flip is a Slice with step -1, which Slice takes from opset 10 on.
+    with pytest.raises(ValueError, match='a reversed Slice needs ONNX opset 10 or later, got '
+                                         'opset_version={}$'.format(opset_version)):
+        export(chainer.Sequential(lambda x: F.flip(x, 1)), np.zeros((2, 3), np.float32),
+               tmp_path / 'flip.onnx', opset_version=opset_version)
+    assert list(tmp_path.iterdir()) == []
