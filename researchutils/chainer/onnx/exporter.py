@@ -221,10 +221,11 @@ class _Graph(chainer.Chain):
         for (_, link), c, h in zip(self._states, state[::2], state[1::2]):
             link.set_state(c, h)
         named = _named_outputs(self._model(*args), self._output_names)
-        owner = 'output {} (output_names)' if self._output_names is not None else 'output {}'
+        # Names given in output_names were checked before the run; a dict's keys and the
+        # default names are known only now.
         check_distinct(list(self._inputs) + [
-            (name, owner.format(i)) for i, (name, _) in enumerate(named)] + _state_outputs(
-                self._states))
+            (name, 'output {}'.format(i)) for i, (name, _) in enumerate(named)]
+            + _state_outputs(self._states))
         for path, link in self._states:
             named += [(_state_name(path, 'c_out'), link.c), (_state_name(path, 'h_out'), link.h)]
         outputs, seen = [], {id(value) for value in inputs}

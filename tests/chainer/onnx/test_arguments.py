@@ -162,3 +162,24 @@ def test_a_forward_that_does_not_take_the_args_names_the_models_class(tmp_path, 
     with pytest.raises(TypeError, match=match):
         export(model, args, tmp_path / 'model.onnx')
     assert list(tmp_path.iterdir()) == []
+
+
+class _TwoParts(chainer.Chain):
+    """Calls /first rightly with one of its two arguments, then /second with none."""
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.first = L.Linear(3, 2)
+            self.second = _MLP()
+
+    def forward(self, a, b):
+        self.first(a)
+        return self.second()
+
+
+def test_the_link_to_export_is_the_one_called_wrongly_not_one_that_ran_before(tmp_path):
+    with pytest.raises(TypeError, match='its forward takes more arguments than the 2 given, '
+                                        'and calls /second \\(_MLP\\) with 0 argument.*'
+                                        'export model.second$'):
+        export(_TwoParts(), (X, X), tmp_path / 'model.onnx')

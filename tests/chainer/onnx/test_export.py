@@ -272,10 +272,49 @@ def _model_with_an_unknown_function():
 def test_a_function_without_converter_is_named_with_its_place_and_nothing_is_written(
         tmp_path):
     path = tmp_path / 'model.onnx'
-    with pytest.raises(ValueError, match=r'no converter for _Custom \(called in /block '
-                                         r'\(_Block\)\)'):
+    with pytest.raises(ValueError, match=r'^cannot export Chain to ONNX: no converter for '
+                                         r'_Custom \(called in /block \(_Block\)\)\. Pass '
+                                         r'converters=\{name: converter\} to export \(see the '
+                                         r'ONNX tutorial of researchutils\), or compute this '
+                                         r'part another way$'):
         export(_model_with_an_unknown_function(), np.zeros((1, 3), np.float32), path)
     assert os.listdir(tmp_path) == []
+
+
+class _OldStyle(chainer.Function):
+    """A chainer.Function (Chainer's older kind), which FunctionAdapter wraps."""
+
+    def forward(self, inputs):
+        return inputs[0] * 2,
+
+
+def test_an_old_style_function_without_converter_is_named_by_its_class(tmp_path):
+    with pytest.raises(ValueError, match=r'no converter for _OldStyle \(called in / '
+                                         r'\(Sequential\)\)'):
+        export(chainer.Sequential(_OldStyle()), np.zeros((1, 3), np.float32),
+               tmp_path / 'model.onnx')
+
+
+@pytest.mark.parametrize('returned,match', [
+    (lambda x: x.array, r'^the model must return a Variable, or a tuple, list or dict of '
+                        r'them, to be exported; it returned ndarray$'),
+    (lambda x: (x * 2, 3), r"^the model's output 'output_1' is a int, not a chainer.Variable: "
+                           r"only what the model computes can be exported$"),
+])
+def test_what_the_model_returns_that_is_no_variable_is_named(tmp_path, returned, match):
+    with pytest.raises(TypeError, match=match):
+        export(chainer.Sequential(returned), np.zeros((1, 3), np.float32),
+               tmp_path / 'model.onnx')
+
+
+def test_an_input_returned_unchanged_is_an_output_of_its_own(tmp_path):
+    x = np.arange(3, dtype=np.float32).reshape(1, 3)
+    export(chainer.Sequential(lambda a: {'same': a, 'double': a * 2}), x,
+           tmp_path / 'model.onnx')
+    got = _run(tmp_path / 'model.onnx', {'input': x})
+    assert sorted(got) == ['double', 'same']
+    np.testing.assert_array_equal(got['same'], x)
+    np.testing.assert_array_equal(got['double'], 2 * x)
 
 
 def test_a_failed_export_leaves_an_existing_file_as_it_was(tmp_path):
@@ -355,7 +394,8 @@ def test_a_folder_that_refuses_new_files_is_named_before_the_model_runs():
                                  r"\(write \['/'\]\)"),
     ({'states': None}, TypeError, 'states must be a list or tuple of link paths, got None'),
     ({'input_names': ['a', 'b']}, ValueError, 'input_names has 2 names for 1 inputs'),
-    ({'output_names': ['a', 'b']}, ValueError, 'output_names has 2 names'),
+    ({'output_names': ['a', 'b']}, ValueError, r"^output_names has 2 names, but the model "
+                                               r"returns 1 outputs: \['a', 'b'\]$"),
 ])
 def test_bad_arguments_are_named(tmp_path, kwargs, error, match):
     with pytest.raises(error, match=match):
