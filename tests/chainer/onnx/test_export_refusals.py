@@ -1,0 +1,120 @@
+"""researchutils.chainer.onnx.export refuses what it cannot write or export, naming it:
+a path that cannot be written (before the model runs), states that are no LSTM state, a model
+that is no Link or returns no Variable, names of the wrong kind; nothing is written then."""
+import errno
+import os
+
+import chainer
+import chainer.functions as F
+import chainer.links as L
+import numpy as np
+import pytest
+
+from researchutils.chainer.onnx import export
+
+pytest.importorskip('onnx', reason='the onnx extra: pip install researchutils[onnx]')
+
+
+@pytest.mark.parametrize('returned,match', [
+    (lambda x: x.array, r'^the model must return a Variable, or a tuple, list or dict of '
+                        r'them, to be exported; it returned ndarray$'),
+    (lambda x: (x * 2, 3), r"^the model's output 'output_1' is a int, not a chainer.Variable: "
+                           r"only what the model computes can be exported$"),
+])
+def test_what_the_model_returns_that_is_no_variable_is_named(tmp_path, returned, match):
+    with pytest.raises(TypeError, match=match):
+        export(chainer.Sequential(returned), np.zeros((1, 3), np.float32),
+               tmp_path / 'model.onnx')
+
+
+@pytest.mark.parametrize('where,error,number,words', [
+    ('missing/model.onnx', FileNotFoundError, errno.ENOENT, "its folder {!r} does not exist"),
+    ('a_file/model.onnx', FileNotFoundError, errno.ENOENT, "its folder {!r} does not exist"),
+    ('a_folder', IsADirectoryError, errno.EISDIR, 'it is a folder'),
+])
+def test_a_path_that_cannot_be_written_is_named(tmp_path, where, error, number, words):
+    (tmp_path / 'a_file').write_text('')
+    (tmp_path / 'a_folder').mkdir()
+    path = str(tmp_path / where)
+    with pytest.raises(error) as raised:
+        export(L.Linear(3, 2), np.zeros((1, 3), np.float32), path)
+    assert (raised.value.errno, raised.value.filename) == (number, path)
+    assert raised.value.strerror == 'cannot write the ONNX file: ' + words.format(
+        os.path.dirname(path))
+
+
+@pytest.mark.skipif(not os.path.isdir('/sys/kernel'), reason='needs Linux\'s sysfs')
+def test_a_folder_that_refuses_new_files_is_named_before_the_model_runs():
+    # sysfs refuses a new file even to root, whom its permission bits let write.
+    calls = []
+    model = chainer.Sequential(lambda x: calls.append(x) or x, L.Linear(3, 2))
+    with pytest.raises(PermissionError, match=r"its folder '/sys' refuses a new file "
+                                              r"\(Permission denied\): '/sys/x\.onnx'"):
+        export(model, np.zeros((1, 3), np.float32), '/sys/x.onnx')
+    assert calls == []
+    assert not [name for name in os.listdir('/sys') if name.startswith('.x.onnx')]
+
+
+class _CAndH(chainer.Link):
+    """Has c and h but no set_state: no LSTM state to export."""
+
+    c = h = chainer.Variable(np.zeros((1, 2), np.float32))
+
+    def forward(self, x):
+        return x
+
+
+class _SetStateAndH(_CAndH):
+    """Has set_state and h, but no c."""
+
+    c = property(lambda self: (_ for _ in ()).throw(AttributeError('c')))
+
+    def set_state(self, c, h):
+        pass
+
+
+@pytest.mark.parametrize('link', [_CAndH, _SetStateAndH])
+def test_a_link_without_the_whole_lstm_state_is_refused_naming_it(tmp_path, link):
+    with pytest.raises(ValueError, match=r"^states: '/' is a {}, which has no LSTM state \(c, h, "
+                                         r"set_state\)$".format(link.__name__)):
+        export(link(), np.zeros((1, 2), np.float32), tmp_path / 'm.onnx', states=['/'])
+
+
+def test_a_link_with_half_a_state_is_refused(tmp_path):
+    link = L.LSTM(3, 2)
+    link(np.zeros((1, 3), np.float32))
+    link.h = None
+    with pytest.raises(ValueError, match="^states: '/' holds no state yet: run a step or call "
+                                         "its set_state\\(c, h\\) before exporting, to give the "
+                                         "state its shape$"):
+        export(link, np.zeros((1, 3), np.float32), tmp_path / 'm.onnx', states=['/'])
+
+
+@pytest.mark.parametrize('kwargs,error,match', [
+    ({'states': ['/nothing']}, ValueError, r"^states: '/nothing' is not a link of the model; "
+                                           r"its links are \['/', '/lateral', '/upward'\]$"),
+    ({'states': ['/']}, ValueError, r"states: '/' holds no state yet"),
+    ({'input_names': 5}, TypeError, r'^input_names must be a list of str, got 5$'),
+    ({'output_names': 5}, TypeError, r'^output_names must be a list of str, got 5$'),
+    ({'states': '/'}, TypeError, r"states must be a list or tuple of link paths, got '/' "
+                                 r"\(write \['/'\]\)"),
+    ({'states': None}, TypeError, 'states must be a list or tuple of link paths, got None'),
+    ({'input_names': ['a', 'b']}, ValueError, 'input_names has 2 names for 1 inputs'),
+    ({'output_names': ['a', 'b']}, ValueError, r"^output_names has 2 names, but the model "
+                                               r"returns 1 outputs: \['a', 'b'\]$"),
+])
+def test_bad_arguments_are_named(tmp_path, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        export(L.LSTM(3, 2), np.zeros((1, 3), np.float32), tmp_path / 'm.onnx', **kwargs)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_model_that_is_no_link_is_refused_naming_it(tmp_path):
+    with pytest.raises(TypeError, match=r'^model must be a chainer.Link, got <function'):
+        export(F.relu, np.zeros((1, 3), np.float32), tmp_path / 'm.onnx')
+
+
+@pytest.mark.parametrize('path', [3, None, b'model.onnx'])
+def test_a_path_that_is_not_a_path_is_refused(path):
+    with pytest.raises(TypeError, match=r'path must be a path \(a str or an os.PathLike\), got'):
+        export(L.Linear(3, 2), np.zeros((1, 3), np.float32), path)
