@@ -80,15 +80,30 @@ def test_an_input_named_as_a_state_is_refused(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_output_named_as_a_state_output_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="the name 'c_out' is given to output 0 "
-                                         "\\(output_names\\) and to the state output c_out of "
-                                         "'/' \\(states\\)"):
+@pytest.mark.parametrize('name', ['c_out', 'h_out'])
+def test_an_output_named_as_a_state_output_is_refused(tmp_path, name):
+    with pytest.raises(ValueError, match="the name '{0}' is given to output 0 "
+                                         "\\(output_names\\) and to the state output {0} of "
+                                         "'/' \\(states\\)".format(name)):
         export(_lstm_with_state(), X, tmp_path / 'step.onnx', states=['/'],
-               output_names=['c_out'])
+               output_names=[name])
+
+
+def test_a_states_names_keep_the_links_name_whole(tmp_path):
+    model = chainer.Chain()
+    with model.init_scope():
+        model.Xcell = L.LSTM(3, 2)
+    model.forward = lambda x: model.Xcell(x)
+    model.Xcell(X)
+    proto = export(model, X, tmp_path / 'step.onnx', states=['/Xcell'])
+    assert [value.name for value in proto.graph.input] == ['input', 'Xcell/c', 'Xcell/h']
+    assert [value.name for value in proto.graph.output] == ['output', 'Xcell/c_out',
+                                                            'Xcell/h_out']
 
 
 @pytest.mark.parametrize('kwargs,match', [
+    ({'output_names': ['input']},
+     "^the name 'input' is given to input 0 and to output 0 \\(output_names\\): " + CLASH),
     ({'input_names': ['a'], 'output_names': ['a']},
      "the name 'a' is given to input 0 \\(input_names\\) and to output 0 \\(output_names\\)"),
     ({'input_names': ['']}, 'input 0 \\(input_names\\) has an empty name'),

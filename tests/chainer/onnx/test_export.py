@@ -305,6 +305,14 @@ def test_an_input_returned_unchanged_is_an_output_of_its_own(tmp_path):
     np.testing.assert_array_equal(got['double'], 2 * x)
 
 
+def test_a_function_without_converter_beside_an_input_is_found(tmp_path):
+    # The graph is walked whole: an input met first does not end the walk.
+    model = chainer.Sequential(lambda a: _Custom().apply((a,))[0] + a)
+    with pytest.raises(ValueError, match=r'no converter for _Custom \(called in / '
+                                         r'\(Sequential\)\)'):
+        export(model, np.zeros((1, 3), np.float32), tmp_path / 'model.onnx')
+
+
 def test_a_failed_export_leaves_an_existing_file_as_it_was(tmp_path):
     path = tmp_path / 'model.onnx'
     path.write_bytes(b'the previous model')

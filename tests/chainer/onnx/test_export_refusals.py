@@ -98,7 +98,11 @@ def test_a_link_with_half_a_state_is_refused(tmp_path):
     ({'output_names': 5}, TypeError, r'^output_names must be a list of str, got 5$'),
     ({'states': '/'}, TypeError, r"states must be a list or tuple of link paths, got '/' "
                                  r"\(write \['/'\]\)"),
-    ({'states': None}, TypeError, 'states must be a list or tuple of link paths, got None'),
+    ({'states': None}, TypeError, '^states must be a list or tuple of link paths, got None$'),
+    ({'converters': 5}, TypeError, r'^converters must be a mapping \(a dict\) or None, got 5$'),
+    ({'converters': {'Linear': 5}}, TypeError, r"^converters must map FunctionNode class "
+                                               r"names \(str\) to converter functions, got "
+                                               r"'Linear': 5$"),
     ({'input_names': ['a', 'b']}, ValueError, 'input_names has 2 names for 1 inputs'),
     ({'output_names': ['a', 'b']}, ValueError, r"^output_names has 2 names, but the model "
                                                r"returns 1 outputs: \['a', 'b'\]$"),
