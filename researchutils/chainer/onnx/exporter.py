@@ -159,7 +159,7 @@ def _unconvertible(outputs: Sequence[chainer.Variable], known: Mapping[str, Any]
     for creator in sorted(found.values(), key=lambda node: node.rank):
         name = _function_name(creator)
         if name not in known:
-            where = places.places.get(id(creator), (None, 'an unknown place'))[1]
+            where = places.places[id(creator)][1]     # each applied is recorded
             entry = '{} (called in {})'.format(name, where)
             if entry not in missing:
                 missing.append(entry)

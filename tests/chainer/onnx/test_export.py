@@ -313,6 +313,20 @@ def test_a_function_without_converter_beside_an_input_is_found(tmp_path):
         export(model, np.zeros((1, 3), np.float32), tmp_path / 'model.onnx')
 
 
+def test_a_parameter_the_forward_never_initialized_is_left_out_with_onnx_chainers_warning(
+        tmp_path):
+    model = chainer.Chain()
+    with model.init_scope():
+        model.used = L.Linear(3, 2)
+        model.unused = L.Linear(None, 2)
+    model.forward = model.used
+    with pytest.warns(UserWarning, match="The parameter '/unused/W' is not initialized, skip"):
+        proto = export(model, np.zeros((1, 3), np.float32), tmp_path / 'model.onnx')
+    # The bias exists (its size is known); the weight waits for its input size.
+    assert sorted(tensor.name for tensor in proto.graph.initializer) == [
+        'param_unused_b', 'param_used_W', 'param_used_b']
+
+
 def test_a_failed_export_leaves_an_existing_file_as_it_was(tmp_path):
     path = tmp_path / 'model.onnx'
     path.write_bytes(b'the previous model')
