@@ -101,3 +101,14 @@ def test_a_flip_before_opset_10_is_refused_naming_the_opset(tmp_path, opset_vers
         export(chainer.Sequential(lambda x: F.flip(x, 1)), np.zeros((2, 3), np.float32),
                tmp_path / 'flip.onnx', opset_version=opset_version)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize('axis', [0, 1, -1])
+def test_a_flip_follows_onnxs_reference_not_only_onnxruntime(tmp_path, axis):
+    # onnxruntime reads an end of +INT64_MAX with step -1 as "to the front" too; the ONNX
+    # reference (and the spec: end clamped to [-1, dim - 1]) reads it as empty.
+    from onnx.reference import ReferenceEvaluator
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    proto = export(chainer.Sequential(lambda a: F.flip(a, axis)), x, tmp_path / 'flip.onnx')
+    got, = ReferenceEvaluator(proto).run(None, {'input': x})
+    np.testing.assert_array_equal(got, np.flip(x, axis))
