@@ -7,7 +7,7 @@ exported with ``input_names=['y', 'y']`` computes ``y - 2 * y``. Each such case 
 ValueError naming the clash. A forward that does not take the given arguments (a
 ``Classifier`` given only the inputs, whose forward then calls its predictor with none) is
 a TypeError naming the model's class and the link to export instead.
-Tests: ``tests/chainer/onnx/test_export.py``.
+Tests: ``tests/chainer/onnx/test_arguments.py``.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ of the ONNX IR, and one of a format older than the runtime:
   constants): they stay initializers only, and the IR version is the lowest the opsets need.
 
 Then ``onnx.checker.check_model(model, full_check=True)`` runs, with shape inference. Called
-by :func:`researchutils.chainer.onnx.export`; tests: ``tests/chainer/onnx/test_export.py``.
+by :func:`researchutils.chainer.onnx.export`; tests: ``tests/chainer/onnx/test_proto.py``.
 """
 from __future__ import annotations
 

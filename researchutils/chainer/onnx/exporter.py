@@ -22,7 +22,8 @@ What it adds around onnx_chainer, and the failures it guards against:
   the lowest IR version the opsets need).
 
 onnx (the ``onnx`` extra) is imported when :func:`export` is called. Tutorial:
-``docs/tutorials/onnx.rst``; tests: ``tests/chainer/onnx/test_export.py``.
+``docs/tutorials/onnx.rst``; tests: ``tests/chainer/onnx/test_export.py`` and
+``test_export_refusals.py`` beside it.
 """
 from __future__ import annotations
 
