@@ -3,6 +3,7 @@ a path that cannot be written (before the model runs), states that are no LSTM s
 that is no Link or returns no Variable, names of the wrong kind; nothing is written then."""
 import errno
 import os
+import sys
 
 import chainer
 import chainer.functions as F
@@ -103,7 +104,8 @@ def test_a_link_with_half_a_state_is_refused(tmp_path):
     ({'converters': {'Linear': 5}}, TypeError, r"^converters must map FunctionNode class "
                                                r"names \(str\) to converter functions, got "
                                                r"'Linear': 5$"),
-    ({'input_names': ['a', 'b']}, ValueError, 'input_names has 2 names for 1 inputs'),
+    ({'input_names': ['a', 'b']}, ValueError, r"^input_names has 2 names for 1 inputs: "
+                                              r"\['a', 'b'\]$"),
     ({'output_names': ['a', 'b']}, ValueError, r"^output_names has 2 names, but the model "
                                                r"returns 1 outputs: \['a', 'b'\]$"),
 ])
@@ -122,3 +124,25 @@ def test_a_model_that_is_no_link_is_refused_naming_it(tmp_path):
 def test_a_path_that_is_not_a_path_is_refused(path):
     with pytest.raises(TypeError, match=r'path must be a path \(a str or an os.PathLike\), got'):
         export(L.Linear(3, 2), np.zeros((1, 3), np.float32), path)
+
+
+def test_without_onnx_in_this_process_the_error_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, 'onnx', None)
+    with pytest.raises(ImportError, match=r'^researchutils.chainer.onnx.export needs onnx: pip '
+                                          r'install researchutils\[onnx\]$') as raised:
+        export(L.Linear(3, 2), np.zeros((1, 3), np.float32), tmp_path / 'm.onnx')
+    assert isinstance(raised.value.__cause__, ImportError)
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_onnx_chainer_that_could_not_import_is_named_with_the_way_out(tmp_path, monkeypatch):
+    import importlib
+
+    import onnx
+    # onnx_chainer binds its export function over the module's name: read the module.
+    monkeypatch.setattr(importlib.import_module('onnx_chainer.export'), '_available', False)
+    with pytest.raises(ImportError, match=r"^onnx_chainer cannot import on onnx {} \(is "
+                                          r"RESEARCHUTILS_CHAINER_COMPAT=0 set\?\); see "
+                                          r"researchutils' installation page$".format(
+                                              onnx.__version__.replace('.', r'\.'))):
+        export(L.Linear(3, 2), np.zeros((1, 3), np.float32), tmp_path / 'm.onnx')
