@@ -146,3 +146,18 @@ def test_an_onnx_chainer_that_could_not_import_is_named_with_the_way_out(tmp_pat
                                           r"researchutils' installation page$".format(
                                               onnx.__version__.replace('.', r'\.'))):
         export(L.Linear(3, 2), np.zeros((1, 3), np.float32), tmp_path / 'm.onnx')
+
+
+def test_a_write_that_fails_is_named_in_a_note(tmp_path, monkeypatch):
+    # The real failing write (a file size limit) runs in a process of its own
+    # (test_export.py); this one, in this process, is what mutation testing sees.
+    from researchutils.chainer.onnx import exporter
+
+    def full_disk(path, write):
+        raise OSError(errno.ENOSPC, 'No space left on device')
+
+    monkeypatch.setattr(exporter, 'write_atomically', full_disk)
+    path = str(tmp_path / 'm.onnx')
+    with pytest.raises(OSError) as raised:
+        export(L.Linear(3, 2), np.zeros((1, 3), np.float32), path)
+    assert raised.value.__notes__ == ['while writing the ONNX file {!r}'.format(path)]
