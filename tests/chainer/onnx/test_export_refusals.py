@@ -161,3 +161,14 @@ def test_a_write_that_fails_is_named_in_a_note(tmp_path, monkeypatch):
     with pytest.raises(OSError) as raised:
         export(L.Linear(3, 2), np.zeros((1, 3), np.float32), path)
     assert raised.value.__notes__ == ['while writing the ONNX file {!r}'.format(path)]
+
+
+def test_a_function_onnx_chainer_fakes_as_a_node_is_named_by_its_given_name(tmp_path):
+    from onnx_chainer.replace_func import as_funcnode
+
+    with pytest.warns(FutureWarning, match='as_funcnode is experimental'):
+        doubled = as_funcnode('Doubled')(lambda x: x * 2)
+    with pytest.raises(ValueError, match=r'no converter for Doubled \(called in / '
+                                         r'\(Sequential\)\)'):
+        export(chainer.Sequential(doubled), np.zeros((1, 3), np.float32),
+               tmp_path / 'm.onnx')
