@@ -74,11 +74,8 @@ def _convert_lstm(params: Any) -> tuple[Any, ...]:
     batch, units, rest = params.func.inputs[1].shape[0], c_shape[1], c_shape[2:]
     builder = onnx_helper.GraphBuilder()
     gates = _reshape(builder, params, x, (batch, units, 4) + rest, 'gates_shape')
-    if params.opset_version < 13:
-        split = builder.op('Split', [gates], num_outputs=4, axis=2, split=[1, 1, 1, 1])
-    else:       # opset 13 made the sizes an input
-        split = builder.op('Split', [gates, _const(params, [1, 1, 1, 1], 'split')],
-                           num_outputs=4, axis=2)
+    # Split's sizes are an attribute up to opset 12, the last that export offers.
+    split = builder.op('Split', [gates], num_outputs=4, axis=2, split=[1, 1, 1, 1])
     a, i, f, o = (_reshape(builder, params, gate, (batch, units) + rest, 'gate_shape')
                   for gate in split)
     whole = c_shape[0] == batch

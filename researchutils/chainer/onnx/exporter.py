@@ -11,15 +11,19 @@ What it adds around onnx_chainer, and the failures it guards against:
   a stateful step runs step by step in onnxruntime; the model's state is left as it was;
 - a function without a converter is named with the link that called it, before anything is
   converted or written (onnx_chainer says only "X is not supported");
+- names that would wire a wrong graph (one name for two inputs, an input named as a
+  state, one Variable given twice), arguments the model's forward does not take, and a
+  path that cannot be written are refused, naming them, before the model runs
+  (:mod:`._arguments`);
 - the file is written atomically (a failed export never leaves a half-written file, nor
-  touches an existing one), after ``onnx.checker.check_model`` passed; a path that cannot be
-  written is refused, naming it, before the model runs;
-- parameters are initializers only, not graph inputs too (onnx_chainer lists them as both,
-  which keeps onnxruntime from folding constants), and the IR version is the lowest the
-  opsets need, so older runtimes read the file.
+  touches an existing one), after ``onnx.checker.check_model(..., full_check=True)``
+  passed, in every opset of :data:`OPSETS` (:mod:`._proto` makes onnx_chainer's graph
+  valid: int64 constants before opset 9, node names unique, parameters initializers only,
+  the lowest IR version the opsets need).
 
 onnx (the ``onnx`` extra) is imported when :func:`export` is called. Tutorial:
-``docs/tutorials/onnx.rst``; tests: ``tests/chainer/onnx/test_export.py``.
+``docs/tutorials/onnx.rst``; tests: ``tests/chainer/onnx/test_export.py`` and
+``test_export_refusals.py`` beside it.
 """
 from __future__ import annotations
 
@@ -35,10 +39,20 @@ import chainer
 import chainer.functions as F
 
 from researchutils._checks import check_int, check_mapping, check_path, check_str_list
-from researchutils._files import write_atomically
+from researchutils._files import open_temporary, write_atomically
+from researchutils.chainer.onnx._arguments import (
+    args_list,
+    check_distinct,
+    check_forward_takes,
+    check_inner_call,
+)
+from researchutils.chainer.onnx._proto import finish
 from researchutils.chainer.onnx.converters import CONVERTERS
 
 EXTRA = 'pip install researchutils[onnx]'
+#: The opsets offered, each tested: above 12, onnx_chainer's converters of Squeeze,
+#: Unsqueeze, Split and the reductions write attributes that opset 13 made inputs.
+OPSETS = range(7, 13)
 
 
 def _import_onnx() -> tuple[ModuleType, ModuleType]:
@@ -65,9 +79,16 @@ def _check_writable(path: str) -> None:
     if not os.path.isdir(folder):
         raise FileNotFoundError(errno.ENOENT, 'cannot write the ONNX file: its folder {!r} '
                                 'does not exist'.format(folder), path)
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise PermissionError(errno.EACCES, 'cannot write the ONNX file: its folder {!r} '
-                              'is not writable'.format(folder), path)
+    # A file made and removed at once: permissions alone do not say it (root, read-only
+    # or virtual file systems such as /sys), and the write happens after the forward pass.
+    try:
+        probe, probe_path = open_temporary(folder, os.path.basename(path))
+    except OSError as error:
+        # OSError() with an errno gives its subclass: PermissionError for EACCES...
+        raise OSError(error.errno, 'cannot write the ONNX file: its folder {!r} refuses a '
+                      'new file ({})'.format(folder, error.strerror), path) from error
+    probe.close()
+    os.remove(probe_path)
 
 
 def _function_name(node: Any) -> str:
@@ -78,18 +99,29 @@ def _function_name(node: Any) -> str:
 
 
 class _LinkPlaces(chainer.LinkHook):
-    """Keeps the path (``/encoder``) of the innermost link running, during the forward."""
+    """Keeps the path (``/encoder``) of the innermost link running, during the forward, and
+    refuses a call of a link with arguments its forward does not take, before it runs."""
 
     name = 'researchutils_onnx_link_places'
 
-    def __init__(self, paths: Mapping[int, str]) -> None:
-        self.paths = paths
+    def __init__(self, model: chainer.Link, n_args: int) -> None:
+        self.model, self.n_args = model, n_args
+        self.paths = {id(link): path for path, link in model.namedlinks()}
         self.running: list[Any] = []
+        # (path, number of arguments) of the model's links running, outermost first.
+        self.callers: list[tuple[str, int]] = []
 
     def forward_preprocess(self, args: Any) -> None:
+        path = self.paths.get(id(args.link))
+        if path is not None:
+            check_inner_call(self.model, self.n_args, path, args.link, args.args,
+                             args.kwargs, self.callers)
+            self.callers.append((path, len(args.args) + len(args.kwargs)))
         self.running.append(args.link)
 
     def forward_postprocess(self, args: Any) -> None:
+        if id(args.link) in self.paths:
+            self.callers.pop()
         self.running.pop()
 
     def place(self) -> str:
@@ -128,7 +160,7 @@ def _unconvertible(outputs: Sequence[chainer.Variable], known: Mapping[str, Any]
     for creator in sorted(found.values(), key=lambda node: node.rank):
         name = _function_name(creator)
         if name not in known:
-            where = places.places.get(id(creator), (None, 'an unknown place'))[1]
+            where = places.places[id(creator)][1]     # each applied is recorded
             entry = '{} (called in {})'.format(name, where)
             if entry not in missing:
                 missing.append(entry)
@@ -169,11 +201,12 @@ class _Graph(chainer.Chain):
     this wrapper for ``namedparams`` and ``namedlinks``, which are the model's.
     """
 
-    def __init__(self, model: chainer.Link, n_args: int,
+    def __init__(self, model: chainer.Link, inputs: Sequence[tuple[str, str]],
                  states: Sequence[tuple[str, chainer.Link]], known: Mapping[str, Any],
                  places: _FunctionPlaces, output_names: Sequence[str] | None) -> None:
         super().__init__()
-        self._model, self._n_args, self._states = model, n_args, states
+        self._model, self._inputs, self._states = model, inputs, states
+        self._n_args = len(inputs) - 2 * len(states)
         self._known, self._places, self._output_names = known, places, output_names
         # Filled by forward; onnx_chainer reads output_names after the forward pass.
         self.names: list[str] = []
@@ -189,6 +222,11 @@ class _Graph(chainer.Chain):
         for (_, link), c, h in zip(self._states, state[::2], state[1::2]):
             link.set_state(c, h)
         named = _named_outputs(self._model(*args), self._output_names)
+        # Names given in output_names were checked before the run; a dict's keys and the
+        # default names are known only now.
+        check_distinct(list(self._inputs) + [
+            (name, 'output {}'.format(i)) for i, (name, _) in enumerate(named)]
+            + _state_outputs(self._states))
         for path, link in self._states:
             named += [(_state_name(path, 'c_out'), link.c), (_state_name(path, 'h_out'), link.h)]
         outputs, seen = [], {id(value) for value in inputs}
@@ -204,8 +242,6 @@ class _Graph(chainer.Chain):
                 'converter}} to export (see the ONNX tutorial of researchutils), or compute '
                 'this part another way'.format(type(self._model).__name__, '; '.join(missing)))
         self.names[:] = [name for name, _ in named]
-        if len(set(self.names)) != len(self.names):
-            raise ValueError('the outputs must have distinct names, got {}'.format(self.names))
         return outputs
 
 
@@ -213,6 +249,12 @@ def _state_name(path: str, which: str) -> str:
     """``lstm/c`` for the state ``c`` of the link ``/lstm``; ``c`` for the model's own."""
     prefix = path.strip('/')
     return '{}/{}'.format(prefix, which) if prefix else which
+
+
+def _state_outputs(states: Sequence[tuple[str, Any]]) -> list[tuple[str, str]]:
+    """``(name, what it names)`` of the state outputs of the links ``states``."""
+    return [(_state_name(path, which), 'the state output {} of {!r} (states)'.format(
+        which, path)) for path, _ in states for which in ('c_out', 'h_out')]
 
 
 def _stateful_links(model: chainer.Link, states: Sequence[str]) -> list[tuple[str, Any]]:
@@ -232,17 +274,6 @@ def _stateful_links(model: chainer.Link, states: Sequence[str]) -> list[tuple[st
                              .format(path))
         found.append((path, link))
     return found
-
-
-def _args_list(args: Any) -> list[Any]:
-    array_types = chainer.get_array_types() + (chainer.Variable,)
-    listed = list(args) if isinstance(args, (list, tuple)) else [args]
-    for i, arg in enumerate(listed):
-        if not isinstance(arg, array_types):
-            raise TypeError('args must be an array or Variable, or a tuple or list of them '
-                            '(the model\'s positional arguments), got {!r} at {}'.format(
-                                type(arg).__name__, i))
-    return listed
 
 
 def export(model: chainer.Link, args: Any, path: str | os.PathLike[str], *,
@@ -268,7 +299,8 @@ def export(model: chainer.Link, args: Any, path: str | os.PathLike[str], *,
         converters (dict or None): More converters, FunctionNode class name -> converter
             (onnx_chainer's ``external_converters``), over onnx_chainer's and
             :data:`~researchutils.chainer.onnx.converters.CONVERTERS`.
-        opset_version (int or None): ONNX opset; ``None`` is onnx_chainer's newest, 11.
+        opset_version (int or None): ONNX opset, 7 to 12 (:data:`OPSETS`, each tested);
+            ``None`` is onnx_chainer's newest, 11.
 
     Returns:
         onnx.ModelProto: the model written, already checked by ``onnx.checker``.
@@ -276,11 +308,16 @@ def export(model: chainer.Link, args: Any, path: str | os.PathLike[str], *,
     Raises:
         ImportError: onnx is not installed (``pip install researchutils[onnx]``).
         TypeError: ``path`` is not a str or os.PathLike; ``args`` holds something else than
-            arrays and Variables.
+            arrays and Variables; the model's forward does not take ``args``, or passes a
+            link of the model arguments that link's forward does not take (a ``Classifier``
+            given only the inputs: the error names ``model.predictor`` to export instead).
         ValueError: a function of the graph has no converter (named, with the link that
             called it); a path in ``states`` that is not an LSTM link holding a state;
-            names that do not fit.
-        OSError: ``path`` cannot be written (named); nothing is written then.
+            ``opset_version`` outside :data:`OPSETS`; an empty name, or one name given to
+            two inputs or outputs (states included); one Variable given twice in ``args``,
+            or a Variable with a history (computed by a function).
+        OSError: ``path`` cannot be written (named; its folder refuses a new file);
+            nothing is written then, and the model does not run.
 
     The model's state (the ``c`` and ``h`` of its LSTM links) is as it was before the call.
     See the tutorial ``docs/tutorials/onnx.rst`` for examples with onnxruntime.
@@ -298,7 +335,7 @@ def export(model: chainer.Link, args: Any, path: str | os.PathLike[str], *,
     if not isinstance(model, chainer.Link):
         raise TypeError('model must be a chainer.Link, got {!r}'.format(model))
     path = check_path(path, 'path')
-    listed = _args_list(args)
+    listed = args_list(args)
     if input_names is not None:
         input_names = check_str_list(input_names, 'input_names')
     if output_names is not None:
@@ -308,30 +345,36 @@ def export(model: chainer.Link, args: Any, path: str | os.PathLike[str], *,
         if not isinstance(function_name, str) or not callable(converter):
             raise TypeError('converters must map FunctionNode class names (str) to converter '
                             'functions, got {!r}: {!r}'.format(function_name, converter))
-    opset_version = check_int(opset_version, 'opset_version', minimum=7, allow_none=True)
+    opset_version = check_int(opset_version, 'opset_version', minimum=OPSETS[0],
+                              maximum=OPSETS[-1], allow_none=True)
     if isinstance(states, str) or not isinstance(states, (list, tuple)):
         raise TypeError('states must be a list or tuple of link paths, got {!r}{}'.format(
             states, ' (write [{!r}])'.format(states) if isinstance(states, str) else ''))
     if input_names is not None and len(input_names) != len(listed):
         raise ValueError('input_names has {} names for {} inputs: {!r}'.format(
             len(input_names), len(listed), input_names))
-    _check_writable(path)
-    onnx, onnx_chainer_export = _import_onnx()
     state_links = _stateful_links(model, states)
+    given = 'input {} (input_names)' if input_names is not None else 'input {}'
     if input_names is None:
         input_names = ['input'] if len(listed) == 1 else [
             'input_{}'.format(i) for i in range(len(listed))]
-    input_names = list(input_names)
+    inputs = [(name, given.format(i)) for i, name in enumerate(input_names)]
     for state_path, link in state_links:
         listed += [link.c.array, link.h.array]
-        input_names += [_state_name(state_path, 'c'), _state_name(state_path, 'h')]
+        inputs += [(_state_name(state_path, which), 'the state {} of {!r} (states)'.format(
+            which, state_path)) for which in ('c', 'h')]
+    check_distinct(inputs + [(name, 'output {} (output_names)'.format(i))
+                             for i, name in enumerate(output_names or ())]
+                   + _state_outputs(state_links))
+    check_forward_takes(model, listed[:len(input_names)])
+    _check_writable(path)
+    onnx, onnx_chainer_export = _import_onnx()
 
     extra = {**CONVERTERS, **more_converters}
     known = {**onnx_chainer_export.mapping.converters, **extra}
-    links = _LinkPlaces({id(link): name for name, link in model.namedlinks()})
+    links = _LinkPlaces(model, len(input_names))
     functions = _FunctionPlaces(links)
-    graph = _Graph(model, len(listed) - 2 * len(state_links), state_links, known, functions,
-                   output_names)
+    graph = _Graph(model, inputs, state_links, known, functions, output_names)
     saved = {link: (link.c, link.h) for _, link in model.namedlinks()
              if hasattr(link, 'c') and hasattr(link, 'h')}
     try:
@@ -339,14 +382,17 @@ def export(model: chainer.Link, args: Any, path: str | os.PathLike[str], *,
             # onnx_chainer calls its converter hook experimental, and warns each time.
             warnings.filterwarnings('ignore', r'.*external_converters.* is experimental',
                                     FutureWarning)
+            # It says it was tested with opsets 7 to 11; OPSETS are tested here.
+            warnings.filterwarnings('ignore', r'ONNX-Chainer has been tested only with',
+                                    UserWarning)
             proto = onnx_chainer_export.export(
                 graph, listed, filename=None, opset_version=opset_version,
-                input_names=input_names, output_names=graph.names,
+                input_names=[name for name, _ in inputs], output_names=graph.names,
                 external_converters=extra)
     finally:
         for link, (c, h) in saved.items():
             link.c, link.h = c, h
-    _finish(onnx, proto)
+    finish(onnx, proto, proto.opset_import[0].version)
     data = proto.SerializeToString()
     try:
         write_atomically(path, lambda file: file.write(data))
@@ -354,14 +400,3 @@ def export(model: chainer.Link, args: Any, path: str | os.PathLike[str], *,
         error.add_note('while writing the ONNX file {!r}'.format(path))
         raise
     return proto
-
-
-def _finish(onnx: ModuleType, proto: Any) -> None:
-    """Parameters as initializers only; the lowest IR version the opsets need; checked."""
-    initializers = {tensor.name for tensor in proto.graph.initializer}
-    inputs = [value for value in proto.graph.input if value.name not in initializers]
-    del proto.graph.input[:]
-    proto.graph.input.extend(inputs)
-    proto.ir_version = max(4, onnx.helper.find_min_ir_version_for(
-        list(proto.opset_import), ignore_unknown=True))
-    onnx.checker.check_model(proto)

@@ -95,11 +95,50 @@ def _updater_arguments(**changes):
     return arguments
 
 
+class _Wrapper:
+    """What ChainerMN's multi-node optimizer is: no chainer.Optimizer, but its update and
+    target."""
+
+    def __init__(self, optimizer, update=True, target=True):
+        if update:
+            self.update = optimizer.update
+        if target:
+            self.target = optimizer.target
+
+
+@pytest.mark.parametrize('update,target', [(False, True), (True, False)])
+def test_a_wrapper_without_update_or_target_is_refused_naming_it(update, target):
+    model = LinearNet()
+    wrapper = _Wrapper(chainer.optimizers.SGD().setup(model), update, target)
+    with pytest.raises(TypeError, match=r"^optimizers\['default'\] must be a chainer.Optimizer "
+                                        r"\(or a wrapper of one, such as ChainerMN's multi-node "
+                                        r"optimizer\), got <.*_Wrapper object at"):
+        ClosureUpdater(**_updater_arguments(model=model, optimizers={'default': wrapper}))
+
+
+def test_a_wrapper_with_update_and_target_trains_as_chainermns_does():
+    model = LinearNet()
+    updater = ClosureUpdater(**_updater_arguments(model=model, optimizers={
+        'default': _Wrapper(chainer.optimizers.SGD(lr=0.1).setup(model))}))
+    weight = model.fc.W.array.copy()
+    updater.update()
+    assert not np.array_equal(model.fc.W.array, weight)
+
+
 @pytest.mark.parametrize('changes, error, message', [
-    ({'iterator': None}, TypeError, '^iterator must be a chainer.dataset.Iterator'),
-    ({'iterator': [1, 2]}, TypeError, '^iterator must be a chainer.dataset.Iterator'),
+    ({'iterator': None}, TypeError, r'^iterator must be a chainer.dataset.Iterator \(such as '
+                                    r'DataManager.get_iterator\(\)\), got None$'),
+    ({'iterator': [1, 2]}, TypeError, r'^iterator must be a chainer.dataset.Iterator .*, got '
+                                      r'\[1, 2\]$'),
     ({'model': None}, TypeError, '^model must be an AbstractChainerNetwork'),
-    ({'model': 5}, TypeError, '^model must be an AbstractChainerNetwork'),
+    ({'model': 5}, TypeError, r'^model must be an AbstractChainerNetwork \(with closure and '
+                              r'prepare_batch\), got 5$'),
+    ({'losses': {5: F.mean_squared_error}}, TypeError, '^losses names must be a str, got 5$'),
+    ({'optimizers': {'main': 5}}, TypeError, r'^optimizers must be a dict with a "default" '
+                                             r"optimizer, got \{'main': 5\}$"),
+    ({'device': 'nosuchdevice'}, ValueError, "^device must be a Chainer device .*, got "
+                                             "'nosuchdevice': (?!None$)."),
+    ({'optimizers': {'default': 5}}, TypeError, r"^optimizers\['default'\] must be .*got 5$"),
     ({'losses': {}}, ValueError, '^losses must not be empty'),
     ({'losses': None}, TypeError, '^losses must be a mapping'),
     ({'losses': {'MSE': 5}}, TypeError, r"^losses\['MSE'\] must be a callable, got 5"),
@@ -118,3 +157,20 @@ def test_no_metrics_is_taken():
     updater = ClosureUpdater(**_updater_arguments(metrics={}))
     updater.update()
     assert updater.iteration == 1
+
+
+def test_every_optimizer_counts_the_epochs_as_chainers_updaters_do(tmp_path):
+    # Schedules and hooks read optimizer.epoch: it grows by one at each epoch's last
+    # iteration (8 examples, batches of 4: every second iteration), for each optimizer.
+    model = LinearNet()
+    default = chainer.optimizers.SGD().setup(model)
+    other = chainer.optimizers.SGD().setup(LinearNet())
+    updater = ClosureUpdater(DataManager(tasks.LinearTask(8), 4).get_iterator(), model,
+                             {'default': default, 'other': other},
+                             {'MSE': F.mean_squared_error})
+    trainer = chainer.training.Trainer(updater, (3, 'epoch'), out=str(tmp_path))
+    seen = []
+    trainer.extend(lambda _: seen.append((updater.iteration, default.epoch, other.epoch)),
+                   trigger=(1, 'iteration'))
+    trainer.run()
+    assert seen == [(1, 0, 0), (2, 1, 1), (3, 1, 1), (4, 2, 2), (5, 2, 2), (6, 3, 3)]
