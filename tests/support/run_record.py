@@ -58,6 +58,10 @@ def configure(config, mpi):
         config.pluginmanager.register(
             Recorder(os.path.abspath(path), mpi, worker=hasattr(config, 'workerinput')),
             'run-record')
+        if not getattr(config.option, 'numprocesses', None):
+            # This process runs the tests (an xdist leader starts its workers with the
+            # variable): a pytest run that one of them starts is no test of this stack.
+            del os.environ[RECORD_VARIABLE]
 
 
 def read(path):
