@@ -3,19 +3,29 @@
 Tests: ``tests/test_chainer_compat_patches.py``.
 """
 import builtins
+import ctypes
+import os
+
+# The driver's own library (never CuPy's or pip's): where it cannot be loaded, no GPU can be.
+_DRIVER = 'nvcuda.dll' if os.name == 'nt' else 'libcuda.so.1'
 
 
 def _no_device():
-    """Why CuPy can use no CUDA device here, or None (a device, or no CuPy at all)."""
+    """Why CuPy can use no CUDA device here, or None (a driver, or no CuPy at all).
+
+    Decided without calling CUDA: a process that has called it (cudaGetDeviceCount runs cuInit)
+    can no longer fork workers that use the GPU, and Chainer's MultiprocessParallelUpdater
+    then refuses to start. The driver's library is loaded, never called.
+    """
     try:
-        import cupy
+        import cupy  # noqa: F401
     except Exception:
         return None     # Chainer's own import of CuPy fails the same way, and says so
     try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as error:  # CuPy's CUDARuntimeError: no driver, or a driver too old
-        return '{}: {}'.format(type(error).__name__, error)
-    return None if count > 0 else 'no CUDA device'
+        ctypes.CDLL(_DRIVER)
+    except OSError as error:
+        return 'no CUDA driver: {}'.format(error)
+    return None
 
 
 def cuda(loader, module):
@@ -24,7 +34,7 @@ def cuda(loader, module):
     # (nvidia-cublas...). Beside CuPy 14 every import Chainer tries then succeeds on a machine
     # without a driver or a GPU: it set `available = True`, warned at `import chainer` that
     # cuDNN is not enabled, and imported cupyx (which imports Optuna when installed). Where
-    # no device can be counted, the module's own imports of CuPy fail, and Chainer leaves
+    # there is no driver, the module's own imports of CuPy fail, and Chainer leaves
     # CUDA unavailable as it does without CuPy, the reason in `_resolution_error`. The
     # refusal is the module's alone: `import cupy` elsewhere works as ever.
     reason = _no_device()

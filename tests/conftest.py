@@ -45,17 +45,23 @@ os.environ['MPLBACKEND'] = 'Agg'
 SLOW_SECONDS = 10.
 
 
+def _is_xdist_worker(config):
+    # By the config xdist gives its workers, not by PYTEST_XDIST_WORKER: a pytest run that a
+    # test on a worker starts inherits that variable, and is a run of its own.
+    return hasattr(config, 'workerinput')
+
+
 def pytest_configure(config):
     # What became of each test, for make test's counts per stack (tests/support/run_record.py).
     run_record.configure(config, _under_mpi())
-    if 'PYTEST_XDIST_WORKER' not in os.environ:
+    if not _is_xdist_worker(config):
         # The leader of the run. Under xdist it runs no test, so no test's signal handler
         # stands in place of its own.
         leftovers.lead_run(handle_signals=bool(getattr(config.option, 'numprocesses', 0)))
 
 
 def pytest_unconfigure(config):
-    if 'PYTEST_XDIST_WORKER' not in os.environ:
+    if not _is_xdist_worker(config):
         ended = leftovers.close_run()
         if ended:
             print('tests/support/leftovers.py: ended {} process(es) the run left running: '

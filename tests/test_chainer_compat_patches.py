@@ -505,3 +505,25 @@ def test_cupy_that_imports_on_a_machine_without_a_device_is_not_available():
     assert 'CuPy imports, but no CUDA device can be used' in lines[2]
     import cupy  # the refusal was chainer.backends.cuda's alone
     assert cupy.cuda.runtime is not None
+
+
+_CUDA_CALLS = '''
+import cupy.cuda.runtime
+
+called = []
+for name in ('getDeviceCount', 'getDevice', 'runtimeGetVersion', 'driverGetVersion'):
+    setattr(cupy.cuda.runtime, name, lambda *args, name=name: called.append(name) or 1)
+import chainer  # noqa: E402, F401
+print(' '.join(called))
+'''
+
+
+def test_import_chainer_calls_no_cuda_function():
+    # A process that has called CUDA (cudaGetDeviceCount runs cuInit) can no longer fork
+    # workers that use the GPU, and Chainer's MultiprocessParallelUpdater refuses to start
+    # after it: on a GPU machine, `import chainer` must leave CUDA as Chainer alone does.
+    pytest.importorskip('cupy')
+    done = subprocess.run([sys.executable, '-c', _CUDA_CALLS], env=checkout_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ''

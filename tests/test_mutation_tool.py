@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from tests.support import run_record
 from tests.support.processes import own_env
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -205,3 +206,11 @@ def test_the_copys_conftest_lets_a_forked_run_start_forkserver_workers(
         assert done.returncode == 0, done.stdout + done.stderr
     else:
         assert done.returncode == 1 and 'ChildProcessError' in done.stdout, done.stdout
+
+
+def test_the_mutants_runs_write_nothing_into_make_tests_record(tool, monkeypatch):
+    # make test exports the file its stacks' outcomes go to (tests/support/run_record.py);
+    # the mutation sample runs last, and the runs of its mutants, whose tests fail where a
+    # mutant is caught, would count as failures of the newest stack's real tests.
+    monkeypatch.setenv(run_record.RECORD_VARIABLE, '/nonexistent/record')
+    assert run_record.RECORD_VARIABLE not in sys.modules['mutation_copy'].copy_environment()

@@ -109,8 +109,14 @@ def load_results(workdir):
     return results
 
 
+#: What the copy's runs leave out of this process's environment: the caller's import path
+#: (mutmut imports mutants/ first on sys.path, and nothing may stand in its place), a pytest
+#: run's state, and the file make test records each stack's outcomes in
+#: (tests/support/run_record.py), which a mutant's failing tests are no part of.
+_NOT_COPIED = ('PYTHONPATH', 'PYTHONHOME', 'RESEARCHUTILS_TEST_RECORD')
+
+
 def copy_environment():
-    """This process's environment for a run in the copy, which is what mutmut imports
-    (mutants/ first on sys.path): nothing of the caller's path may stand in its place."""
+    """This process's environment for a run in the copy (``_NOT_COPIED`` says what not)."""
     return {name: value for name, value in os.environ.items()
-            if name not in ('PYTHONPATH', 'PYTHONHOME') and not name.startswith('PYTEST_')}
+            if name not in _NOT_COPIED and not name.startswith('PYTEST_')}

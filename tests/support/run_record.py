@@ -25,9 +25,10 @@ def _stack():
 class Recorder:
     """The plugin: appends a line per test outcome to ``path``."""
 
-    def __init__(self, path, mpi):
+    def __init__(self, path, mpi, worker=False):
         self._path = path
         self._stack = _stack() + (' MPI' if mpi else '')
+        self._worker = worker
 
     def _write(self, rows):
         # One write a line, in append mode: lines of several processes never interleave.
@@ -39,7 +40,7 @@ class Recorder:
         self._write({'id': item.nodeid, 'outcome': 'deselected'} for item in items)
 
     def pytest_runtest_logreport(self, report):
-        if 'PYTEST_XDIST_WORKER' in os.environ:
+        if self._worker:
             return  # the leader records what its workers report
         if report.when == 'call' or (report.when == 'setup' and not report.passed) or (
                 report.when == 'teardown' and report.failed):
@@ -52,7 +53,15 @@ class Recorder:
 def configure(config, mpi):
     path = os.environ.get(RECORD_VARIABLE)
     if path:
-        config.pluginmanager.register(Recorder(os.path.abspath(path), mpi), 'run-record')
+        # An xdist worker is told by its config, not by PYTEST_XDIST_WORKER, which a run
+        # that a test on a worker starts inherits.
+        config.pluginmanager.register(
+            Recorder(os.path.abspath(path), mpi, worker=hasattr(config, 'workerinput')),
+            'run-record')
+        if not getattr(config.option, 'numprocesses', None):
+            # This process runs the tests (an xdist leader starts its workers with the
+            # variable): a pytest run that one of them starts is no test of this stack.
+            del os.environ[RECORD_VARIABLE]
 
 
 def read(path):

@@ -98,10 +98,10 @@ def _running(pid):
     return leftovers._still_there(pid)
 
 
-def _stopped_by(signum, tmp_path, test_source):
+def _stopped_by(signum, tmp_path, test_source, extra_env=None):
     """Starts a run, waits for its test, stops it with ``signum``; returns the run's tag
     and what its test wrote to the ready file."""
-    run, ready = _start_run(tmp_path / 'run', test_source)
+    run, ready = _start_run(tmp_path / 'run', test_source, extra_env)
     try:
         _wait_for(ready.exists, 'its test started', run)
         tag = leftovers.tag_of(run.pid)
@@ -120,6 +120,15 @@ def _stopped_by(signum, tmp_path, test_source):
 def test_a_run_stopped_by_sigterm_ends_every_process_it_started(tmp_path):
     tag, daemon = _stopped_by(signal.SIGTERM, tmp_path, DETACHING_TEST)
     # The run's workers and the detached daemon alike.
+    _wait_for(lambda: not _running(int(daemon)), 'the daemon ended')
+    assert leftovers.processes_of(tag) == []
+
+
+def test_a_run_started_from_an_xdist_worker_leads_its_own(tmp_path):
+    # make test runs this file on xdist workers, whose PYTEST_XDIST_WORKER every run a
+    # test starts inherits: such a run is no worker of ours, and still ends what it started.
+    tag, daemon = _stopped_by(signal.SIGTERM, tmp_path, DETACHING_TEST,
+                              {'PYTEST_XDIST_WORKER': 'gw0'})
     _wait_for(lambda: not _running(int(daemon)), 'the daemon ended')
     assert leftovers.processes_of(tag) == []
 

@@ -65,6 +65,23 @@ def test_each_outcome_is_recorded_once_per_stack_under_xdist_and_without(tmp_pat
         assert stacks[stack]['test_sample.py::test_skipped'][1] == 'not here'
 
 
+def test_a_run_that_a_test_starts_records_nothing_into_the_record(tmp_path):
+    # The suite's own tests start pytest runs of sample tests, some failing on purpose:
+    # those are no outcome of the stack that make test counts.
+    for folder, arguments in (('plain', []), ('xdist', ['-n', '2'])):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / 'test_nested.py').write_text(
+            'import os\n\n\ndef test_gets_no_record():\n'
+            '    assert {!r} not in os.environ\n'.format(run_record.RECORD_VARIABLE))
+        shutil.copy(CONFTEST, str(tmp_path / folder))
+        env = checkout_env(dict(os.environ, **{run_record.RECORD_VARIABLE: str(
+            tmp_path / folder / 'record')}))
+        done = subprocess.run([sys.executable, '-m', 'pytest', '-p', 'no:cacheprovider', '-q']
+                              + arguments + ['test_nested.py'], cwd=str(tmp_path / folder),
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, folder + done.stdout + done.stderr
+
+
 def test_the_summary_counts_each_stack_and_names_what_ran_nowhere(tmp_path):
     record = tmp_path / 'record'
     rows = [('3.11', 'a', 'passed'), ('3.11', 'b', 'deselected'), ('3.11', 'c', 'skipped'),
