@@ -11,10 +11,10 @@ import subprocess
 
 from mutation_targets import GUARDED_FOLDERS, REPO
 
-# What the copy needs: the package, the compat finder, the tests and pytest's settings.
+# What the copy needs: the package, the compat finder, the tests and pytest's settings, and
+# the examples some tests load (the demo's model).
 _COPIED = ('researchutils', '_researchutils_chainer_compat', 'tests', 'pyproject.toml',
-           'setup.py', 'README.md')
-# Calls whose string arguments are messages to a person (add_note: an exception's note),
+           'setup.py', 'README.md', 'examples')
 
 
 def _checkout_files():
@@ -85,7 +85,8 @@ def prepare(module, tests, workdir):
         'pytest_add_cli_args': ['-p', 'no:cacheprovider', '-p', 'no:randomly', '-q',
                                 '-m', 'not mpi and not gpu', '-n', '0'],
         'use_git_change_detection': False,
-        'also_copy': ['conftest.py'],
+        # The demo's model (examples/video_prediction), which export and tracing tests load.
+        'also_copy': ['conftest.py', 'examples'],
     }
     with open(os.path.join(workdir, 'pyproject.toml'), 'a') as stream:
         stream.write('\n[tool.mutmut]\n')

@@ -11,6 +11,7 @@ import textwrap
 from mutation_targets import REPO
 
 EQUIVALENT = os.path.join(REPO, 'tests', 'mutation_equivalent.txt')
+# Calls whose string arguments are messages to a person (add_note: an exception's note),
 # under these names or a module's private alias of them (_add_note).
 _MESSAGE_CALLS = {'warn', 'write', 'warning', 'error', 'info', 'debug', 'print', 'add_note'}
 # mutmut's exit codes (mutmut/stats.py) grouped as the report counts them.

@@ -84,6 +84,7 @@ EVERY_STACK = {
     "NumPy's and Chainer's behaviour: iterators, data, models, the Trainer's plug-ins": [
         'tests/chainer/data_loading/test_abstract_dataset.py',
         'tests/chainer/data_loading/test_data_manager.py',
+        'tests/chainer/data_loading/test_data_manager_seed.py',
         'tests/chainer/data_loading/test_random_sampler.py',
         'tests/chainer/data_loading/test_sequential_sampler.py',
         'tests/chainer/iterators/test_decorable_iterator.py',
@@ -152,6 +153,7 @@ EVERY_STACK = {
     "signals and Python's process machinery (handlers, start methods, pipes)": [
         'tests/chainer/training/extensions/test_preemption_snapshot.py',
         'tests/chainer/training/extensions/test_preemption_snapshot_handlers.py',
+        'tests/chainer/training/extensions/test_preemption_snapshot_reuse.py',
         'tests/chainer/training/extensions/test_signal_handlers.py',
         'tests/chainer/training/extensions/test_slurm_requeue.py',
         'tests/test_process_pipe.py',
@@ -198,7 +200,10 @@ EVERY_STACK = {
         'tests/support/test_torch_twins.py',
     ],
     'export: onnx and onnxruntime of each stack': [
+        'tests/chainer/onnx/test_arguments.py',
         'tests/chainer/onnx/test_export.py',
+        'tests/chainer/onnx/test_export_refusals.py',
+        'tests/chainer/onnx/test_proto.py',
     ],
     'the compatibility package, CuPy names and kernels: what each stack lacks differs': [
         'tests/test_chainer_compat.py',
