@@ -22,6 +22,9 @@ _EXPORTS = {
     'optim.hooks': ['WeightDecay', 'GradientClipping'],
     'optim.schedules': ['ExponentialShift', 'LinearShift'],
     'optim.conversion': ['from_chainer_optimizer', 'from_chainer_schedule'],
+    'weights.conversion': ['from_chainer'],
+    'weights.loading': ['load_chainer_weights'],
+    'weights.comparison': ['compare'],
 }
 __all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
@@ -39,3 +42,6 @@ if TYPE_CHECKING:  # the table above, for type checkers and IDEs
     from researchutils.pytorch.optim.optimizers import ChainerRMSprop as ChainerRMSprop
     from researchutils.pytorch.optim.schedules import ExponentialShift as ExponentialShift
     from researchutils.pytorch.optim.schedules import LinearShift as LinearShift
+    from researchutils.pytorch.weights.comparison import compare as compare
+    from researchutils.pytorch.weights.conversion import from_chainer as from_chainer
+    from researchutils.pytorch.weights.loading import load_chainer_weights as load_chainer_weights

@@ -29,6 +29,7 @@ from researchutils.pytorch.optim.optimizers import (
     ChainerRMSprop,
 )
 from researchutils.pytorch.optim.schedules import ExponentialShift, LinearShift
+from researchutils.pytorch.weights._rules import plan
 
 # The Chainer hyper-parameters a rule reads, each with the param-group key it becomes.
 _SGD = {'lr': 'lr'}
@@ -76,7 +77,7 @@ def _torch_state(torch_optimizer: torch.optim.Optimizer, state: Mapping[str, Any
                  steps: int, param: Any) -> dict[str, Any]:
     """Chainer's state entries of one parameter under the torch rule's names."""
     def tensor(array: Any) -> Any:
-        return torch.as_tensor(numpy.array(array), dtype=param.dtype, device=param.device)
+        return array.to(dtype=param.dtype, device=param.device, copy=True)
     if isinstance(torch_optimizer, ChainerAdam):
         return dict({name: tensor(array) for name, array in state.items()}, step=steps)
     if isinstance(torch_optimizer, ChainerMomentumSGD):
@@ -121,6 +122,50 @@ def _snapshot_state(arrays: Mapping[str, Any]) -> dict[str, tuple[int, dict[str,
     return states
 
 
+def _carried_state(module: torch.nn.Module, states: Mapping[str, tuple[int, dict[str, Any]]]
+                   ) -> tuple[list[Any], dict[Any, tuple[int, dict[str, Any]]]]:
+    """The parameters to optimize, and each one's (step count, state) in torch's layout.
+
+    The weights' rules (:func:`~researchutils.pytorch.load_chainer_weights`) say which
+    Chainer arrays make each torch tensor and how (the LSTM gate order ...): a state array
+    has its parameter's layout, so it goes the same way.
+    """
+    named = dict(module.named_parameters())
+    params, carried, used = [], {}, set()
+    for rule in plan(module):
+        if rule.torch_name not in named or not rule.chainer_names:
+            continue  # a buffer, or a tensor Chainer lacks (LSTMCell's bias_hh): kept as is
+        param = named[rule.torch_name]
+        paths = ['/' + name for name in rule.chainer_names]
+        missing = [path for path in paths if path not in states]
+        if missing:
+            raise ValueError('module parameter {!r} needs the optimizer state of Chainer '
+                             'parameter {}, which the optimizer lacks; it has {}'.format(
+                                 rule.torch_name, missing[0], sorted(states)))
+        used.update(paths)
+        steps = {states[path][0] for path in paths}
+        if len(steps) > 1:
+            raise ValueError('module parameter {!r} is made of Chainer parameters {} updated '
+                             'different numbers of times: {}'.format(
+                                 rule.torch_name, paths, sorted(steps)))
+        state = {}
+        for entry in states[paths[0]][1]:
+            value = rule.combine([torch.as_tensor(numpy.array(states[path][1][entry]))
+                                  for path in paths])
+            if tuple(value.shape) != tuple(param.shape):
+                raise ValueError('optimizer state {}/{} makes shape {}, but module parameter '
+                                 '{!r} has {}'.format(paths[0], entry, tuple(value.shape),
+                                                      rule.torch_name, tuple(param.shape)))
+            state[entry] = value
+        params.append(param)
+        carried[param] = (steps.pop(), state)
+    extra = sorted(set(states) - used)
+    if extra:
+        raise ValueError('optimizer parameter {} fits no parameter of module; it has {}'.format(
+            extra[0], sorted(named)))
+    return params, carried
+
+
 def _hooks(optimizer: Any) -> list[Callable[..., None]]:
     hookable = getattr(optimizer, '_hookable', None)
     if hookable is None:
@@ -145,9 +190,14 @@ def from_chainer_optimizer(optimizer: Any, module: torch.nn.Module, *,
                            key: str = 'updater/optimizer:main/') -> torch.optim.Optimizer:
     """A torch optimizer over ``module`` that goes on where the Chainer ``optimizer`` stopped.
 
-    Chainer's parameter ``/encoder/W`` is ``module``'s parameter ``encoder.W``. Each must
-    have the other, with the same shape; the torch optimizer's parameters are ``module``'s,
-    in its order.
+    ``module`` is the model that :func:`~researchutils.pytorch.load_chainer_weights` fills:
+    its submodules carry the Chainer children's names, and each parameter's state is
+    converted as its weight is (``encoder.weight`` of an ``nn.Linear`` takes the state of
+    ``/encoder/W``; an ``nn.LSTMCell``'s in torch's gate order). Every Chainer parameter
+    must fit one of ``module``'s, and each of ``module``'s one of Chainer's, except a tensor
+    that Chainer lacks (``nn.LSTMCell``'s ``bias_hh``): it is left out of the optimizer, so
+    it keeps its value, as Chainer has no such tensor to update. The optimizer's
+    parameters are the others, in ``module``'s order.
 
     Args:
         optimizer (chainer.Optimizer): A Chainer SGD, MomentumSGD, Adam (AdamW, AMSGrad),
@@ -166,7 +216,7 @@ def from_chainer_optimizer(optimizer: Any, module: torch.nn.Module, *,
     Raises:
         TypeError: ``optimizer`` is of another kind.
         ValueError: A hook or setting with no torch twin, or a parameter that one side lacks
-            or that differs in shape (naming the first).
+            or whose state makes another shape (naming the first).
 
     Example:
         >>> import chainer
@@ -191,24 +241,9 @@ def from_chainer_optimizer(optimizer: Any, module: torch.nn.Module, *,
     else:
         states = _snapshot_state(_read_snapshot(check_path(snapshot, 'snapshot'),
                                                 check_str(key, 'key')))
-    named = dict(module.named_parameters())
-    by_chainer_name = {'/' + name.replace('.', '/'): param for name, param in named.items()}
-    for path in states:
-        if path not in by_chainer_name:
-            raise ValueError('optimizer parameter {} has no parameter {!r} in module; it has '
-                             '{}'.format(path, path[1:].replace('/', '.'), sorted(named)))
-    for path in by_chainer_name:
-        if path not in states:
-            raise ValueError('module parameter {!r} has no Chainer parameter {}'.format(
-                path[1:].replace('/', '.'), path))
-    torch_optimizer = _torch_rule(optimizer, list(named.values()))
-    for path, (steps, state) in states.items():
-        param = by_chainer_name[path]
-        for name, array in state.items():
-            if tuple(array.shape) != tuple(param.shape):
-                raise ValueError('optimizer state {}/{} has shape {}, module parameter {!r} '
-                                 '{}'.format(path, name, tuple(array.shape),
-                                             path[1:].replace('/', '.'), tuple(param.shape)))
+    params, torch_states = _carried_state(module, states)
+    torch_optimizer = _torch_rule(optimizer, params)
+    for param, (steps, state) in torch_states.items():
         if state:
             torch_optimizer.state[param] = _torch_state(torch_optimizer, state, steps, param)
     for hook in _hooks(optimizer):
