@@ -67,6 +67,8 @@ extras = {
     # MLflowReport needs only MLflow's client: mlflow-skinny, without the server's pandas,
     # pyarrow, scikit-learn and scipy.
     'mlflow': ['mlflow-skinny>=3'],
+    # researchutils.pytorch: the toolkit's pieces as torch modules (issue 44).
+    'torch': ['torch>=2.4'],
     # furo: a maintained theme whose column fits the tutorials' code at a laptop's width
     # (tests/test_docs.py); Sphinx 7.1 wraps long signatures (docs/conf.py).
     'docs': ['sphinx>=7.1', 'furo>=2024.8'],

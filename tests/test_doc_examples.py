@@ -9,6 +9,7 @@ import pytest
 
 import _researchutils_chainer_compat
 import researchutils
+from tests.support.torch_twins import importable_here
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TUTORIALS = sorted(glob.glob(os.path.join(ROOT, 'docs', 'tutorials', '*.rst')))
@@ -19,7 +20,8 @@ def _modules():
     for package in (researchutils, _researchutils_chainer_compat):
         yield package.__name__
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):
-            yield info.name
+            if importable_here(info.name):
+                yield info.name
 
 
 @pytest.mark.parametrize('name', sorted(_modules()))

@@ -2,6 +2,7 @@
 piece of researchutils loads that piece alone."""
 import ast
 import fnmatch
+import importlib.util
 import os
 import subprocess
 import sys
@@ -222,12 +223,44 @@ IMPORT_TABLE.update({
             'decorable_multiprocess_iterator', 'unmodifiable_decorable_list'))})
 
 
+# The frameworks: a piece may load either, except what its row forbids. Every Chainer piece
+# is held to never loading torch, and every torch piece to never loading Chainer (DESIGN.md).
+CHAINER = ('chainer', 'chainer.*')
+TORCH = ('torch', 'torch.*')
+IMPORT_TABLE = {piece: (may_load, must_not + TORCH)
+                for piece, (may_load, must_not) in IMPORT_TABLE.items()}
+# The torch side: researchutils.pytorch and its pieces, each importable alone. They never load
+# Chainer, the Chainer side, or the torch side's modules that read Chainer (weights, optim,
+# tracing, which other rows hold).
+PYTORCH_READERS = ('researchutils.pytorch.weights', 'researchutils.pytorch.weights.*',
+                   'researchutils.pytorch.optim', 'researchutils.pytorch.tracing',
+                   'researchutils.pytorch.tracing.*')
+PYTORCH_FORBIDDEN = CHAINER + ('researchutils.chainer', 'researchutils.chainer.*') + (
+    PYTORCH_READERS + HEAVY + POOL)
+PYTORCH_BASE = TORCH + ('researchutils.pytorch', 'researchutils.pytorch._*')
+PYTORCH_FUNCTIONS = ('researchutils.pytorch.functions',)
+PYTORCH_NN = PYTORCH_FUNCTIONS + ('researchutils.pytorch.nn', 'researchutils.pytorch.nn._*')
+PYTORCH_TABLE = {
+    'researchutils.pytorch': (PYTORCH_BASE, PYTORCH_FORBIDDEN + PYTORCH_NN),
+    'researchutils.pytorch.functions': (PYTORCH_BASE + PYTORCH_FUNCTIONS,
+                                        PYTORCH_FORBIDDEN + ('researchutils.pytorch.nn',)),
+    'researchutils.pytorch.nn': (PYTORCH_BASE + ('researchutils.pytorch.nn',),
+                                 PYTORCH_FORBIDDEN + PYTORCH_FUNCTIONS),
+    'researchutils.pytorch.nn.grad_clip_lstm': (
+        PYTORCH_BASE + PYTORCH_NN + ('researchutils.pytorch.nn.grad_clip_lstm',),
+        PYTORCH_FORBIDDEN),
+    'researchutils.pytorch.initializers': (PYTORCH_BASE + ('researchutils.pytorch.initializers',),
+                                           PYTORCH_FORBIDDEN + PYTORCH_NN),
+}
+
+
 def _loaded_by(piece):
     """The researchutils, Optuna and matplotlib modules importing ``piece`` loads, fresh."""
     code = ('import importlib, sys\n'
             'importlib.import_module({!r})\n'
             'print(" ".join(sorted(m for m in sys.modules\n'
             '                      if m.split(".")[0] in ("researchutils", "optuna",\n'
+            '                                             "chainer", "torch",\n'
             '                                             "matplotlib", "onnx",\n'
             '                                             "onnx_chainer", "onnxruntime",\n'
             '                                             "tensorboardX", "mlflow"))))\n'
@@ -241,13 +274,54 @@ def _matching(modules, patterns):
     return sorted(m for m in modules if any(fnmatch.fnmatchcase(m, p) for p in patterns))
 
 
-@pytest.mark.parametrize('piece', sorted(IMPORT_TABLE))
-def test_importing_a_piece_loads_that_piece_alone(piece):
-    may_load, must_not = IMPORT_TABLE[piece]
+def _assert_loads_that_piece_alone(piece, may_load, must_not):
     loaded = _loaded_by(piece)
     assert piece in loaded
     assert _matching(loaded, must_not) == []
-    assert sorted(set(loaded) - set(_matching(loaded, HELPERS + may_load))) == []
+    assert sorted(set(loaded) - set(_matching(loaded, HELPERS + CHAINER + TORCH + may_load))
+                  ) == []
+
+
+@pytest.mark.parametrize('piece', sorted(IMPORT_TABLE))
+def test_importing_a_piece_loads_that_piece_alone(piece):
+    _assert_loads_that_piece_alone(piece, *IMPORT_TABLE[piece])
+
+
+@pytest.mark.parametrize('piece', sorted(PYTORCH_TABLE))
+def test_importing_a_torch_piece_loads_that_piece_and_torch_never_chainer(piece):
+    pytest.importorskip('torch')
+    _assert_loads_that_piece_alone(piece, *PYTORCH_TABLE[piece])
+
+
+def test_the_torch_side_forbids_what_the_chainer_side_loads():
+    # A pattern that matched nothing would forbid nothing: importing a Chainer piece loads
+    # Chainer and researchutils.chainer, which every torch piece must not.
+    loaded = _loaded_by('researchutils.chainer.links.connection.grad_clip_lstm')
+    assert _matching(loaded, CHAINER) and _matching(loaded, ('researchutils.chainer.*',))
+
+
+def _import_pytorch(prelude=''):
+    code = ('import sys\n{}'
+            'try:\n'
+            '    import researchutils.pytorch.nn.grad_clip_lstm\n'
+            'except ImportError as e:\n'
+            '    print("ImportError:", e)\n'
+            '    print("chainer" in sys.modules)\n').format(prelude)
+    return subprocess.run([sys.executable, '-c', code], check=True, cwd=REPO,
+                          capture_output=True, text=True).stdout
+
+
+def test_pytorch_without_torch_names_the_extra():
+    out = _import_pytorch('sys.modules["torch"] = None\n')
+    assert out == ('ImportError: researchutils.pytorch needs PyTorch: pip install '
+                   'researchutils[torch]\nFalse\n')
+
+
+@pytest.mark.skipif(importlib.util.find_spec('torch') is not None,
+                    reason='torch is installed in this stack (the .venv stack has none)')
+def test_pytorch_on_a_stack_without_torch_names_the_extra():
+    assert _import_pytorch().startswith('ImportError: researchutils.pytorch needs PyTorch: '
+                                        'pip install researchutils[torch]\n')
 
 
 def test_the_forbidden_modules_are_what_the_experiment_loads():

@@ -1,11 +1,23 @@
-"""The way into PyTorch: the toolkit's pieces as torch code, and a Chainer run carried on.
+"""The way into PyTorch: the toolkit's pieces as torch code, equal to their Chainer twins.
 
-The one package of researchutils that imports torch at import time: without torch it raises
-an ImportError that names the extra, ``pip install researchutils[torch]``. The public names
-are flat here and load lazily: Chainer's optimizers, hooks and schedules in torch
-(:mod:`researchutils.pytorch.optim`).
+The one package of researchutils that imports torch at import time (and never Chainer):
+without torch it raises an ImportError that names the extra, ``pip install
+researchutils[torch]``. The public names are flat here and load lazily, so importing one
+piece loads that piece: :func:`grad_clip_lstm` and :func:`average_k_step_squared_error`
+(:mod:`researchutils.pytorch.functions`), the modules :class:`GradClipLSTM`,
+:class:`ConvLSTM`, :class:`ActionConditionedLSTM` and :class:`DeconvolutionPS`
+(:mod:`researchutils.pytorch.nn`) and the initializer :class:`NormalWithLoc`
+(:mod:`researchutils.pytorch.initializers`). Their submodules and parameters carry the Chainer
+twins' names, in Chainer's layouts, so a Chainer link's arrays copy into them unchanged.
+A Chainer run carries on in torch with :func:`from_chainer_optimizer` and
+:func:`from_chainer_schedule` (:mod:`researchutils.pytorch.optim`: Chainer's update rules,
+hooks and schedules, their state from a live optimizer or a Trainer snapshot).
 
-Tests: ``tests/pytorch/``.
+Tests: ``tests/pytorch/`` (one file per module), ``tests/test_imports.py`` (what each piece
+loads, and the error without torch).
+
+Example:
+    >>> from researchutils.pytorch import GradClipLSTM, grad_clip_lstm
 """
 from typing import TYPE_CHECKING
 
@@ -18,6 +30,9 @@ except ImportError as error:
                       'researchutils[torch]') from error
 
 _EXPORTS = {
+    'functions': ['grad_clip_lstm', 'average_k_step_squared_error'],
+    'nn.grad_clip_lstm': ['GradClipLSTM'],
+    'initializers': ['NormalWithLoc'],
     'optim.optimizers': ['ChainerMomentumSGD', 'ChainerAdam', 'ChainerRMSprop'],
     'optim.hooks': ['WeightDecay', 'GradientClipping'],
     'optim.schedules': ['ExponentialShift', 'LinearShift'],
@@ -29,6 +44,12 @@ _EXPORTS = {
 __all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 if TYPE_CHECKING:  # the table above, for type checkers and IDEs
+    from researchutils.pytorch.functions import (
+        average_k_step_squared_error as average_k_step_squared_error,
+    )
+    from researchutils.pytorch.functions import grad_clip_lstm as grad_clip_lstm
+    from researchutils.pytorch.initializers import NormalWithLoc as NormalWithLoc
+    from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM as GradClipLSTM
     from researchutils.pytorch.optim.conversion import (
         from_chainer_optimizer as from_chainer_optimizer,
     )
