@@ -72,3 +72,85 @@ def check_sizes(in_size: object, out_size: object) -> tuple[int | None, int | No
         check_int(in_size, 'in_size', minimum=1, allow_none=True)
         check_int(out_size, 'out_size', minimum=1)
     return in_size, out_size  # type: ignore[return-value]
+
+
+def ceil_div(a: int, b: int) -> int:
+    """``ceil(a / b)`` in integers.
+
+    Example:
+        >>> ceil_div(7, 2)
+        4
+    """
+    return -(-a // b)
+
+
+def check_outsize(outsize: object) -> tuple[int, int] | None:
+    """``outsize`` of a deconvolution: None, or a pair of ints >= 1.
+
+    Example:
+        >>> check_outsize([4, 6])
+        (4, 6)
+    """
+    if outsize is None:
+        return None
+    if not isinstance(outsize, (tuple, list)):
+        raise TypeError('outsize must be a pair of ints or None, not {!r}'.format(outsize))
+    return check_pair('outsize', outsize, 1)
+
+
+def _conv_outsize(size: int, k: int, s: int, p: int, cover_all: bool) -> int:
+    # Chainer's chainer.utils.conv.get_conv_outsize, without importing Chainer.
+    return (size + 2 * p - k + (s - 1 if cover_all else 0)) // s + 1
+
+
+def subpixel_geometry(input_size: Sequence[int], ksize: tuple[int, int],
+                      stride: tuple[int, int], pad: tuple[int, int],
+                      outsize: tuple[int, int] | None, kernel: Sequence[int]
+                      ) -> tuple[list[int], list[int], list[int]]:
+    """Sizes of a sub-pixel up-sampling that gives a deconvolution's output shape.
+
+    For an input of height and width ``input_size`` and a stride-1 convolution with a
+    kernel of ``kernel`` (``ceil(ksize / stride)``), returns ``(out_sizes, conv_pad, crop)``:
+    the output's height and width (``Deconvolution2D``'s, or ``outsize``), the padding of
+    the convolution on each side, and the first row and column of the shuffled result to
+    keep.
+
+    Raises:
+        ValueError: ``pad`` leaves no output, or ``outsize`` does not fit the input.
+
+    Example:
+        >>> subpixel_geometry((10, 12), (4, 4), (2, 2), (1, 1), None, (2, 2))
+        ([20, 24], [1, 1], [0, 0])
+    """
+    out_sizes = []
+    for axis, name in ((0, 'height'), (1, 'width')):
+        size = input_size[axis]
+        k, s, p = ksize[axis], stride[axis], pad[axis]
+        smallest = s * (size - 1) + k - 2 * p
+        if outsize is None:
+            if smallest < 1:
+                raise ValueError(
+                    'pad={} leaves no output for an input {} of {} (ksize={}, '
+                    'stride={})'.format(pad, name, size, ksize, stride))
+            out_sizes.append(smallest)
+            continue
+        wanted = outsize[axis]
+        # Deconvolution2D's rule: a convolution of the output (with or without cover_all)
+        # gives back the input's size.
+        if not (_conv_outsize(wanted, k, s, p, False) <= size
+                <= _conv_outsize(wanted, k, s, p, True)):
+            raise ValueError(
+                'outsize={} does not fit an input {} of {}: a deconvolution with '
+                'ksize={}, stride={}, pad={} gives an output {} from {} to {}'.format(
+                    outsize, name, size, ksize, stride, pad, name,
+                    max(smallest - s + 1, 1), smallest + s - 1))
+        out_sizes.append(wanted)
+    conv_pad, crop = [], []
+    for axis, out in enumerate(out_sizes):
+        s = stride[axis]
+        # Padding that gives exactly ceil(out / s) rows; split floor before, rest after.
+        total = ceil_div(out, s) + kernel[axis] - 1 - input_size[axis]
+        # The convolution pads both sides alike; the extra rows are cropped afterwards.
+        conv_pad.append(max(0, ceil_div(total, 2)))
+        crop.append((conv_pad[-1] - total // 2) * s)
+    return out_sizes, conv_pad, crop

@@ -249,6 +249,9 @@ PYTORCH_TABLE = {
     'researchutils.pytorch.nn.grad_clip_lstm': (
         PYTORCH_BASE + PYTORCH_NN + ('researchutils.pytorch.nn.grad_clip_lstm',),
         PYTORCH_FORBIDDEN),
+    'researchutils.pytorch.nn.deconvolution_ps': (
+        PYTORCH_BASE + PYTORCH_NN + ('researchutils.pytorch.nn.deconvolution_ps',),
+        PYTORCH_FORBIDDEN + ('researchutils.pytorch.functions',)),
     'researchutils.pytorch.initializers': (PYTORCH_BASE + ('researchutils.pytorch.initializers',),
                                            PYTORCH_FORBIDDEN + PYTORCH_NN),
 }

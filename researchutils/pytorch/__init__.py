@@ -32,6 +32,7 @@ except ImportError as error:
 _EXPORTS = {
     'functions': ['grad_clip_lstm', 'average_k_step_squared_error'],
     'nn.grad_clip_lstm': ['GradClipLSTM'],
+    'nn.deconvolution_ps': ['DeconvolutionPS'],
     'initializers': ['NormalWithLoc'],
     'optim.optimizers': ['ChainerMomentumSGD', 'ChainerAdam', 'ChainerRMSprop'],
     'optim.hooks': ['WeightDecay', 'GradientClipping'],
@@ -49,6 +50,7 @@ if TYPE_CHECKING:  # the table above, for type checkers and IDEs
     )
     from researchutils.pytorch.functions import grad_clip_lstm as grad_clip_lstm
     from researchutils.pytorch.initializers import NormalWithLoc as NormalWithLoc
+    from researchutils.pytorch.nn.deconvolution_ps import DeconvolutionPS as DeconvolutionPS
     from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM as GradClipLSTM
     from researchutils.pytorch.optim.conversion import (
         from_chainer_optimizer as from_chainer_optimizer,

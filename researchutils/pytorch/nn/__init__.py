@@ -12,8 +12,10 @@ from researchutils._lazy import lazy_exports
 
 _EXPORTS = {
     'grad_clip_lstm': ['GradClipLSTM'],
+    'deconvolution_ps': ['DeconvolutionPS'],
 }
 __all__, __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 if TYPE_CHECKING:  # the table above, for type checkers and IDEs
+    from researchutils.pytorch.nn.deconvolution_ps import DeconvolutionPS as DeconvolutionPS
     from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM as GradClipLSTM

@@ -67,3 +67,10 @@ def initialize(tensor: torch.Tensor, initializer: Initializer,
 def check_state(c: object, h: object) -> tuple[torch.Tensor, torch.Tensor]:
     """``(c, h)`` for ``set_state``: floating point tensors, or TypeError naming the one."""
     return check_float_tensor(c, 'c'), check_float_tensor(h, 'h')
+
+
+def check_image_batch(x: torch.Tensor) -> None:
+    """Refuses anything but a batch of feature maps ``(B, C, H, W)``, naming ``x``."""
+    if x.ndim != 4:
+        raise ValueError('x must be a batch of feature maps (B, C, H, W), got shape {}'.format(
+            tuple(x.shape)))

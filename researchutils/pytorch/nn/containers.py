@@ -57,6 +57,13 @@ class Sequential(nn.Module):
             if isinstance(layer, nn.Module):
                 self.add_module(next(modules), layer)
 
+    def __getitem__(self, index: int) -> nn.Module | Callable[..., Any]:
+        """The step ``index`` (a module or a function), as ``chainer.Sequential``'s."""
+        return self._layers[index]
+
+    def __len__(self) -> int:
+        return len(self._layers)
+
     def forward(self, *x: Any) -> Any:
         result: Any = x
         for layer in self._layers:

@@ -166,8 +166,11 @@ def compare(chainer_model: chainer.Link, module: nn.Module, inputs: Any, *,
         chainer.functions.sum(chainer.functions.stack([
             chainer.functions.sum(output * weight)
             for output, weight in zip(chainer_outputs, weights)])).backward()
+    # The graph is kept, as Chainer keeps its own: a stateful module's next call backpropagates
+    # through this step too, as the Chainer model's does.
     torch.stack([(output * torch.from_numpy(weight)).sum()
-                 for output, weight in zip(torch_outputs, weights)]).sum().backward()
+                 for output, weight in zip(torch_outputs, weights)]).sum().backward(
+                     retain_graph=True)
     return Comparison(forward, _gradients(chainer_model, module, leaves))
 
 

@@ -8,19 +8,15 @@ import chainer
 import chainer.functions as F
 import chainer.links as L
 import numpy
-from chainer.utils import conv
 
 from researchutils._checks import check_bool, check_int
+from researchutils._layer_checks import ceil_div, check_outsize, subpixel_geometry
 from researchutils._typing import Initializer, Variable, VariableOrArray
 from researchutils.chainer.links._arguments import (
     check_image_batch,
     check_initializer,
     check_pair,
 )
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def _stride1_convolution(x: VariableOrArray, W: Variable, b: Variable | None,
@@ -122,44 +118,13 @@ class DeconvolutionPS(chainer.Chain):
         nobias = check_bool(nobias, 'nobias')
         check_initializer(initialW, 'initialW')
         check_initializer(initial_bias, 'initial_bias')
-        if outsize is not None:
-            if not isinstance(outsize, (tuple, list)):
-                raise TypeError('outsize must be a pair of ints or None, not {!r}'.format(
-                    outsize))
-            outsize = check_pair('outsize', outsize, 1)
-        self.outsize = outsize
+        self.outsize = check_outsize(outsize)
         (kh, kw), (sy, sx) = self.ksize, self.stride
         with self.init_scope():
             self.conv = L.Convolution2D(
                 in_channels, self.out_channels * sy * sx,
-                (_ceil_div(kh, sy), _ceil_div(kw, sx)), nobias=nobias,
+                (ceil_div(kh, sy), ceil_div(kw, sx)), nobias=nobias,
                 initialW=initialW, initial_bias=initial_bias)
-
-    def _output_size(self, x_shape: tuple[int, ...]) -> list[int]:
-        sizes = []
-        for axis, name in ((0, 'height'), (1, 'width')):
-            size = x_shape[2 + axis]
-            k, s, p = self.ksize[axis], self.stride[axis], self.pad[axis]
-            smallest = s * (size - 1) + k - 2 * p
-            if self.outsize is None:
-                if smallest < 1:
-                    raise ValueError(
-                        'pad={} leaves no output for an input {} of {} (ksize={}, '
-                        'stride={})'.format(self.pad, name, size, self.ksize, self.stride))
-                sizes.append(smallest)
-                continue
-            wanted = self.outsize[axis]
-            # Deconvolution2D's rule: a convolution of the output (with or without
-            # cover_all) gives back the input's size.
-            if not (conv.get_conv_outsize(wanted, k, s, p) <= size
-                    <= conv.get_conv_outsize(wanted, k, s, p, cover_all=True)):
-                raise ValueError(
-                    'outsize={} does not fit an input {} of {}: a deconvolution with '
-                    'ksize={}, stride={}, pad={} gives an output {} from {} to {}'.format(
-                        self.outsize, name, size, self.ksize, self.stride, self.pad, name,
-                        max(smallest - s + 1, 1), smallest + s - 1))
-            sizes.append(wanted)
-        return sizes
 
     def forward(self, x: VariableOrArray) -> Variable:
         """Up-samples ``x``.
@@ -176,16 +141,8 @@ class DeconvolutionPS(chainer.Chain):
         if self.conv.W.array is None:
             with chainer.using_device(self.device):
                 self.conv._initialize_params(x.shape[1])
-        out_sizes = self._output_size(x.shape)
-        conv_pad, crop = [], []
-        for axis, out in enumerate(out_sizes):
-            s = self.stride[axis]
-            kernel = self.conv.W.shape[2 + axis]
-            # Padding that gives exactly ceil(out / s) rows; split floor before, rest after.
-            total = _ceil_div(out, s) + kernel - 1 - x.shape[2 + axis]
-            # The convolution pads both sides alike; the extra rows are cropped below.
-            conv_pad.append(max(0, _ceil_div(total, 2)))
-            crop.append((conv_pad[-1] - total // 2) * s)
+        out_sizes, conv_pad, crop = subpixel_geometry(
+            x.shape[2:], self.ksize, self.stride, self.pad, self.outsize, self.conv.W.shape[2:])
         W, b = self.conv.W, self.conv.b
         by_col2im = self.xp is numpy and W.shape[0] < W.shape[1]
         h = _stride1_convolution(x, W, b, tuple(conv_pad), by_col2im)
