@@ -6,7 +6,7 @@
 :mod:`~researchutils.pytorch.optim.conversion` the carrying over of a Chainer optimizer and
 its schedules, state and all. The names are also at :mod:`researchutils.pytorch`.
 
-Tests: ``tests/pytorch/test_optim.py``.
+Tests: ``tests/pytorch/optim/``.
 """
 from typing import TYPE_CHECKING
 

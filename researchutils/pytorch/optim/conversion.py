@@ -11,7 +11,8 @@ parameter of the same name, and registers the Chainer hooks as step pre-hooks
 LinearShift extension. Either reads the state from a live Chainer object or from a Trainer
 snapshot file (read with pickling refused).
 
-Tests: ``tests/pytorch/test_optim.py``.
+Tests: ``tests/pytorch/optim/test_conversion.py`` (each rule, hook and schedule against
+Chainer's own resumed Trainer).
 """
 import os
 from collections.abc import Callable, Mapping

@@ -10,7 +10,8 @@ any torch optimizer takes them::
 
 Each acts on the gradients of every parameter of the optimizer's groups that has one.
 
-Tests: ``tests/pytorch/test_optim.py``.
+Tests: ``tests/pytorch/optim/test_hooks.py``; against Chainer's own hooks in a run:
+``tests/pytorch/optim/test_conversion.py``.
 """
 from typing import Any
 

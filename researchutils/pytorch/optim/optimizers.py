@@ -22,7 +22,8 @@ schedulers drive them too, and under Chainer's name otherwise (``eta``,
 (``velocity`` is MomentumSGD's ``v``; Adam's ``m``, ``v``, ``vhat`` and ``step``, its ``t``).
 The tutorial ``docs/tutorials/pytorch.rst`` shows why the rules differ.
 
-Tests: ``tests/pytorch/test_optim.py`` (against Chainer's own updates).
+Tests: ``tests/pytorch/optim/test_optimizers.py``; against Chainer's own updates in a run:
+``tests/pytorch/optim/test_conversion.py``.
 """
 import math
 from collections.abc import Callable, Iterable

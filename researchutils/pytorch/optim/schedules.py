@@ -10,7 +10,8 @@ the count of calls ``t`` and the value last set, so a run resumed from a Chainer
 Unlike torch's learning-rate schedulers they act on any hyper-parameter of the group (``lr``,
 ``momentum``, :class:`~researchutils.pytorch.ChainerAdam`'s ``eta`` ...), as Chainer's do.
 
-Tests: ``tests/pytorch/test_optim.py``.
+Tests: ``tests/pytorch/optim/test_schedules.py``; against Chainer's own extensions in a
+run: ``tests/pytorch/optim/test_conversion.py``.
 """
 from typing import Any
 

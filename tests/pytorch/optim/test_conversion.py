@@ -1,4 +1,4 @@
-"""researchutils.pytorch.optim: Chainer's optimizers, hooks and schedules carried on in torch.
+"""researchutils.pytorch.optim.conversion: a Chainer optimizer, hooks and schedules go on in torch.
 
 The reference is always Chainer's own run: a real Trainer trains a small model a few
 iterations (so each rule's state is not trivial) and writes a snapshot; a second Trainer
@@ -407,15 +407,3 @@ def test_optimizers_without_twin_are_refused(optimizer, error, message):
 def test_an_optimizer_neither_set_up_nor_with_snapshot_is_refused():
     with pytest.raises(ValueError, match='not set up and no snapshot'):
         from_chainer_optimizer(chainer.optimizers.SGD(), OneLayer())
-
-
-@pytest.mark.parametrize('make, message', [
-    (lambda params: ChainerAdam(params, lr=-1.0), 'lr must be'),
-    (lambda params: ChainerAdam(params, betas=(0.9,)), 'betas must be a pair'),
-    (lambda params: ChainerAdam(params, amsgrad='yes'), 'amsgrad must be'),
-    (lambda params: ChainerMomentumSGD(params, momentum=1.5), 'momentum must be'),
-    (lambda params: ChainerRMSprop(params, eps=-1e-8), 'eps must be'),
-])
-def test_bad_hyper_parameters_are_refused_by_name(make, message):
-    with pytest.raises((TypeError, ValueError), match=message):
-        make(OneLayer().parameters())
