@@ -15,6 +15,7 @@ Tests: ``tests/pytorch/optim/test_conversion.py`` (each rule, hook and schedule 
 Chainer's own resumed Trainer).
 """
 import os
+import zipfile
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -40,15 +41,19 @@ _RENAMED_BY_ADAM = {'alpha': 'lr'}
 def _read_snapshot(path: str, prefix: str) -> dict[str, Any]:
     """The arrays of ``path`` whose keys start with ``prefix``, keyed by the rest."""
     try:
-        with numpy.load(path, allow_pickle=False) as archive:
+        # Opened here, so that it is closed also when numpy finds no npz in it.
+        with open(path, 'rb') as file, numpy.load(file, allow_pickle=False) as archive:
             keys = [key for key in archive.files if key.startswith(prefix)]
             if not keys:
                 raise ValueError('snapshot {!r} has no key under {!r}; its keys start '
                                  'with {}'.format(path, prefix, sorted(
                                      {key.split('/')[0] for key in archive.files})))
             return {key[len(prefix):]: archive[key] for key in keys}
-    except (OSError, EOFError) as error:
-        raise ValueError('snapshot {!r} cannot be read: {}'.format(path, error)) from error
+    except FileNotFoundError:
+        raise
+    except (OSError, EOFError, zipfile.BadZipFile) as error:
+        raise ValueError('snapshot {!r} cannot be read as an npz file: {}'.format(
+            path, error)) from error
 
 
 def _torch_rule(optimizer: Any, params: list[Any]) -> torch.optim.Optimizer:

@@ -383,6 +383,21 @@ def test_a_key_missing_from_the_snapshot_is_named(tmp_path):
                                snapshot=run.snapshot, key='updater/optimizer:other/')
 
 
+def test_a_corrupt_snapshot_is_refused_naming_it(tmp_path):
+    run = Run(tmp_path, OPTIMIZERS['Adam'][0])
+    corrupt = tmp_path / 'corrupt'
+    corrupt.write_bytes((tmp_path / 'snapshot').read_bytes()[:200])
+    with pytest.raises(ValueError, match="snapshot '.*corrupt' cannot be read as an npz file"):
+        from_chainer_optimizer(run.fresh_optimizer(), TorchTwoLayers(run.model),
+                               snapshot=str(corrupt))
+
+
+def test_a_missing_snapshot_is_a_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        from_chainer_optimizer(chainer.optimizers.SGD(), OneLayer(),
+                               snapshot=str(tmp_path / 'missing'))
+
+
 def test_a_hook_without_twin_is_refused_by_name(tmp_path):
     optimizer = chainer.optimizers.SGD(0.1)
     optimizer.setup(TwoLayers())

@@ -54,6 +54,16 @@ def test_gradient_clipping_leaves_gradients_under_the_threshold():
         numpy.testing.assert_array_equal(torch_grad, grad)
 
 
+def test_gradient_clipping_leaves_gradients_just_under_the_threshold():
+    # A norm of 2/3 of the threshold: scaling up to the threshold would be a bug.
+    param = torch.nn.Parameter(torch.zeros(2))
+    optimizer = torch.optim.SGD([param], lr=0.0)
+    optimizer.register_step_pre_hook(GradientClipping(1.5))
+    param.grad = torch.tensor([0.6, 0.8])
+    optimizer.step()
+    assert param.grad.tolist() == pytest.approx([0.6, 0.8], rel=1e-7)
+
+
 def test_gradient_clipping_of_zero_gradients_leaves_them_zero():
     param = torch.nn.Parameter(torch.ones(3))
     optimizer = torch.optim.SGD([param], lr=0.1)
