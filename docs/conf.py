@@ -43,8 +43,10 @@ python_maximum_signature_line_length = 80
 autodoc_inherit_docstrings = False
 autodoc_default_options = {'members': True, 'show-inheritance': True}
 # Optional dependencies are imported where used, so nothing needs mocking;
-# listed here only so a docs build without the extras still succeeds.
-autodoc_mock_imports = ['cupy', 'mpi4py']
+# listed here only so a docs build without the extras still succeeds. researchutils.pytorch
+# imports torch at import time: mocked, its pages build on a stack without torch too (the
+# public-names tables import their modules under the same mock).
+autodoc_mock_imports = ['cupy', 'mpi4py', 'torch']
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 nitpicky = False

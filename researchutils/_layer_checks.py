@@ -120,7 +120,7 @@ def subpixel_geometry(input_size: Sequence[int], ksize: tuple[int, int],
 
     Example:
         >>> subpixel_geometry((10, 12), (4, 4), (2, 2), (1, 1), None, (2, 2))
-        ([20, 24], [1, 1], [0, 0])
+        ([20, 24], [1, 1], [2, 2])
     """
     out_sizes = []
     for axis, name in ((0, 'height'), (1, 'width')):

@@ -21,17 +21,19 @@ import numpy as np
 import pytest
 from chainer.utils.type_check import InvalidType
 
+from tests.support.torch_twins import TORCH_INSTALLED
 from tests.test_public_api import PACKAGES as CHAINER_PACKAGES
 
 # The original researchutils' helpers, then every package of researchutils.chainer (the one
-# list test_public_api.py keeps), so a new package is walked the day it lands.
+# list test_public_api.py keeps), so a new package is walked the day it lands, and the torch
+# side where torch is installed (its names are flat at researchutils.pytorch).
 PACKAGES = [
     'researchutils.arrays',
     'researchutils.files',
     'researchutils.image',
     'researchutils.math',
     'researchutils.task',
-] + CHAINER_PACKAGES
+] + CHAINER_PACKAGES + (['researchutils.pytorch'] if TORCH_INSTALLED else [])
 
 NAN = float('nan')
 
@@ -337,6 +339,61 @@ def _trial():
     return optuna.trial.FixedTrial({})
 
 
+def _torch_valid():
+    """VALID's lines for the torch side (researchutils.pytorch), where torch is installed."""
+    import torch
+    tensor = torch.zeros
+    bounds = dict(clip_min=-1.0, clip_max=1.0)
+    return {
+        'researchutils.pytorch.functions.grad_clip_lstm': lambda i, o: dict(
+            c_prev=tensor(1, 2), x=tensor(1, 8), **bounds),
+        'researchutils.pytorch.functions.average_k_step_squared_error': lambda i, o: dict(
+            x1=tensor(2), x2=tensor(2), k_step=1),
+        'researchutils.pytorch.nn.grad_clip_lstm.GradClipLSTM': lambda i, o: dict(
+            in_size=3, out_size=2, **bounds),
+        'researchutils.pytorch.nn.action_conditioned_lstm.ActionConditionedLSTM':
+            lambda i, o: dict(in_size=3, out_size=2, action_size=4, **bounds),
+        'researchutils.pytorch.nn.conv_lstm.ConvLSTM': lambda i, o: dict(
+            in_channels=2, out_channels=3, ksize=3, **bounds),
+        'researchutils.pytorch.nn.deconvolution_ps.DeconvolutionPS': lambda i, o: dict(
+            in_channels=2, out_channels=3, ksize=3),
+        'researchutils.pytorch.initializers.NormalWithLoc': lambda i, o: {},
+        # the twins of Chainer's own links, and the way Chainer weights come in
+        **{'researchutils.pytorch.nn.' + name: (lambda i, o: dict(in_size=3, out_size=2))
+           for name in ('connection.Linear', 'connection.EmbedID', 'recurrent.LSTM',
+                        'recurrent.StatelessLSTM', 'recurrent.StatefulGRU',
+                        'recurrent.StatelessGRU')},
+        **{'researchutils.pytorch.nn.n_step_rnn.' + name: (
+            lambda i, o: dict(n_layers=1, in_size=3, out_size=2, dropout=0.0))
+           for name in ('NStepLSTM', 'NStepBiLSTM', 'NStepGRU', 'NStepBiGRU')},
+        'researchutils.pytorch.nn.connection.Deconvolution2D': lambda i, o: dict(
+            in_channels=2, out_channels=4, ksize=3, outsize=(5, 5), groups=2),
+        'researchutils.pytorch.nn.connection.DepthwiseConvolution2D': lambda i, o: dict(
+            in_channels=2, channel_multiplier=3, ksize=3),
+        'researchutils.pytorch.nn.connection.Highway': lambda i, o: dict(in_out_size=3),
+        'researchutils.pytorch.nn.connection.Maxout': lambda i, o: dict(
+            in_size=3, out_size=2, pool_size=2),
+        'researchutils.pytorch.nn.normalization.BatchNormalization': lambda i, o: dict(size=3),
+        'researchutils.pytorch.nn.containers.Sequential': lambda i, o: {},
+        'researchutils.pytorch.nn.containers.Chain': lambda i, o: dict(chainer_class='a.B'),
+        'researchutils.pytorch.weights.conversion.from_chainer': lambda i, o: dict(
+            link=chainer.links.Linear(3, 2)),
+        'researchutils.pytorch.weights.loading.load_chainer_weights': lambda i, o: dict(
+            module=torch.nn.Linear(3, 2), source=chainer.links.Linear(3, 2)),
+        'researchutils.pytorch.weights.comparison.compare': lambda i, o: dict(
+            chainer_model=chainer.links.Linear(3, 2), module=torch.nn.Linear(3, 2),
+            inputs=np.zeros((1, 3), np.float32)),
+    }
+
+
+if TORCH_INSTALLED:
+    VALID.update(_torch_valid())
+    BAD_BY_ANNOTATION.update({
+        'torch.Tensor': [np.zeros(2, np.float32), [0.0, 1.0], 5],
+        'torch.dtype': ['float32', np.float32, 5],
+    })
+
+
 # Public names the table cannot call, or whose arguments break the rule on purpose: why.
 EXCEPTIONS = {
     'researchutils.chainer.data_loading.abstract_dataset.AbstractDataset':
@@ -369,6 +426,9 @@ EXCEPTIONS = {
 
 # Arguments whose annotation alone does not give their bad values: (callable, argument).
 OVERRIDES = {
+    ('researchutils.pytorch.weights.loading.load_chainer_weights', 'module'): [5, None],
+    ('researchutils.pytorch.weights.loading.load_chainer_weights', 'source'): [5, None],
+    ('researchutils.pytorch.weights.comparison.compare', 'module'): [5, None],
     ('researchutils.chainer.onnx.exporter.export', 'converters'): [5, {'Linear': 5}, {5: len}],
     **{(name, 'comm'): _COMM for name in (
         'researchutils.chainer.training.experiment.ChainerExperiment',
@@ -391,6 +451,9 @@ OVERRIDES = {
 
 # Arguments without bad values to try: (callable, argument) -> why.
 NO_BAD_VALUES = {
+    ('researchutils.pytorch.weights.comparison.compare', 'inputs'):
+        "any positional arguments of the model; an input that is not an array is refused "
+        "naming its place (tests/pytorch/weights/test_comparison.py)",
     ('researchutils.chainer.onnx.exporter.export', 'args'):
         'any example input of the model (an array, a tuple, list or dict of arrays); the '
         "model's own forward checks it",

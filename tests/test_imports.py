@@ -252,9 +252,40 @@ PYTORCH_TABLE = {
     'researchutils.pytorch.nn.deconvolution_ps': (
         PYTORCH_BASE + PYTORCH_NN + ('researchutils.pytorch.nn.deconvolution_ps',),
         PYTORCH_FORBIDDEN + ('researchutils.pytorch.functions',)),
+    'researchutils.pytorch.nn.conv_lstm': (
+        PYTORCH_BASE + PYTORCH_NN + ('researchutils.pytorch.nn.conv_lstm',),
+        PYTORCH_FORBIDDEN),
+    'researchutils.pytorch.nn.action_conditioned_lstm': (
+        PYTORCH_BASE + PYTORCH_NN + ('researchutils.pytorch.nn.action_conditioned_lstm',
+                                     'researchutils.pytorch.nn.grad_clip_lstm'),
+        PYTORCH_FORBIDDEN),
     'researchutils.pytorch.initializers': (PYTORCH_BASE + ('researchutils.pytorch.initializers',),
                                            PYTORCH_FORBIDDEN + PYTORCH_NN),
 }
+# The twins of Chainer's own links: each loads itself (the recurrent ones their Linear too).
+PYTORCH_TABLE.update({
+    'researchutils.pytorch.nn.' + name: (
+        PYTORCH_BASE + ('researchutils.pytorch.nn', 'researchutils.pytorch.nn.' + name)
+        + (('researchutils.pytorch.nn.connection',) if name == 'recurrent' else ()),
+        PYTORCH_FORBIDDEN + PYTORCH_FUNCTIONS)
+    for name in ('connection', 'normalization', 'recurrent', 'n_step_rnn', 'containers')})
+# The weights read Chainer (links, the npz reader) and build the twins; never the
+# experiment, the pools or the heavy extras, nor the other readers.
+WEIGHTS = ('researchutils.pytorch.weights', 'researchutils.pytorch.weights.*')
+WEIGHTS_MAY_LOAD = PYTORCH_BASE + WEIGHTS + PYTORCH_NN + (
+    'researchutils.pytorch.nn.*', 'researchutils.chainer.*')
+WEIGHTS_MUST_NOT = HEAVY + POOL + EXPERIMENT + (
+    'researchutils.pytorch.optim', 'researchutils.pytorch.tracing',
+    'researchutils.pytorch.tracing.*')
+PYTORCH_TABLE.update({
+    'researchutils.pytorch.weights': (PYTORCH_BASE + ('researchutils.pytorch.weights',),
+                                      WEIGHTS_MUST_NOT + CHAINER + PYTORCH_NN),
+    'researchutils.pytorch.weights.loading': (WEIGHTS_MAY_LOAD, WEIGHTS_MUST_NOT + (
+        'researchutils.pytorch.weights.conversion', 'researchutils.chainer.links')),
+    'researchutils.pytorch.weights.comparison': (WEIGHTS_MAY_LOAD, WEIGHTS_MUST_NOT + (
+        'researchutils.pytorch.weights.conversion',)),
+    'researchutils.pytorch.weights.conversion': (WEIGHTS_MAY_LOAD, WEIGHTS_MUST_NOT),
+})
 
 
 def _loaded_by(piece):

@@ -9,6 +9,7 @@ error in ``make docs``): the row would link nowhere.
 import importlib
 
 from docutils.statemachine import StringList
+from sphinx.ext.autodoc.mock import mock
 from sphinx.ext.autosummary import Autosummary
 from sphinx.util import logging
 
@@ -24,7 +25,9 @@ class PublicNames(Autosummary):
     def run(self):
         names = []
         for module_name in self.arguments:
-            module = importlib.import_module(module_name)
+            # As autodoc imports it: a dependency the stack lacks (torch) is mocked.
+            with mock(self.config.autodoc_mock_imports):
+                module = importlib.import_module(module_name)
             names += ['~{}.{}'.format(module_name, name) for name in module.__all__]
         self.content = StringList(names)
         self.options['nosignatures'] = True

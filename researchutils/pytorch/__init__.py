@@ -7,11 +7,15 @@ piece loads that piece: :func:`grad_clip_lstm` and :func:`average_k_step_squared
 (:mod:`researchutils.pytorch.functions`), the modules :class:`GradClipLSTM`,
 :class:`ConvLSTM`, :class:`ActionConditionedLSTM` and :class:`DeconvolutionPS`
 (:mod:`researchutils.pytorch.nn`) and the initializer :class:`NormalWithLoc`
-(:mod:`researchutils.pytorch.initializers`). Their submodules and parameters carry the Chainer
-twins' names, in Chainer's layouts, so a Chainer link's arrays copy into them unchanged.
-A Chainer run carries on in torch with :func:`from_chainer_optimizer` and
-:func:`from_chainer_schedule` (:mod:`researchutils.pytorch.optim`: Chainer's update rules,
-hooks and schedules, their state from a live optimizer or a Trainer snapshot).
+(:mod:`researchutils.pytorch.initializers`); the twins of Chainer's own links that torch lacks
+(:class:`LSTM`, :class:`EmbedID`, :class:`NStepLSTM`, ..., :mod:`researchutils.pytorch.nn`);
+and the way Chainer weights come in, :func:`from_chainer`, :func:`load_chainer_weights` and
+:func:`compare` (:mod:`researchutils.pytorch.weights`, which reads Chainer). Their
+submodules and parameters carry the Chainer twins' names, so Chainer weights fill them by name
+(the toolkit's twins in Chainer's layouts, the others through weights' rules). A Chainer
+run goes on in torch with :func:`from_chainer_optimizer` and :func:`from_chainer_schedule`
+(:mod:`researchutils.pytorch.optim`, which reads Chainer: its update rules, hooks and
+schedules, with their state from a live optimizer or a Trainer snapshot).
 
 Tests: ``tests/pytorch/`` (one file per module), ``tests/test_imports.py`` (what each piece
 loads, and the error without torch).
@@ -33,7 +37,15 @@ _EXPORTS = {
     'functions': ['grad_clip_lstm', 'average_k_step_squared_error'],
     'nn.grad_clip_lstm': ['GradClipLSTM'],
     'nn.deconvolution_ps': ['DeconvolutionPS'],
+    'nn.conv_lstm': ['ConvLSTM'],
+    'nn.action_conditioned_lstm': ['ActionConditionedLSTM'],
     'initializers': ['NormalWithLoc'],
+    'nn.connection': ['Linear', 'Deconvolution2D', 'DepthwiseConvolution2D', 'EmbedID',
+                      'Highway', 'Maxout'],
+    'nn.normalization': ['BatchNormalization'],
+    'nn.recurrent': ['LSTM', 'StatelessLSTM', 'StatefulGRU', 'StatelessGRU'],
+    'nn.n_step_rnn': ['NStepLSTM', 'NStepBiLSTM', 'NStepGRU', 'NStepBiGRU'],
+    'nn.containers': ['Sequential', 'Chain'],
     'optim.optimizers': ['ChainerMomentumSGD', 'ChainerAdam', 'ChainerRMSprop'],
     'optim.hooks': ['WeightDecay', 'GradientClipping'],
     'optim.schedules': ['ExponentialShift', 'LinearShift'],
@@ -50,8 +62,31 @@ if TYPE_CHECKING:  # the table above, for type checkers and IDEs
     )
     from researchutils.pytorch.functions import grad_clip_lstm as grad_clip_lstm
     from researchutils.pytorch.initializers import NormalWithLoc as NormalWithLoc
+    from researchutils.pytorch.nn.action_conditioned_lstm import (
+        ActionConditionedLSTM as ActionConditionedLSTM,
+    )
+    from researchutils.pytorch.nn.connection import Deconvolution2D as Deconvolution2D
+    from researchutils.pytorch.nn.connection import (
+        DepthwiseConvolution2D as DepthwiseConvolution2D,
+    )
+    from researchutils.pytorch.nn.connection import EmbedID as EmbedID
+    from researchutils.pytorch.nn.connection import Highway as Highway
+    from researchutils.pytorch.nn.connection import Linear as Linear
+    from researchutils.pytorch.nn.connection import Maxout as Maxout
+    from researchutils.pytorch.nn.containers import Chain as Chain
+    from researchutils.pytorch.nn.containers import Sequential as Sequential
+    from researchutils.pytorch.nn.conv_lstm import ConvLSTM as ConvLSTM
     from researchutils.pytorch.nn.deconvolution_ps import DeconvolutionPS as DeconvolutionPS
     from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM as GradClipLSTM
+    from researchutils.pytorch.nn.n_step_rnn import NStepBiGRU as NStepBiGRU
+    from researchutils.pytorch.nn.n_step_rnn import NStepBiLSTM as NStepBiLSTM
+    from researchutils.pytorch.nn.n_step_rnn import NStepGRU as NStepGRU
+    from researchutils.pytorch.nn.n_step_rnn import NStepLSTM as NStepLSTM
+    from researchutils.pytorch.nn.normalization import BatchNormalization as BatchNormalization
+    from researchutils.pytorch.nn.recurrent import LSTM as LSTM
+    from researchutils.pytorch.nn.recurrent import StatefulGRU as StatefulGRU
+    from researchutils.pytorch.nn.recurrent import StatelessGRU as StatelessGRU
+    from researchutils.pytorch.nn.recurrent import StatelessLSTM as StatelessLSTM
     from researchutils.pytorch.optim.conversion import (
         from_chainer_optimizer as from_chainer_optimizer,
     )

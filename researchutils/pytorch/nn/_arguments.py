@@ -18,8 +18,8 @@ import torch
 
 from researchutils.pytorch._tensor_checks import check_float_tensor
 
-#: What an initializer argument may be.
-Initializer = Union[None, float, Callable[[torch.Tensor], object]]
+#: What an initializer argument may be, besides None (the twin's Chainer default).
+Initializer = Union[float, Callable[[torch.Tensor], object]]
 
 
 def check_initializer(value: object, name: str) -> None:
@@ -52,7 +52,7 @@ def lecun_normal_(tensor: torch.Tensor) -> torch.Tensor:
         return tensor.normal_(0.0, math.sqrt(1.0 / fan_in))
 
 
-def initialize(tensor: torch.Tensor, initializer: Initializer,
+def initialize(tensor: torch.Tensor, initializer: Initializer | None,
                default: Callable[[torch.Tensor], object]) -> None:
     """Fills ``tensor`` in place: ``initializer`` (a number is a constant), else ``default``."""
     with torch.no_grad():

@@ -23,10 +23,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from researchutils._checks import check_int, check_positive_int
-
-#: A tensor to tensor function (an activation).
-Activation = Callable[[Any], Any]
+from researchutils._checks import check_bool, check_callable, check_int, check_positive_int
+from researchutils._layer_checks import check_outsize, check_pair
 
 
 class Linear(nn.Linear):
@@ -35,7 +33,7 @@ class Linear(nn.Linear):
     Args:
         in_size (int): Features of the flattened input.
         out_size (int): Output features.
-        bias (bool): Whether there is a bias (Chainer's ``nobias=False``).
+        nobias (bool): True for no bias.
 
     Shapes: ``x`` is ``(N, ...)`` with ``in_size`` elements after the batch axis (float32);
     the result is ``(N, out_size)``. ``forward(x, n_batch_axes)`` keeps ``n_batch_axes`` axes.
@@ -46,9 +44,10 @@ class Linear(nn.Linear):
         torch.Size([4, 2])
     """
 
-    def __init__(self, in_size: int, out_size: int, bias: bool = True) -> None:
+    def __init__(self, in_size: int, out_size: int, nobias: bool = False) -> None:
         super().__init__(check_positive_int(in_size, 'in_size'),
-                         check_positive_int(out_size, 'out_size'), bias=bias)
+                         check_positive_int(out_size, 'out_size'),
+                         bias=not check_bool(nobias, 'nobias'))
 
     def forward(self, x: Any, n_batch_axes: int = 1) -> Any:
         n_batch_axes = check_positive_int(n_batch_axes, 'n_batch_axes')
@@ -59,10 +58,16 @@ class Deconvolution2D(nn.ConvTranspose2d):
     """``L.Deconvolution2D``: ``nn.ConvTranspose2d`` whose output size may be fixed.
 
     Args:
-        in_channels (int), out_channels (int), kernel_size, stride, padding, dilation,
-        groups, bias: As ``nn.ConvTranspose2d``.
-        outsize (tuple of int or None): The ``(height, width)`` of every output (Chainer's
-            ``outsize``), or None for the smallest one.
+        in_channels (int): Input channels.
+        out_channels (int): Output channels.
+        ksize (int or pair of ints): Kernel size.
+        stride (int or pair of ints): Stride.
+        pad (int or pair of ints): Padding taken off the output.
+        nobias (bool): True for no bias.
+        outsize (pair of ints or None): The ``(height, width)`` of every output, or None for
+            the smallest one, ``stride * (size - 1) + dilate * (ksize - 1) + 1 - 2 * pad``.
+        dilate (int or pair of ints): Dilation.
+        groups (int): Groups of channels (both counts divisible by it).
 
     Shapes: ``(N, in_channels, H, W)`` to ``(N, out_channels, H', W')``, float32.
 
@@ -72,20 +77,22 @@ class Deconvolution2D(nn.ConvTranspose2d):
         torch.Size([1, 2, 10, 10])
     """
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 outsize: tuple[int, int] | None = None) -> None:
-        super().__init__(check_positive_int(in_channels, 'in_channels'),
-                         check_positive_int(out_channels, 'out_channels'), kernel_size,
-                         stride=stride, padding=padding, dilation=dilation,
-                         groups=check_positive_int(groups, 'groups'), bias=bias)
-        if outsize is not None:
-            if not isinstance(outsize, (tuple, list)) or len(outsize) != 2:
-                raise TypeError('outsize must be a (height, width) pair or None, got {!r}'
-                                .format(outsize))
-            outsize = (check_positive_int(outsize[0], 'outsize[0]'),
-                       check_positive_int(outsize[1], 'outsize[1]'))
-        self.outsize = outsize
+    def __init__(self, in_channels: int, out_channels: int, ksize: int | tuple[int, int],
+                 stride: int | tuple[int, int] = 1, pad: int | tuple[int, int] = 0,
+                 nobias: bool = False, outsize: tuple[int, int] | None = None, *,
+                 dilate: int | tuple[int, int] = 1, groups: int = 1) -> None:
+        in_channels = check_positive_int(in_channels, 'in_channels')
+        out_channels = check_positive_int(out_channels, 'out_channels')
+        groups = check_positive_int(groups, 'groups')
+        if in_channels % groups or out_channels % groups:
+            raise ValueError('groups must divide in_channels ({}) and out_channels ({}), got '
+                             '{!r}'.format(in_channels, out_channels, groups))
+        super().__init__(in_channels, out_channels, check_pair('ksize', ksize, 1),
+                         stride=check_pair('stride', stride, 1),
+                         padding=check_pair('pad', pad, 0),
+                         dilation=check_pair('dilate', dilate, 1), groups=groups,
+                         bias=not check_bool(nobias, 'nobias'))
+        self.outsize = check_outsize(outsize)
 
     def forward(self, x: Any) -> Any:
         return super().forward(x, output_size=self.outsize)
@@ -101,7 +108,10 @@ class DepthwiseConvolution2D(nn.Conv2d):
     Args:
         in_channels (int): Input channels.
         channel_multiplier (int): Filters per input channel.
-        kernel_size, stride, padding, bias: As ``nn.Conv2d``.
+        ksize (int or pair of ints): Kernel size.
+        stride (int or pair of ints): Stride.
+        pad (int or pair of ints): Padding.
+        nobias (bool): True for no bias.
 
     Example:
         >>> import torch
@@ -109,12 +119,16 @@ class DepthwiseConvolution2D(nn.Conv2d):
         torch.Size([1, 6, 3, 3])
     """
 
-    def __init__(self, in_channels: int, channel_multiplier: int, kernel_size: Any,
-                 stride: Any = 1, padding: Any = 0, bias: bool = True) -> None:
+    def __init__(self, in_channels: int, channel_multiplier: int, ksize: int | tuple[int, int],
+                 stride: int | tuple[int, int] = 1, pad: int | tuple[int, int] = 0,
+                 nobias: bool = False) -> None:
         in_channels = check_positive_int(in_channels, 'in_channels')
-        self.channel_multiplier = check_positive_int(channel_multiplier, 'channel_multiplier')
-        super().__init__(in_channels, in_channels * self.channel_multiplier, kernel_size,
-                         stride=stride, padding=padding, groups=in_channels, bias=bias)
+        multiplier = check_positive_int(channel_multiplier, 'channel_multiplier')
+        super().__init__(in_channels, in_channels * multiplier, check_pair('ksize', ksize, 1),
+                         stride=check_pair('stride', stride, 1),
+                         padding=check_pair('pad', pad, 0), groups=in_channels,
+                         bias=not check_bool(nobias, 'nobias'))
+        self.channel_multiplier = multiplier
 
 
 class EmbedID(nn.Embedding):
@@ -156,8 +170,7 @@ class Highway(nn.Module):
 
     Args:
         in_out_size (int): Features of ``x`` and of the result.
-        bias (bool): Whether ``plain`` and ``transform`` have biases (Chainer's
-            ``nobias=False``).
+        nobias (bool): True for no biases in ``plain`` and ``transform``.
         activate (callable): Tensor to tensor, applied to ``plain(x)``; ``torch.relu`` by
             default, as Chainer's ``F.relu``.
 
@@ -169,12 +182,12 @@ class Highway(nn.Module):
         torch.Size([2, 4])
     """
 
-    def __init__(self, in_out_size: int, bias: bool = True,
-                 activate: Activation = torch.relu) -> None:
+    def __init__(self, in_out_size: int, nobias: bool = False,
+                 activate: Callable[..., Any] = torch.relu) -> None:
         super().__init__()
         in_out_size = check_positive_int(in_out_size, 'in_out_size')
-        if not callable(activate):
-            raise TypeError('activate must be callable, got {!r}'.format(activate))
+        bias = not check_bool(nobias, 'nobias')
+        check_callable(activate, 'activate')
         self.activate = activate
         self.plain = nn.Linear(in_out_size, in_out_size, bias=bias)
         self.transform = nn.Linear(in_out_size, in_out_size, bias=bias)

@@ -76,8 +76,8 @@ class DeconvolutionPS(torch.nn.Module):
     def __init__(self, in_channels: int | None, out_channels: int,
                  ksize: int | tuple[int, int], stride: int | tuple[int, int] = 1,
                  pad: int | tuple[int, int] = 0, nobias: bool = False,
-                 outsize: tuple[int, int] | None = None, initialW: Initializer = None,
-                 initial_bias: Initializer = None) -> None:
+                 outsize: tuple[int, int] | None = None, initialW: Initializer | None = None,
+                 initial_bias: Initializer | None = None) -> None:
         super().__init__()
         in_channels = check_int(in_channels, 'in_channels', minimum=1, allow_none=True)
         self.out_channels = check_int(out_channels, 'out_channels', minimum=1)

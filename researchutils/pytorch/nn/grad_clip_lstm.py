@@ -90,8 +90,8 @@ class GradClipLSTM(torch.nn.Module):
     h: torch.Tensor | None
 
     def __init__(self, in_size: int | None, out_size: int | None = None,
-                 lateral_init: Initializer = None, upward_init: Initializer = None,
-                 bias_init: Initializer = None, forget_bias_init: Initializer = None,
+                 lateral_init: Initializer | None = None, upward_init: Initializer | None = None,
+                 bias_init: Initializer | None = None, forget_bias_init: Initializer | None = None,
                  clip_min: float | None = None, clip_max: float | None = None) -> None:
         super().__init__()
         self.clip_min, self.clip_max = check_clip_bounds(clip_min, clip_max)
@@ -115,7 +115,7 @@ class GradClipLSTM(torch.nn.Module):
             self._initialize_upward()
         self.reset_state()
 
-    def _initialize_blocks(self, weight: torch.Tensor, initializer: Initializer) -> None:
+    def _initialize_blocks(self, weight: torch.Tensor, initializer: Initializer | None) -> None:
         # Chainer fills each block of U rows on its own (the fan of each is U rows).
         for start in range(0, 4 * self.state_size, self.state_size):
             initialize(weight[start:start + self.state_size], initializer, lecun_normal_)

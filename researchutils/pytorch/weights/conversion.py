@@ -27,7 +27,12 @@ import torch
 import torch.nn.functional as torch_functional
 from torch import nn
 
+import researchutils.chainer.links as toolkit_links
 from researchutils.pytorch.nn import connection, containers, n_step_rnn, normalization, recurrent
+from researchutils.pytorch.nn.action_conditioned_lstm import ActionConditionedLSTM
+from researchutils.pytorch.nn.conv_lstm import ConvLSTM
+from researchutils.pytorch.nn.deconvolution_ps import DeconvolutionPS
+from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM
 from researchutils.pytorch.weights.loading import load_chainer_weights
 
 #: Chainer functions that a chainer.Sequential or a Highway may hold, and their torch twins.
@@ -83,8 +88,8 @@ def _deconvolution(link: Any, children: dict[str, Any]) -> Any:
     outsize = None if link.outsize in (None, (None, None)) else tuple(link.outsize)
     return connection.Deconvolution2D(
         link.W.shape[0], link.W.shape[1] * link.groups, tuple(link.W.shape[2:]),
-        stride=link.stride, padding=link.pad, dilation=link.dilate, groups=link.groups,
-        bias=_has(link, 'b'), outsize=outsize)
+        stride=link.stride, pad=link.pad, nobias=not _has(link, 'b'), outsize=outsize,
+        dilate=link.dilate, groups=link.groups)
 
 
 def _batch_normalization(link: Any, children: dict[str, Any]) -> Any:
@@ -102,7 +107,7 @@ def _check_batch_normalization(link: Any) -> str | None:
 
 
 def _highway(link: Any, children: dict[str, Any]) -> Any:
-    return connection.Highway(link.plain.W.shape[0], bias=_has(link.plain, 'b'),
+    return connection.Highway(link.plain.W.shape[0], nobias=not _has(link.plain, 'b'),
                               activate=FUNCTIONS[link.activate])
 
 
@@ -148,14 +153,14 @@ def _tree(container: Any, link: Any, children: dict[str, Any]) -> Any:
 
 CONVERTERS: dict[type, Converter] = {
     L.Linear: Converter(lambda link, children: connection.Linear(
-        link.W.shape[1], link.W.shape[0], bias=_has(link, 'b'))),
+        link.W.shape[1], link.W.shape[0], nobias=not _has(link, 'b'))),
     L.Convolution2D: Converter(_convolution, _check_convolution),
     L.DilatedConvolution2D: Converter(_convolution, _check_convolution),
     L.ConvolutionND: Converter(_convolution, _check_convolution),
     L.Deconvolution2D: Converter(_deconvolution),
     L.DepthwiseConvolution2D: Converter(lambda link, children: connection.DepthwiseConvolution2D(
         link.W.shape[1], link.W.shape[0], tuple(link.W.shape[2:]), stride=link.stride,
-        padding=link.pad, bias=_has(link, 'b'))),
+        pad=link.pad, nobias=not _has(link, 'b'))),
     L.BatchNormalization: Converter(_batch_normalization, _check_batch_normalization),
     L.EmbedID: Converter(lambda link, children: connection.EmbedID(
         link.W.shape[0], link.W.shape[1], ignore_label=link.ignore_label)),
@@ -176,6 +181,19 @@ CONVERTERS: dict[type, Converter] = {
     L.Highway: Converter(_highway, _check_highway),
     L.Maxout: Converter(lambda link, children: connection.Maxout(
         link.linear.W.shape[1], link.out_size, link.pool_size)),
+    # the toolkit's links: their torch twins hold the Chainer layouts (interleaved gates)
+    toolkit_links.GradClipLSTM: Converter(lambda link, children: GradClipLSTM(
+        link.upward.W.shape[1], link.state_size, clip_min=link.clip_min,
+        clip_max=link.clip_max)),
+    toolkit_links.ActionConditionedLSTM: Converter(lambda link, children: ActionConditionedLSTM(
+        link.upward.W.shape[1], link.state_size, action_size=link.Wa.W.shape[1],
+        clip_min=link.clip_min, clip_max=link.clip_max)),
+    toolkit_links.ConvLSTM: Converter(lambda link, children: ConvLSTM(
+        link.Wxc.W.shape[1], link.out_channels, link.ksize, stride=link.stride,
+        clip_min=link.clip_min, clip_max=link.clip_max)),
+    toolkit_links.DeconvolutionPS: Converter(lambda link, children: DeconvolutionPS(
+        link.conv.W.shape[1], link.out_channels, link.ksize, stride=link.stride, pad=link.pad,
+        nobias=not _has(link.conv, 'b'), outsize=link.outsize)),
     chainer.Sequential: Converter(_sequential, _check_sequential, walks_children=True),
     L.Classifier: Converter(lambda link, children: _tree(containers.Chain(
         'chainer.links.Classifier'), link, children), walks_children=True),
@@ -208,8 +226,9 @@ def _check(link: Any, path: str) -> None:
     kind = '{}.{}'.format(type(link).__module__, type(link).__qualname__)
     converter = _converter(link)
     if converter is None:
-        raise ConversionError('the link {!r} of type {} has no conversion to torch (see '
-                              'researchutils.pytorch.weights.CONVERTERS)'.format(path, kind))
+        raise ConversionError(
+            'the link {!r} of type {} has no conversion to torch (see '
+            'researchutils.pytorch.weights.conversion.CONVERTERS)'.format(path, kind))
     uninitialized = [name for name, param in link.namedparams(include_uninit=True)
                      if param.array is None]
     if uninitialized:

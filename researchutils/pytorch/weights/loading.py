@@ -35,11 +35,14 @@ def _problems(rules: list[_rules.Rule], state: dict[str, Any],
     used = set()
     for rule in rules:
         target = state[rule.torch_name]
-        expected = rule.split(torch.empty(target.shape, dtype=target.dtype, device='meta'))
+        lazy = nn.parameter.is_lazy(target)
+        expected = ([None] * len(rule.chainer_names) if lazy else rule.split(
+            torch.empty(target.shape, dtype=target.dtype, device='meta')))
         for name, needed in zip(rule.chainer_names, expected):
             used.add(name)
             needs = 'the module\'s {!r} needs it with {}'.format(
-                rule.torch_name, _describe(needed.shape, target.dtype))
+                rule.torch_name, 'dtype {}'.format(str(target.dtype).replace('torch.', ''))
+                if needed is None else _describe(needed.shape, target.dtype))
             if name not in source.specs:
                 problems.append((name, '{} has no array {!r}: {}'.format(
                     source.what, name, needs)))
@@ -48,8 +51,8 @@ def _problems(rules: list[_rules.Rule], state: dict[str, Any],
             if spec is None:
                 problems.append((name, '{}: array {!r} is not initialized (a lazy parameter '
                                        'Chainer never ran): {}'.format(source.what, name, needs)))
-            elif tuple(spec[0]) != tuple(needed.shape) or not _sources.kind_fits(
-                    spec[1], target.dtype):
+            elif (needed is not None and tuple(spec[0]) != tuple(needed.shape)) or not (
+                    _sources.kind_fits(spec[1], target.dtype)):
                 problems.append((name, '{}: array {!r} has {}, but {}'.format(
                     source.what, name, _describe(*spec), needs)))
     covered = {rule.torch_name for rule in rules}
@@ -139,5 +142,8 @@ def load_chainer_weights(module: _Module, source: chainer.Link | str | os.PathLi
             values[rule.torch_name] = value
     with torch.no_grad():
         for torch_name, value in values.items():
-            state[torch_name].copy_(value)
+            target = state[torch_name]
+            if nn.parameter.is_lazy(target):  # takes the shape of Chainer's (initialized) array
+                target.materialize(value.shape, dtype=target.dtype, device=target.device)
+            target.copy_(value)
     return module

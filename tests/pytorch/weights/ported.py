@@ -2,11 +2,11 @@
 
 :func:`check_ported` runs the same inputs through both, backpropagates the same random
 weighting of the outputs through both, and asserts every output to 1e-6 and every parameter
-and input gradient to 1e-5 relative (:func:`assert_close`: relative to each element, with
-the array's own scale as the floor near zero). Chainer's parameter gradients are brought to
-torch's layout by converting a copy of the link whose parameters are its gradients: the
-outputs' equality on random weights has already pinned which Chainer array fills which torch
-tensor, so the gradients are compared through the same correspondence.
+and input gradient to 1e-5 relative (tests/support/torch_twins.py's rule: relative to each
+element, with the array's own scale as the floor near zero). Chainer's parameter gradients
+are brought to torch's layout by converting a copy of the link whose parameters are its
+gradients: the outputs' equality on random weights has already pinned which Chainer array
+fills which torch tensor, so the gradients are compared through the same correspondence.
 """
 import chainer
 import chainer.functions as F
@@ -14,6 +14,7 @@ import numpy
 import torch
 
 from researchutils.pytorch.weights import from_chainer
+from tests.support.torch_twins import assert_equal_to_chainer
 
 FORWARD_RTOL = 1e-6
 GRADIENT_RTOL = 1e-5
@@ -30,14 +31,8 @@ def randomize(link, seed=0):
 
 
 def assert_close(actual, expected, rtol, what):
-    """The tensor ``actual`` equals the NumPy ``expected`` to ``rtol``, shape and dtype too."""
-    assert actual is not None, '{}: torch computed no gradient'.format(what)
-    actual = actual.detach().cpu().numpy()
-    expected = numpy.asarray(expected)
-    assert actual.shape == expected.shape, (what, actual.shape, expected.shape)
-    assert actual.dtype == expected.dtype, (what, actual.dtype, expected.dtype)
-    scale = float(numpy.abs(expected).max()) if expected.size else 0.0
-    numpy.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * scale, err_msg=what)
+    """The tensor ``actual`` equals the NumPy ``expected`` to ``rtol`` (torch_twins' rule)."""
+    assert_equal_to_chainer(actual, expected, rtol, what)
 
 
 def flat(outputs):

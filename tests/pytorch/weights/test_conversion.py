@@ -223,3 +223,16 @@ def test_classifier_becomes_a_tree_with_its_predictor():
     module = from_chainer(link)
     assert isinstance(module, Chain) and module.chainer_class == 'chainer.links.Classifier'
     check_ported(link.predictor, module.predictor, _floats(4, 3))
+
+
+@pytest.mark.parametrize('arguments', [dict(ksize=4, stride=2, pad=1),
+                                       dict(ksize=3, stride=(2, 3), nobias=True),
+                                       dict(ksize=3, stride=2, outsize=(10, 12))])
+def test_deconvolution_ps_becomes_its_twin(arguments):
+    from researchutils.chainer.links import DeconvolutionPS as ChainerDeconvolutionPS
+    from researchutils.pytorch.nn.deconvolution_ps import DeconvolutionPS
+
+    link = randomize(ChainerDeconvolutionPS(3, 2, **arguments))
+    module = from_chainer(link)
+    assert isinstance(module, DeconvolutionPS)
+    check_ported(link, module, _floats(2, 3, 4, 5))

@@ -234,3 +234,31 @@ def test_a_missing_file_is_named(tmp_path):
 def test_module_of_another_kind_is_refused():
     with pytest.raises(TypeError, match='module must be a torch.nn.Module'):
         load_chainer_weights(L.Linear(3, 2), L.Linear(3, 2))
+
+
+def test_every_problem_is_listed_after_the_first_up_to_eight():
+    net = _trained_net()
+    port = torch.nn.Module()
+    for index in range(11):  # eleven tensors Chainer lacks, and Chainer's arrays unused
+        port.register_buffer('extra{:02d}'.format(index), torch.zeros(1))
+    before = _state(port)
+    with pytest.raises(ValueError) as error:
+        load_chainer_weights(port, net)
+    message = str(error.value)
+    assert message.startswith("the link _Net: array 'conv/W'")  # the first key in key order
+    assert message.count('; the link _Net') + message.count("; the module's") == 7
+    problems = 11 + len([name for name, _ in net.namedparams()]) + 3  # + norm's persistents
+    assert message.endswith(' and {} more'.format(problems - 9))
+    _assert_unchanged(port, before)
+
+
+@pytest.mark.parametrize('array_dtype, tensor_dtype, fits', [
+    ('float64', torch.float32, True), ('float16', torch.float64, True),
+    ('int32', torch.int64, True), ('uint8', torch.int64, True),
+    ('int64', torch.float32, False), ('float32', torch.int64, False),
+    ('bool', torch.bool, True), ('int8', torch.bool, False), ('bool', torch.uint8, False),
+    ('complex64', torch.complex128, True), ('float32', torch.complex64, False),
+])
+def test_a_dtype_fits_within_its_kind(array_dtype, tensor_dtype, fits):
+    from researchutils.pytorch.weights._sources import kind_fits
+    assert kind_fits(numpy.dtype(array_dtype), tensor_dtype) is fits

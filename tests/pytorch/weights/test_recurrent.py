@@ -146,3 +146,58 @@ def test_n_step_dropout_acts_between_layers_in_train_mode_only():
     module.train()
     torch.manual_seed(0)
     assert not torch.equal(first, module(None, None, xs)[2][0])
+
+
+def test_grad_clip_lstm_becomes_its_twin_with_the_clip_acting():
+    from researchutils.chainer.links import GradClipLSTM as ChainerGradClipLSTM
+    from researchutils.pytorch.nn.grad_clip_lstm import GradClipLSTM
+
+    link = randomize(ChainerGradClipLSTM(3, 4, clip_min=-0.05, clip_max=0.05))
+    module = from_chainer(link)
+    assert isinstance(module, GradClipLSTM)
+    assert (module.clip_min, module.clip_max) == (-0.05, 0.05)
+    _run_steps(link, module, [_floats(3, 3, seed=step) * 3 for step in range(3)])
+    # the clip acted: without it, Chainer's gradients are others
+    free = randomize(L.LSTM(3, 4))
+    _run_steps(free, from_chainer(free), [_floats(3, 3, seed=step) * 3 for step in range(3)])
+    assert not numpy.allclose(free.upward.W.grad, link.upward.W.grad, rtol=1e-3)
+
+
+def test_conv_lstm_becomes_its_twin_peepholes_and_clip_included():
+    from researchutils.chainer.links import ConvLSTM as ChainerConvLSTM
+    from researchutils.pytorch.nn.conv_lstm import ConvLSTM
+
+    link = ChainerConvLSTM(2, 3, 3, clip_min=-0.05, clip_max=0.05)
+    link(_floats(2, 2, 4, 5))  # Chainer makes its peepholes at the first step
+    link.reset_state()
+    randomize(link)
+    module = from_chainer(link)
+    assert isinstance(module, ConvLSTM) and module.Wci.shape == (1, 3, 4, 5)
+    _run_steps(link, module, [_floats(2, 2, 4, 5, seed=step) * 3 for step in range(3)])
+
+
+def test_action_conditioned_lstm_becomes_its_twin():
+    from researchutils.chainer.links import ActionConditionedLSTM as ChainerActionConditionedLSTM
+
+    link = randomize(ChainerActionConditionedLSTM(3, 4, action_size=2, clip_min=-0.1,
+                                                  clip_max=0.1))
+    module = from_chainer(link)
+    steps = [(both(_floats(2, 3, seed=step) * 3), both(_floats(2, 2, seed=10 + step)))
+             for step in range(3)]
+    chainer_outputs = [link(x[0], a[0]) for x, a in steps]
+    torch_outputs = [module(x[1], a[1]) for x, a in steps]
+    assert_outputs_equal(chainer_outputs, torch_outputs)
+    backward_both(chainer_outputs, torch_outputs)
+    # the first step has no state, so its action (used on the state only) gets no gradient
+    assert steps[0][1][0].grad is None and steps[0][1][1].grad is None
+    assert_gradients_equal(link, module, [x for x, _ in steps] + [a for _, a in steps[1:]])
+
+
+def test_lazy_parameters_of_a_hand_written_module_take_chainers_shapes():
+    from researchutils.pytorch.weights import load_chainer_weights
+
+    link = randomize(L.Linear(3, 2))
+    module = load_chainer_weights(torch.nn.LazyLinear(2), link)
+    assert torch.equal(module.weight, torch.tensor(link.W.array))
+    assert torch.equal(module(torch.ones(1, 3)).detach(),
+                       torch.tensor(link(numpy.ones((1, 3), numpy.float32)).array))
