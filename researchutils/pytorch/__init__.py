@@ -12,8 +12,14 @@ piece loads that piece: :func:`grad_clip_lstm` and :func:`average_k_step_squared
 and the way Chainer weights come in, :func:`from_chainer`, :func:`load_chainer_weights` and
 :func:`compare` (:mod:`researchutils.pytorch.weights`, which reads Chainer). Their
 submodules and parameters carry the Chainer twins' names, so Chainer weights fill them by name
-(the toolkit's twins in Chainer's layouts, the others through weights' rules). A Chainer
-run goes on in torch with :func:`from_chainer_optimizer` and :func:`from_chainer_schedule`
+(the toolkit's twins in Chainer's layouts, the others through weights' rules).
+Each takes its twin's arguments by the same names, positions and defaults (``in_size`` and
+``out_size`` for the LSTMs, not ``torch.nn.LSTMCell``'s ``input_size`` and ``hidden_size``), so
+a Chainer script's constructor call ports as it is; in torch's conventions an initializer is
+a callable that fills a tensor in place (or a number, or None for Chainer's default), a dtype
+is a ``torch.dtype``, and a bad tensor is a TypeError or ValueError naming the argument where
+Chainer raises its ``InvalidType``. A Chainer run goes on in torch with
+:func:`from_chainer_optimizer` and :func:`from_chainer_schedule`
 (:mod:`researchutils.pytorch.optim`, which reads Chainer: its update rules, hooks and
 schedules, with their state from a live optimizer or a Trainer snapshot).
 

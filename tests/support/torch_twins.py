@@ -80,3 +80,27 @@ def to_torch(array, requires_grad=False):
     """A tensor copy of a NumPy array (never sharing its memory)."""
     import torch
     return torch.tensor(numpy.array(array), requires_grad=requires_grad)
+
+
+def assert_double_backward_equal(link, module, inputs, rtol=1e-5):
+    """The gradient of ``|d sum(outputs) / d inputs|^2`` with respect to every parameter and
+    input equals Chainer's: ``inputs`` (NumPy arrays) run through ``link`` and ``module`` step
+    by step from their current state, both differentiated twice."""
+    import chainer
+    import torch
+    variables = [chainer.Variable(x) for x in inputs]
+    total = sum(chainer.functions.sum(link(x) ** 2) for x in variables)
+    first = chainer.grad([total], variables, enable_double_backprop=True)
+    params = [param for _, param in link.namedparams()]
+    second = chainer.grad([sum(chainer.functions.sum(g * g) for g in first)],
+                          variables + params)
+    tensors = [to_torch(x, True) for x in inputs]
+    total = sum((module(x) ** 2).sum() for x in tensors)
+    first = torch.autograd.grad(total, tensors, create_graph=True)
+    torch_params = dict(module.named_parameters())
+    ordered = [torch_params[torch_name(path)] for path, _ in link.namedparams()]
+    actual = torch.autograd.grad(sum((g * g).sum() for g in first), tensors + ordered)
+    names = ['x{}'.format(step) for step in range(len(inputs))] + [
+        torch_name(path) for path, _ in link.namedparams()]
+    for name, value, reference in zip(names, actual, second):
+        assert_equal_to_chainer(value, reference.array, rtol, 'second gradient of ' + name)

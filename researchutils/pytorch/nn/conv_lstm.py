@@ -75,8 +75,9 @@ class ConvLSTM(torch.nn.Module):
 
     The state is kept as by :class:`~researchutils.pytorch.GradClipLSTM`: :attr:`c` and
     :attr:`h` are None until the first step, :meth:`reset_state`, :meth:`set_state`, a batch
-    that may shrink but not grow. With ``clip_min`` / ``clip_max`` the gradient with respect
-    to each gate's pre-activation (peephole term included) is clipped in the backward pass.
+    that may shrink but not grow, a state that ``module.to(...)`` does not move. With
+    ``clip_min`` / ``clip_max`` the gradient with respect to each gate's pre-activation
+    (peephole term included) is clipped in the backward pass.
     Given the twin's weights, every output and gradient equals the twin's.
 
     Args:

@@ -47,8 +47,9 @@ class GradClipLSTM(torch.nn.Module):
     :meth:`reset_state` clears them, :meth:`set_state` sets them, and a batch may shrink
     from one step to the next (the rows past it keep their state) but not grow. To cut the
     graph between sequences, ``set_state(lstm.c.detach(), lstm.h.detach())`` (Chainer's
-    ``unchain_backward``). Given the twin's weights, every output and gradient equals the
-    twin's.
+    ``unchain_backward``). The state is no buffer: ``module.to(...)`` moves the parameters
+    alone, so reset or set the state after moving the module. Given the twin's weights,
+    every output and gradient equals the twin's.
 
     Parameters are initialized as Chainer initializes them: each gate's block of rows of the
     weights by ``upward_init`` / ``lateral_init`` (Chainer's LeCunNormal by default), the

@@ -10,6 +10,7 @@ torch = pytest.importorskip('torch')
 import researchutils.chainer.links as chainer_links  # noqa: E402
 from researchutils.pytorch import ConvLSTM  # noqa: E402
 from tests.support.torch_twins import (  # noqa: E402
+    assert_double_backward_equal,
     assert_equal_to_chainer,
     assert_gradients_equal,
     copy_chainer_parameters,
@@ -149,3 +150,8 @@ def test_bad_arguments_are_refused_as_chainer_refuses_them(arguments):
 def test_an_initializer_that_is_not_one_is_refused_naming_it():
     with pytest.raises(TypeError, match='initial_bias must be an initializer'):
         ConvLSTM(2, 3, 3, initial_bias='zeros')
+
+
+def test_double_backward_equals_chainers_with_the_clip_active():
+    link, module = _link_pair()
+    assert_double_backward_equal(link, module, _sequence(4)[:2])

@@ -10,6 +10,7 @@ torch = pytest.importorskip('torch')
 import researchutils.chainer.links as chainer_links  # noqa: E402
 from researchutils.pytorch import GradClipLSTM  # noqa: E402
 from tests.support.torch_twins import (  # noqa: E402
+    assert_double_backward_equal,
     assert_equal_to_chainer,
     assert_gradients_equal,
     copy_chainer_parameters,
@@ -153,3 +154,10 @@ def test_bad_arguments_are_refused_as_chainer_refuses_them(arguments):
 def test_an_initializer_that_is_not_one_is_refused_naming_it(name):
     with pytest.raises(TypeError, match='{} must be an initializer'.format(name)):
         GradClipLSTM(3, 2, **{name: 'zeros'})
+
+
+def test_double_backward_equals_chainers_with_the_clip_active():
+    link = chainer_links.GradClipLSTM(5, 6, clip_min=-CLIP, clip_max=CLIP)
+    module = GradClipLSTM(5, 6, clip_min=-CLIP, clip_max=CLIP)
+    copy_chainer_parameters(link, module)
+    assert_double_backward_equal(link, module, _sequence()[0][:3])
