@@ -14,6 +14,8 @@ snapshot file (read with pickling refused).
 Tests: ``tests/pytorch/optim/test_conversion.py`` (each rule, hook and schedule against
 Chainer's own resumed Trainer).
 """
+from __future__ import annotations
+
 import os
 import zipfile
 from collections.abc import Callable, Mapping
@@ -239,14 +241,15 @@ def from_chainer_optimizer(optimizer: Any, module: torch.nn.Module, *,
         raise TypeError('optimizer must be a Chainer optimizer, got {!r}'.format(optimizer))
     if not isinstance(module, torch.nn.Module):
         raise TypeError('module must be a torch.nn.Module, got {!r}'.format(module))
+    key = check_str(key, 'key')
+    snapshot = check_path(snapshot, 'snapshot', allow_none=True)
     if snapshot is None:
         if getattr(optimizer, 'target', None) is None:
             raise ValueError('optimizer is not set up and no snapshot is given: nothing '
                              'holds its state')
         states = _live_state(optimizer)
     else:
-        states = _snapshot_state(_read_snapshot(check_path(snapshot, 'snapshot'),
-                                                check_str(key, 'key')))
+        states = _snapshot_state(_read_snapshot(snapshot, key))
     params, torch_states = _carried_state(module, states)
     torch_optimizer = _torch_rule(optimizer, params)
     for param, (steps, state) in torch_states.items():
@@ -294,10 +297,14 @@ def from_chainer_schedule(extension: Any, optimizer: torch.optim.Optimizer, *,
     if not isinstance(extension, (extensions.ExponentialShift, extensions.LinearShift)):
         raise TypeError('extension must be a Chainer ExponentialShift or LinearShift, got '
                         '{!r}'.format(extension))
+    key = check_str(key, 'key', allow_none=True)
+    snapshot = check_path(snapshot, 'snapshot', allow_none=True)
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError('optimizer must be a torch.optim.Optimizer, got {!r}'.format(optimizer))
     t, last_value = extension._t, extension._last_value
     if snapshot is not None:
         prefix = 'extensions/{}/'.format(type(extension).__name__) if key is None else key
-        arrays = _read_snapshot(check_path(snapshot, 'snapshot'), check_str(prefix, 'key'))
+        arrays = _read_snapshot(snapshot, prefix)
         t, last_value = int(arrays['_t']), float(arrays['_last_value'])
     attr = extension._attr
     if isinstance(optimizer, ChainerAdam):

@@ -13,6 +13,8 @@ Each acts on the gradients of every parameter of the optimizer's groups that has
 Tests: ``tests/pytorch/optim/test_hooks.py``; against Chainer's own hooks in a run:
 ``tests/pytorch/optim/test_conversion.py``.
 """
+from __future__ import annotations
+
 from typing import Any
 
 import torch

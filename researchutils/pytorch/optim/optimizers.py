@@ -25,6 +25,8 @@ The tutorial ``docs/tutorials/pytorch.rst`` shows why the rules differ.
 Tests: ``tests/pytorch/optim/test_optimizers.py``; against Chainer's own updates in a run:
 ``tests/pytorch/optim/test_conversion.py``.
 """
+from __future__ import annotations
+
 import math
 from collections.abc import Callable, Iterable
 from typing import Any

@@ -13,14 +13,18 @@ Unlike torch's learning-rate schedulers they act on any hyper-parameter of the g
 Tests: ``tests/pytorch/optim/test_schedules.py``; against Chainer's own extensions in a
 run: ``tests/pytorch/optim/test_conversion.py``.
 """
+from __future__ import annotations
+
 from typing import Any
 
-import torch  # noqa: F401 (the docstrings' examples use it)
+import torch
 
 from researchutils._checks import check_float, check_non_negative_int, check_str
 
 
 def _check_attr(optimizer: Any, attr: object) -> str:
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError('optimizer must be a torch.optim.Optimizer, got {!r}'.format(optimizer))
     attr = check_str(attr, 'attr', allow_empty=False)
     for group in optimizer.param_groups:
         if attr not in group or isinstance(group[attr], (bool, tuple)):
