@@ -42,6 +42,10 @@ def _tutorial(path):
     return pytest.param(path, id=os.path.basename(path), marks=marks)
 
 
+# Tutorials that need the torch extra: they skip on a stack without it.
+TORCH_TUTORIALS = ('pytorch.rst',)
+
+
 # Tutorials that log to MLflow: they run against the session's MLflow server
 # (tests/support/mlflow_server.py), named by MLFLOW_TRACKING_URI as a user's shell would.
 MLFLOW_TUTORIALS = ('tracking.rst',)
@@ -50,6 +54,8 @@ MLFLOW_TUTORIALS = ('tracking.rst',)
 @pytest.mark.parametrize('path', [_tutorial(path) for path in TUTORIALS
                                   if os.path.basename(path) not in MLFLOW_TUTORIALS])
 def test_tutorial_examples_run(path, tmp_path, monkeypatch):
+    if os.path.basename(path) in TORCH_TUTORIALS:
+        pytest.importorskip('torch')
     monkeypatch.chdir(tmp_path)
     result = doctest.testfile(path, module_relative=False, optionflags=OPTIONS)
     assert result.failed == 0

@@ -173,6 +173,7 @@ def test_every_image_under_docs_is_shown_by_a_page():
     ('tutorials/video_prediction.rst', ['frames.png', 'loss.png']),
     ('tutorials/search.rst', ['search_history.png', 'search_importances.png']),
     ('tutorials/decorable_iterators.rst', ['decorated_batch.png']),
+    ('tutorials/pytorch.rst', ['pytorch_continued_losses.png']),
 ])
 def test_the_pictures_are_where_people_look(page, expected):
     shown = [os.path.basename(path) for shown_on, path in _images_shown()

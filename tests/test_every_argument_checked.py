@@ -393,7 +393,32 @@ def _torch_valid():
         'researchutils.pytorch.weights.comparison.compare': lambda i, o: dict(
             chainer_model=chainer.links.Linear(3, 2), module=torch.nn.Linear(3, 2),
             inputs=np.zeros((1, 3), np.float32)),
+        **{'researchutils.pytorch.optim.optimizers.' + name: (
+            lambda i, o: dict(params=[torch.nn.Parameter(tensor(2))]))
+           for name in ('ChainerMomentumSGD', 'ChainerAdam', 'ChainerRMSprop')},
+        'researchutils.pytorch.optim.hooks.WeightDecay': lambda i, o: dict(rate=0.1),
+        'researchutils.pytorch.optim.hooks.GradientClipping': lambda i, o: dict(threshold=1.0),
+        'researchutils.pytorch.optim.schedules.ExponentialShift': lambda i, o: dict(
+            optimizer=_torch_sgd(), attr='lr', rate=0.5),
+        'researchutils.pytorch.optim.schedules.LinearShift': lambda i, o: dict(
+            optimizer=_torch_sgd(), attr='lr', value_range=(0.1, 0.01), time_range=(0, 5)),
+        'researchutils.pytorch.optim.conversion.from_chainer_optimizer': lambda i, o: dict(
+            optimizer=_set_up(chainer.optimizers.SGD(), chainer.links.Linear(3, 2)),
+            module=torch.nn.Linear(3, 2)),
+        'researchutils.pytorch.optim.conversion.from_chainer_schedule': lambda i, o: dict(
+            extension=chainer.training.extensions.ExponentialShift('lr', 0.5),
+            optimizer=_torch_sgd()),
     }
+
+
+def _torch_sgd():
+    import torch
+    return torch.optim.SGD([torch.nn.Parameter(torch.zeros(2))], lr=0.1)
+
+
+def _set_up(optimizer, link):
+    optimizer.setup(link)
+    return optimizer
 
 
 if TORCH_INSTALLED:
@@ -436,6 +461,14 @@ EXCEPTIONS = {
 
 # Arguments whose annotation alone does not give their bad values: (callable, argument).
 OVERRIDES = {
+    ('researchutils.pytorch.optim.conversion.from_chainer_optimizer', 'optimizer'): [5, 'adam'],
+    ('researchutils.pytorch.optim.conversion.from_chainer_optimizer', 'module'): [5, None],
+    ('researchutils.pytorch.optim.conversion.from_chainer_schedule', 'extension'): [5, None],
+    ('researchutils.pytorch.optim.conversion.from_chainer_schedule', 'optimizer'): [5, None],
+    ('researchutils.pytorch.optim.optimizers.ChainerAdam', 'betas'): [0.9, (0.9,), (0.9, 1.5)],
+    ('researchutils.pytorch.optim.schedules.ExponentialShift', 'optimizer'): [5, None],
+    ('researchutils.pytorch.optim.schedules.LinearShift', 'optimizer'): [5, None],
+    ('researchutils.pytorch.optim.schedules.LinearShift', 'value_range'): [0.1, (0.1,)],
     ('researchutils.pytorch.weights.loading.load_chainer_weights', 'module'): [5, None],
     ('researchutils.pytorch.weights.loading.load_chainer_weights', 'source'): [5, None],
     ('researchutils.pytorch.weights.comparison.compare', 'module'): [5, None],
@@ -463,6 +496,9 @@ OVERRIDES = {
 
 # Arguments without bad values to try: (callable, argument) -> why.
 NO_BAD_VALUES = {
+    **{('researchutils.pytorch.optim.optimizers.' + name, 'params'):
+       "torch.optim.Optimizer's own check (an iterable of tensors or param groups), in "
+       "torch's words" for name in ('ChainerMomentumSGD', 'ChainerAdam', 'ChainerRMSprop')},
     ('researchutils.pytorch.weights.comparison.compare', 'inputs'):
         "any positional arguments of the model; an input that is not an array is refused "
         "naming its place (tests/pytorch/weights/test_comparison.py)",

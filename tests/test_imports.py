@@ -287,6 +287,24 @@ PYTORCH_TABLE.update({
     'researchutils.pytorch.weights.conversion': (WEIGHTS_MAY_LOAD, WEIGHTS_MUST_NOT),
 })
 
+# Chainer's optimizers in torch: the rules, hooks and schedules are torch alone; only the
+# conversion reads Chainer (and the weights' rules, for each parameter's layout).
+OPTIM = ('researchutils.pytorch.optim',)
+OPTIM_PIECES = ('optimizers', 'hooks', 'schedules')
+OPTIM_MUST_NOT = CHAINER + ('researchutils.chainer', 'researchutils.chainer.*') + HEAVY + POOL + (
+    WEIGHTS + PYTORCH_NN + ('researchutils.pytorch.optim.conversion',
+                            'researchutils.pytorch.tracing', 'researchutils.pytorch.tracing.*'))
+PYTORCH_TABLE.update({
+    'researchutils.pytorch.optim.' + name: (
+        PYTORCH_BASE + OPTIM + ('researchutils.pytorch.optim.' + name,),
+        OPTIM_MUST_NOT + tuple('researchutils.pytorch.optim.' + other
+                               for other in OPTIM_PIECES if other != name))
+    for name in OPTIM_PIECES})
+PYTORCH_TABLE['researchutils.pytorch.optim.conversion'] = (
+    WEIGHTS_MAY_LOAD + OPTIM + ('researchutils.pytorch.optim.*',),
+    HEAVY + POOL + EXPERIMENT + ('researchutils.pytorch.tracing',
+                                 'researchutils.pytorch.tracing.*'))
+
 
 def _loaded_by(piece):
     """The researchutils, Optuna and matplotlib modules importing ``piece`` loads, fresh."""

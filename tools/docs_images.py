@@ -12,6 +12,10 @@
   overflow print Chainer's traceback as they stop: that is the search pruning them.
 * ``decorated_batch.png``: a batch that ``previous_four`` of
   docs/tutorials/decorable_iterators.rst decorates, from a video of bouncing balls.
+* ``pytorch_continued_losses.png``: the losses of Chainer's and PyTorch's continuations of
+  one snapshot, from a run of examples/pytorch/continue_video_prediction.py with its
+  defaults (half a minute on two busy cores; needs the ``torch`` extra); shown in
+  docs/tutorials/pytorch.rst.
 
 Each picture is written as a palette PNG of a few grey levels or colours, which keeps it to
 tens of kilobytes (tests/test_docs.py holds the limit). Needs the ``plot`` and ``search``
@@ -192,6 +196,15 @@ def decorated_batch_image():
         save_small_png(Image.open(path), 'decorated_batch.png', colours=16)
 
 
+def continued_run_image(folder):
+    """Runs examples/pytorch/continue_video_prediction.py as documented and keeps its plot."""
+    plot = os.path.join(folder, 'continued_losses.png')
+    subprocess.run([sys.executable, os.path.join(ROOT, 'examples', 'pytorch',
+                                                 'continue_video_prediction.py'),
+                    '--plot', plot, '--torch-threads', '1'], check=True)
+    save_small_png(plot, 'pytorch_continued_losses.png', colours=16, width=600)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--demo-run', help='a finished run of the main example to take '
@@ -202,6 +215,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix='researchutils-docs-images-') as folder:
         decorated_batch_image()
+        continued_run_image(folder)
         search_images(os.path.join(folder, 'search'))
         if args.demo_run:
             demo_images(args.demo_run)

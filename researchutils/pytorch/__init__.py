@@ -12,13 +12,16 @@ piece loads that piece: :func:`grad_clip_lstm` and :func:`average_k_step_squared
 and the way Chainer weights come in, :func:`from_chainer`, :func:`load_chainer_weights` and
 :func:`compare` (:mod:`researchutils.pytorch.weights`, which reads Chainer). Their
 submodules and parameters carry the Chainer twins' names, so Chainer weights fill them by name
-(the toolkit's twins in Chainer's layouts, the others through weights' rules). Each takes its
-twin's arguments by the same names, positions and defaults (``in_size`` and ``out_size`` for
-the LSTMs, not ``torch.nn.LSTMCell``'s ``input_size`` and ``hidden_size``), so a Chainer
-script's constructor call ports as it is; in torch's conventions an initializer is a callable
-that fills a tensor in place (or a number, or None for Chainer's default), a dtype is a
-``torch.dtype``, and a bad tensor is a TypeError or ValueError naming the argument where
-Chainer raises its ``InvalidType``.
+(the toolkit's twins in Chainer's layouts, the others through weights' rules).
+Each takes its twin's arguments by the same names, positions and defaults (``in_size`` and
+``out_size`` for the LSTMs, not ``torch.nn.LSTMCell``'s ``input_size`` and ``hidden_size``), so
+a Chainer script's constructor call ports as it is; in torch's conventions an initializer is
+a callable that fills a tensor in place (or a number, or None for Chainer's default), a dtype
+is a ``torch.dtype``, and a bad tensor is a TypeError or ValueError naming the argument where
+Chainer raises its ``InvalidType``. A Chainer run goes on in torch with
+:func:`from_chainer_optimizer` and :func:`from_chainer_schedule`
+(:mod:`researchutils.pytorch.optim`, which reads Chainer: its update rules, hooks and
+schedules, with their state from a live optimizer or a Trainer snapshot).
 :func:`convert` and :func:`write_source` (:mod:`researchutils.pytorch.tracing`, which reads
 Chainer) turn any Chainer model into a torch module and its source.
 
@@ -51,6 +54,10 @@ _EXPORTS = {
     'nn.recurrent': ['LSTM', 'StatelessLSTM', 'StatefulGRU', 'StatelessGRU'],
     'nn.n_step_rnn': ['NStepLSTM', 'NStepBiLSTM', 'NStepGRU', 'NStepBiGRU'],
     'nn.containers': ['Sequential', 'Chain'],
+    'optim.optimizers': ['ChainerMomentumSGD', 'ChainerAdam', 'ChainerRMSprop'],
+    'optim.hooks': ['WeightDecay', 'GradientClipping'],
+    'optim.schedules': ['ExponentialShift', 'LinearShift'],
+    'optim.conversion': ['from_chainer_optimizer', 'from_chainer_schedule'],
     'weights.conversion': ['from_chainer'],
     'weights.loading': ['load_chainer_weights'],
     'weights.comparison': ['compare'],
@@ -89,6 +96,19 @@ if TYPE_CHECKING:  # the table above, for type checkers and IDEs
     from researchutils.pytorch.nn.recurrent import StatefulGRU as StatefulGRU
     from researchutils.pytorch.nn.recurrent import StatelessGRU as StatelessGRU
     from researchutils.pytorch.nn.recurrent import StatelessLSTM as StatelessLSTM
+    from researchutils.pytorch.optim.conversion import (
+        from_chainer_optimizer as from_chainer_optimizer,
+    )
+    from researchutils.pytorch.optim.conversion import (
+        from_chainer_schedule as from_chainer_schedule,
+    )
+    from researchutils.pytorch.optim.hooks import GradientClipping as GradientClipping
+    from researchutils.pytorch.optim.hooks import WeightDecay as WeightDecay
+    from researchutils.pytorch.optim.optimizers import ChainerAdam as ChainerAdam
+    from researchutils.pytorch.optim.optimizers import ChainerMomentumSGD as ChainerMomentumSGD
+    from researchutils.pytorch.optim.optimizers import ChainerRMSprop as ChainerRMSprop
+    from researchutils.pytorch.optim.schedules import ExponentialShift as ExponentialShift
+    from researchutils.pytorch.optim.schedules import LinearShift as LinearShift
     from researchutils.pytorch.tracing.converter import convert as convert
     from researchutils.pytorch.tracing.converter import write_source as write_source
     from researchutils.pytorch.weights.comparison import compare as compare

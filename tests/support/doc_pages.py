@@ -23,8 +23,8 @@ TUTORIAL_ORDER = [
     'experiment', 'search',
     # Many devices and machines.
     'data_parallel', 'chainermn', 'cluster',
-    # Exporting a trained model.
-    'onnx',
+    # Leaving Chainer: a trained model exported, or its run continued in PyTorch.
+    'onnx', 'pytorch',
     # The original researchutils' helpers, last.
     'arrays', 'files', 'image', 'math', 'task',
 ]
