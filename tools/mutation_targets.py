@@ -89,6 +89,10 @@ MODULES = [
     'pytorch/weights/loading.py',
     'pytorch/weights/conversion.py',
     'pytorch/weights/comparison.py',
+    'pytorch/optim/optimizers.py',
+    'pytorch/optim/hooks.py',
+    'pytorch/optim/schedules.py',
+    'pytorch/optim/conversion.py',
     # Any Chainer model into torch (issue 45): the tracer, the table, the written source.
     'pytorch/tracing/',
 ]
