@@ -100,10 +100,11 @@ ONE_STACK ?= 3.12
 ONE_STACK_VENV := $(or $(filter $(call venv_of,$(ONE_STACK)),$(TEST_VENVS)),$(firstword $(TEST_VENVS)))
 # Tests marked system are end-to-end runs of process orchestration (SLURM, PostgreSQL across
 # hosts, searches and experiments killed and resumed, folder ownership, the demo's runs):
-# their subject is the same on every stack, so they run once, on the newest stack chosen.
+# their subject is the same on every stack, so they run once, on the newest stack chosen
+# (whatever the order STACKS names them in).
 # tests/support/stacks.py says which test files are system tests, and why
 # (docs/testing.rst, "Where each test runs").
-SYSTEM_VENV := $(lastword $(TEST_VENVS))
+SYSTEM_VENV := $(lastword $(foreach v,$(SUPPORTED),$(if $(filter $(v),$(STACKS)),$(call venv_of,$(v)))))
 # make test writes what became of each test on each stack to RESEARCHUTILS_TEST_RECORD and
 # prints the counts at its end (tests/support/run_record.py).
 # Each stack's run ends with its 30 slowest tests, so a test that grows slow is seen in the
@@ -209,7 +210,7 @@ test:
 # The loop while editing: lint, then the newest stack's tests that are neither system tests
 # nor slow, on TEST_WORKERS processes (about two and a half minutes on 2 cores;
 # docs/testing.rst). `make test` runs everything.
-QUICK_VENV := $(lastword $(VENVS))
+QUICK_VENV := $(lastword $(foreach v,$(SUPPORTED),$(call venv_of,$(v))))
 test-quick: $(call stamp_of,$(QUICK_VENV))
 	@$(MAKE) --no-print-directory lint
 	$(QUICK_VENV)/bin/python -m pytest -m 'not mpi and not system and not slow and not one_stack' \

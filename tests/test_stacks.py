@@ -53,3 +53,11 @@ def test_the_tests_of_a_system_file_carry_the_marker_and_no_others_do():
     assert collected and all(line.startswith(system + '::') for line in collected)
     assert stacks.is_system_file(os.path.join(REPO, system))
     assert not stacks.is_system_file(os.path.join(REPO, every))
+
+
+def test_no_system_test_is_also_left_to_the_gpu_machines_stack():
+    # make test runs `one_stack` tests on ONE_STACK (3.12) and system tests on the newest
+    # (3.13) alone: a test marked both would run on neither.
+    for path in stacks.SYSTEM_FILES:
+        with open(os.path.join(REPO, path), encoding='utf-8') as f:
+            assert 'mark.one_stack' not in f.read(), path
