@@ -60,4 +60,4 @@ def test_no_system_test_is_also_left_to_the_gpu_machines_stack():
     # (3.13) alone: a test marked both would run on neither.
     for path in stacks.SYSTEM_FILES:
         with open(os.path.join(REPO, path), encoding='utf-8') as f:
-            assert 'mark.one_stack' not in f.read(), path
+            assert 'pytest.mark.' + 'one_stack' not in f.read(), path
