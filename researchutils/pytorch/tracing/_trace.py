@@ -19,8 +19,8 @@ import chainer
 import chainer.functions as F
 import numpy
 
+from researchutils.chainer.onnx._arguments import args_list
 from researchutils.chainer.onnx.exporter import (  # the export's own tracing machinery
-    _args_list,
     _function_name,
     _FunctionPlaces,
     _LinkPlaces,
@@ -143,7 +143,7 @@ def trace(model: chainer.Link, args: Any, *, train: bool, states: Sequence[str],
         ValueError: a function of the graph is not in ``known``, naming it and the link
             that called it (the export's wording of places); bad ``states`` or names.
     """
-    listed = _args_list(args)
+    listed = args_list(args)
     state_links = _stateful_links(model, states)
     names = _input_names(listed, input_names)
     if len(names) != len(listed):
@@ -158,7 +158,7 @@ def trace(model: chainer.Link, args: Any, *, train: bool, states: Sequence[str],
     variables = [value if isinstance(value, chainer.Variable) else chainer.Variable(value)
                  for value in listed]
     link_paths = {id(link): path for path, link in model.namedlinks()}
-    places = _LinkPlaces(link_paths)
+    places = _LinkPlaces(model, n_args)
     recorder = _Recorder(places, link_paths)
     saved = {link: (link.c, link.h) for _, link in model.namedlinks()
              if hasattr(link, 'c') and hasattr(link, 'h')}
