@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-__all__ = ['MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'mlflow_name']
+__all__ = ['MAX_NAME', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'mlflow_name']
 
 _NAME_CHARACTERS = re.compile(r'[^\w\-. /]')
 MAX_NAME = 250

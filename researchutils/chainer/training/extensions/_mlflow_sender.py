@@ -117,8 +117,9 @@ class Sender(BackgroundWriter[Any]):
             self._log(run_id, [item for item in group if isinstance(item, Batch)])
         except Exception as error:
             if permanent(error):
-                logger.warning('MLflowReport: MLflow refused what it was sent (%s: %s); '
-                               'it is dropped', type(error).__name__, error)
+                logger.warning('MLflowReport: MLflow at %s refused what it was sent (%s: %s); '
+                               'it is dropped', self.run['tracking_uri'], type(error).__name__,
+                               error)
                 raise Refused() from error
             raise
 
@@ -162,7 +163,7 @@ class Sender(BackgroundWriter[Any]):
 
     def recovered(self) -> None:
         if self._failing:
-            logger.warning('MLflowReport: MLflow answers again')
+            logger.warning('MLflowReport: MLflow at %s answers again', self.run['tracking_uri'])
             self._failing = False
 
     def left(self) -> list[Any]:

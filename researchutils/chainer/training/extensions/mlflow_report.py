@@ -42,6 +42,7 @@ from researchutils.chainer.training._mlflow_runs import PARENT_TAG, mlflow_clien
 from researchutils.chainer.training._ranks import is_rank_zero
 from researchutils.chainer.training.extensions import _tracking
 from researchutils.chainer.training.extensions._mlflow_names import (
+    MAX_NAME,
     MAX_PARAM_VALUE,
     MAX_TAG_VALUE,
     mlflow_name,
@@ -190,7 +191,9 @@ class MLflowReport(extension.Extension):
         self._rows = _tracking.LogRows(_tracking.check_log_report(log_report),
                                        _tracking.check_entries(entries),
                                        _tracking.check_step(step))
-        self._parameters = {mlflow_name(name): str(value)[:MAX_PARAM_VALUE] for name, value
+        parameter_names = _tracking.DistinctNames(mlflow_name, MAX_NAME, logger, 'MLflowReport',
+                                                  ('MLflow', 'parameter'))
+        self._parameters = {parameter_names(name): str(value)[:MAX_PARAM_VALUE] for name, value
                             in _tracking.flat_hyperparameters(parameters).items()}
         if tags is not None and not (isinstance(tags, Mapping) and all(
                 isinstance(key, str) and isinstance(value, str) for key, value in tags.items())):
@@ -208,7 +211,8 @@ class MLflowReport(extension.Extension):
             check_positive_float(retry_backoff, 'retry_backoff'),
             check_positive_float(max_retry_backoff, 'max_retry_backoff'))
         self._flush_timeout = check_timeout(flush_timeout, 'flush_timeout')
-        self._renamed: dict[str, str] = {}
+        self._name = _tracking.DistinctNames(mlflow_name, MAX_NAME, logger, 'MLflowReport',
+                                             ('MLflow', 'metric'))
         self._trainer: chainer.training.Trainer | None = None
         self._start_run()
 
@@ -223,6 +227,7 @@ class MLflowReport(extension.Extension):
         self._pending_rows = 0  # the rows they come from
         self._failed = False
         self._finalized = False
+        self._last_step = -1  # the last step this try reported; -1: none
         self._rows.taken = 0
 
     @property
@@ -252,11 +257,34 @@ class MLflowReport(extension.Extension):
         self._rows.check(trainer, 'MLflowReport')
         if is_rank_zero(self._comm):
             mlflow_client_class('MLflowReport')
+            # Resolved now, whatever the environment is when the file is sent later.
+            import mlflow
+            self._run['tracking_uri'] = self._tracking_uri or mlflow.get_tracking_uri()
+
+    @property
+    def tracking_uri(self) -> str | None:
+        """The MLflow store of the run (str), resolved when it starts (the argument,
+        ``MLFLOW_TRACKING_URI`` or MLflow's default); before: the argument."""
+        return self._run['tracking_uri']
 
     def _open(self) -> Sender:
         if self._sender is None:
-            client = mlflow_client_class('MLflowReport')(tracking_uri=self._tracking_uri)
+            client = None
+            try:
+                client = mlflow_client_class('MLflowReport')(
+                    tracking_uri=self._run['tracking_uri'])
+            except ImportError:
+                raise
+            except Exception as error:
+                # A store that refuses (MLflow 3's file store) is an outage without end:
+                # the run goes on, and what it reports is kept for the file.
+                refusal = '{}: {}'.format(type(error).__name__, error)
+                logger.warning('MLflowReport: the MLflow store %s refuses this run (%s); '
+                               'what it reports is kept in %s', self._run['tracking_uri'],
+                               refusal, self._unsent_path())
             self._sender = Sender(client, self._run, *self._sender_arguments)
+            if client is None:
+                self._sender.disabled = refusal
             # Parameters once: MLflow refuses a parameter logged again with another value.
             # Tags again when resumed: a retried trial of a search updates its number.
             self._sender.offer(Batch(params={} if self._resumed else dict(self._parameters),
@@ -273,19 +301,11 @@ class MLflowReport(extension.Extension):
         now = int(time.time() * 1000)
         for step, values in self._rows.new(trainer):
             self._pending_rows += 1
+            self._last_step = max(self._last_step, step)
             self._pending += [[self._name(key), value, now, step] for key, value in
                               values.items()]
         if self._pending and sender.offer(Batch(self._pending), bounded=bounded):
             self._pending, self._pending_rows = [], 0
-
-    def _name(self, key: str) -> str:
-        name = self._renamed.get(key)
-        if name is None:
-            name = self._renamed[key] = mlflow_name(key)
-            if name != key:
-                logger.warning('MLflowReport: MLflow refuses the metric name %r; it is logged '
-                               'as %r', key, name)
-        return name
 
     def on_error(self, trainer: chainer.training.Trainer, exc: Exception,
                  tb: Any) -> None:
@@ -312,15 +332,15 @@ class MLflowReport(extension.Extension):
         sender = self._open()
         self._queue_rows(self._trainer, bounded=False)
         sender.offer(End(status, int(time.time() * 1000)), bounded=False)
-        sender.close(self._flush_timeout)
+        sender.close(self._flush_timeout, notice=self._notice_wait)
         left = sender.left()
         if sender.refused:
             warnings.warn('MLflowReport: MLflow refused {} request(s) of this run (the logged '
                           'warnings say why)'.format(sender.refused), RuntimeWarning)
         if left:
-            path = unsent_path(self._trainer.out, self.run_key)
+            path = self._unsent_path()
             try:
-                metrics = write_unsent(path, self._run, left)
+                metrics = write_unsent(path, self._run, left, self._last_step)
             except (OSError, ValueError) as error:
                 # finalize must not raise, or the other extensions' finalize would not run.
                 warnings.warn('MLflowReport: what could not be sent to MLflow could not be '
@@ -329,8 +349,18 @@ class MLflowReport(extension.Extension):
                 return
             warnings.warn('MLflowReport: {} metric value(s) could not be sent to MLflow at {} '
                           'before the run ended; they are kept in {}: send them with `{} {}`'
-                          .format(metrics, self._tracking_uri, path, SEND_COMMAND, path),
-                          RuntimeWarning)
+                          .format(metrics, self._run['tracking_uri'], path, SEND_COMMAND,
+                                  path), RuntimeWarning)
+
+    def _unsent_path(self) -> str:
+        assert self._trainer is not None
+        return unsent_path(self._trainer.out, self.run_key)
+
+    def _notice_wait(self, seconds: float) -> None:
+        logger.warning('MLflowReport: the run has ended; waiting up to %.0f s more '
+                       '(flush_timeout) for MLflow at %s to take what is still queued, then '
+                       'it is kept in %s', seconds, self._run['tracking_uri'],
+                       self._unsent_path())
 
     def serialize(self, serializer: chainer.AbstractSerializer) -> None:
         """Saves the run's key and id and the LogReport rows taken."""

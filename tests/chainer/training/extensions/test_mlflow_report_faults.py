@@ -79,7 +79,7 @@ def test_errors_for_a_while_are_retried_and_nothing_is_lost(
     assert _history(mlflow_server.url, report.run_id, 'main/loss') == _expected(
         tmp_path, 'main/loss')
     assert 'retrying in the background' in caplog.text
-    assert 'MLflow answers again' in caplog.text
+    assert 'MLflow at {} answers again'.format(proxy.url) in caplog.text
     assert not [name for name in os.listdir(tmp_path) if name.startswith('mlflow_unsent')]
 
 
