@@ -1,6 +1,7 @@
 """MLflowReport against a real MLflow server (tests/support/mlflow_server.py), read back with
 MlflowClient; the reference for every value is the LogReport's log file of the same run.
 Faults (a slow, failing or absent server) are in test_mlflow_report_faults.py."""
+import hashlib
 import math
 import os
 import subprocess
@@ -42,14 +43,14 @@ def _runs(client, experiment_name):
 def test_metrics_and_parameters_reach_the_run_which_ends_finished(
         mlflow_server, tmp_path, experiment_name):
     report = MLflowReport(mlflow_server.url, experiment_name, run_name='tiny',
-                          parameters={'model': {'n_units': 20}, 'lr': 0.1},
+                          parameters={'model': {'n_units': 20}, 'lr': 0.1, 'augment': True},
                           tags={'purpose': 'test'})
     tracked_trainer(tmp_path, report).run()
     client = mlflow.MlflowClient(mlflow_server.url)
     run = client.get_run(report.run_id)
     assert run.info.status == 'FINISHED'
     assert run.info.run_name == 'tiny'
-    assert run.data.params == {'model/n_units': '20', 'lr': '0.1'}
+    assert run.data.params == {'model/n_units': '20', 'lr': '0.1', 'augment': 'True'}
     assert run.data.tags['purpose'] == 'test'
     for key in ('main/loss', 'main/accuracy'):
         assert _history(client, report.run_id, key) == _expected(tmp_path, key)
@@ -126,8 +127,10 @@ def test_nan_infinity_and_refused_names_never_stop_training(
         mlflow_server, tmp_path, experiment_name, caplog):
     report = MLflowReport(mlflow_server.url, experiment_name)
     trainer = tracked_trainer(tmp_path, report, stop_iteration=4)
+    long = 'y' * 260
     trainer.extend(_report_values({'nan': float('nan'), 'inf': float('inf'),
-                                   'acc@1 (top)': 0.5, '/odd//path/': 1.0}))
+                                   'acc@1 (top)': 0.5, '/odd//path/': 1.0,
+                                   'acc#1 (top)': 0.25, long + 'A': 2.0, long + 'B': 3.0}))
     trainer.run()
     client = mlflow.MlflowClient(mlflow_server.url)
     run = client.get_run(report.run_id)
@@ -139,6 +142,15 @@ def test_nan_infinity_and_refused_names_never_stop_training(
     assert _history(client, report.run_id, 'acc_1 _top_') == [(2, 0.5), (4, 0.5)]
     assert _history(client, report.run_id, 'odd/path') == [(2, 1.0), (4, 1.0)]
     assert "'acc@1 (top)'" in caplog.text and "'acc_1 _top_'" in caplog.text
+    # Names cleaned or cut to one stay apart: a suffix of the key's SHA-1, said once.
+    suffix = {key: '_' + hashlib.sha1(key.encode()).hexdigest()[:8]
+              for key in ('acc#1 (top)', long + 'B')}
+    assert _history(client, report.run_id, 'acc_1 _top_' + suffix['acc#1 (top)']) == [
+        (2, 0.25), (4, 0.25)]
+    assert _history(client, report.run_id, long[:250]) == [(2, 2.0), (4, 2.0)]
+    assert _history(client, report.run_id, long[:241] + suffix[long + 'B']) == [
+        (2, 3.0), (4, 3.0)]
+    assert caplog.text.count('would both be logged as') == 2
 
 
 def test_only_rank_zero_logs(mlflow_server, tmp_path, experiment_name):

@@ -67,3 +67,48 @@ def test_an_unknown_step_is_refused_naming_step():
     from researchutils.chainer.training.extensions._tracking import check_step
     with pytest.raises(ValueError, match="step must be one of .*got 'batch'"):
         check_step('batch')
+
+
+def test_a_bool_stays_a_bool():
+    # True == 1 in Python: the type is what tells "True" from "1" in a tracker.
+    flat = flat_hyperparameters({'augment': True, 'count': 1, 'off': False})
+    assert [type(flat[name]) for name in ('augment', 'count', 'off')] == [bool, int, bool]
+
+
+def _distinct(logger_name='test_tracking'):
+    import logging
+
+    from researchutils.chainer.training.extensions._mlflow_names import MAX_NAME, mlflow_name
+    from researchutils.chainer.training.extensions._tracking import DistinctNames
+    return DistinctNames(mlflow_name, MAX_NAME, logging.getLogger(logger_name), 'Test',
+                         ('MLflow', 'metric'))
+
+
+@pytest.mark.parametrize('first, second', [
+    ('y' * 260 + 'A', 'y' * 260 + 'B'),  # cut to one 250-character name
+    ('acc@1', 'acc#1'),  # cleaned to one name
+    ('acc@1', 'acc_1'),  # a name MLflow takes, after a cleaned one that took it
+])
+def test_two_keys_never_share_a_name_and_one_warning_says_which_became_which(
+        first, second, caplog):
+    import hashlib
+    names = _distinct()
+    one, two = names(first), names(second)
+    assert one != two and len(one) <= 250 and len(two) <= 250
+    assert two.endswith('_' + hashlib.sha1(second.encode()).hexdigest()[:8])
+    assert (names(first), names(second)) == (one, two)  # asked again: the same
+    again = _distinct()  # as in a resumed run's process
+    assert (again(first), again(second)) == (one, two)
+    collisions = [record.getMessage() for record in caplog.records
+                  if 'would both be' in record.getMessage()]
+    assert len(collisions) == 2  # one for each of the two DistinctNames
+    assert all(repr(first) in message and repr(second) in message and repr(one) in message
+               and repr(two) in message for message in collisions)
+
+
+def test_a_name_the_tracker_takes_is_kept_and_a_cleaned_one_is_said_once(caplog):
+    names = _distinct()
+    assert [names(key) for key in ('main/loss', 'val/acc@1', 'val/acc@1')] == [
+        'main/loss', 'val/acc_1', 'val/acc_1']
+    assert [record.getMessage() for record in caplog.records] == [
+        "Test: MLflow refuses the metric name 'val/acc@1'; it is logged as 'val/acc_1'"]
