@@ -16,14 +16,17 @@ from typing import Any
 
 from researchutils.chainer.training._mlflow_runs import end_run, find_or_create_run
 from researchutils.chainer.training.extensions._background import BackgroundWriter
+from researchutils.chainer.training.extensions._mlflow_names import MAX_TAG_VALUE
 
-__all__ = ['STATUS_FAILED', 'STATUS_FINISHED', 'STATUS_KILLED', 'Batch', 'End', 'Refused',
-           'Sender']
+__all__ = ['REPEATED_STEPS_TAG', 'STATUS_FAILED', 'STATUS_FINISHED', 'STATUS_KILLED', 'Batch',
+           'End', 'Refused', 'Sender']
 
 # The messages are MLflowReport's: they go to its module's logger, where users look.
 logger = logging.getLogger('researchutils.chainer.training.extensions.mlflow_report')
 
 STATUS_FINISHED, STATUS_FAILED, STATUS_KILLED = 'FINISHED', 'FAILED', 'KILLED'
+#: The tag listing the steps that a resumed run logged again (tutorial: tracking.rst).
+REPEATED_STEPS_TAG = 'researchutils.repeated_steps'
 
 
 class Batch(object):
@@ -82,6 +85,9 @@ class Sender(BackgroundWriter[Any]):
         self.refused = 0  # items MLflow refused (not kept: it would refuse them again)
         self._run_ready = False  # the run exists and runs
         self._failing = False
+        # Resumed: the step of the last row the snapshot had taken (steps past it that the
+        # run holds were left by a try that went on after the snapshot).
+        self.resumed_after: int | None = None
 
     @property
     def run_id(self) -> str | None:
@@ -144,10 +150,32 @@ class Sender(BackgroundWriter[Any]):
             self.client.update_run(run_id, status='RUNNING')
         else:
             run_id = find_or_create_run(self.client, self.run)
+        if self.resumed_after is not None:
+            self._mark_repeated_steps(str(run_id), self.resumed_after)
         with self.lock:
             self.run['run_id'] = run_id
         self._run_ready = True
         return str(run_id)
+
+    def _mark_repeated_steps(self, run_id: str, resumed_after: int) -> None:
+        """Tags the run with the steps past ``resumed_after`` that it holds already: MLflow
+        cannot delete a point, so these steps will show the values of both tries."""
+        run = self.client.get_run(run_id)
+        steps = {metric.step for key in run.data.metrics
+                 for metric in self.client.get_metric_history(run_id, key)
+                 if metric.step > resumed_after}
+        if not steps:
+            return
+        earlier = run.data.tags.get(REPEATED_STEPS_TAG, '')
+        steps.update(int(step) for step in earlier.split(',') if step.strip().isdigit())
+        text = ','.join(str(step) for step in sorted(steps))
+        if len(text) > MAX_TAG_VALUE:
+            text = text[:MAX_TAG_VALUE].rsplit(',', 1)[0]
+        self.client.set_tag(run_id, REPEATED_STEPS_TAG, text)
+        logger.warning('MLflowReport: run %s at %s already holds steps %s, logged by a try '
+                       'that went on after the snapshot this run resumes from; MLflow keeps '
+                       'points, so these steps will show both tries\' values (tag %s)', run_id,
+                       self.run['tracking_uri'], text, REPEATED_STEPS_TAG)
 
     def wait_before_retry(self, error: Exception, attempt: int) -> float | None:
         if isinstance(error, Refused):

@@ -165,6 +165,16 @@ class LogRows(object):
         self.taken += len(rows)
         return [(int(row[self.step]), self._numbers(row)) for row in rows]
 
+    def last_step_taken(self, trainer: chainer.training.Trainer) -> int:
+        """The step of the last row taken; -1 when none was."""
+        log_report = self.log_report
+        if isinstance(log_report, str):
+            log_report = trainer.get_extension(log_report)
+        log = log_report.log
+        if self.taken == 0 or len(log) < self.taken:
+            return -1
+        return int(log[self.taken - 1][self.step])
+
     def _numbers(self, row: Mapping[str, object]) -> dict[str, float]:
         keys = self.entries if self.entries is not None else [
             key for key in row if key not in ('epoch', 'iteration', 'elapsed_time')]

@@ -285,6 +285,9 @@ class MLflowReport(extension.Extension):
             self._sender = Sender(client, self._run, *self._sender_arguments)
             if client is None:
                 self._sender.disabled = refusal
+            if self._resumed:
+                assert self._trainer is not None
+                self._sender.resumed_after = self._rows.last_step_taken(self._trainer)
             # Parameters once: MLflow refuses a parameter logged again with another value.
             # Tags again when resumed: a retried trial of a search updates its number.
             self._sender.offer(Batch(params={} if self._resumed else dict(self._parameters),

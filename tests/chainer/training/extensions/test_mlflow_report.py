@@ -228,3 +228,35 @@ def test_a_report_larger_than_one_request_of_mlflow_arrives_whole(
     assert sum(tag.startswith('t') for tag in run.data.tags) == 120
     assert _history(client, report.run_id, 'm1099') == [(2, 1099.0), (4, 1099.0)]
     assert len(run.data.metrics) == 1102
+
+
+def test_a_step_a_crashed_try_logged_after_its_snapshot_is_listed_on_the_run(
+        mlflow_server, tmp_path, experiment_name, caplog):
+    # A snapshot every 2 epochs (4 iterations each), a crash at the end of epoch 3: the rerun
+    # resumes at step 8 and logs 12 again. MLflow keeps points, so step 12 shows twice (the
+    # tutorial says so), and the run's tag lists it.
+    def trainer_of(report):
+        trainer = tracked_trainer(tmp_path, report, stop_iteration=16, log_every=4)
+        trainer.extend(extensions.snapshot(filename='snapshot_iter_{.updater.iteration}'),
+                       trigger=(2, 'epoch'))
+        return trainer
+
+    first = MLflowReport(mlflow_server.url, experiment_name)
+    trainer = trainer_of(first)
+    trainer.extend(crash_at(12))
+    with pytest.raises(Crash):
+        trainer.run()
+    assert 'researchutils.repeated_steps' not in mlflow.MlflowClient(
+        mlflow_server.url).get_run(first.run_id).data.tags
+    second = MLflowReport(mlflow_server.url, experiment_name)
+    trainer = trainer_of(second)
+    trainer.extend(crash_at(10 ** 6))  # the same extensions as the snapshot's
+    trainer.run()
+    client = mlflow.MlflowClient(mlflow_server.url)
+    assert second.run_id == first.run_id
+    assert [step for step, _ in _history(client, first.run_id, 'main/loss')] == [
+        4, 8, 12, 12, 16]
+    run = client.get_run(first.run_id)
+    assert run.info.status == 'FINISHED'
+    assert run.data.tags['researchutils.repeated_steps'] == '12'
+    assert 'already holds steps 12' in caplog.text
