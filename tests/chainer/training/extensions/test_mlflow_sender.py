@@ -65,15 +65,27 @@ def test_a_resumed_run_is_running_again_while_it_logs(mlflow_server, tmp_path, e
             time.sleep(0.05)
         statuses.append(client.get_run(run_id).info.status)
 
+    @chainer.training.make_extension(trigger=(3, 'iteration'))
+    def run_id_known(trainer):  # so the snapshot of iteration 4 holds it
+        deadline = time.monotonic() + WAIT
+        while trainer.get_extension('MLflowReport').run_id is None:
+            assert time.monotonic() < deadline, 'MLflow never gave the run an id'
+            time.sleep(0.05)
+
     first = MLflowReport(mlflow_server.url, experiment_name)
     trainer = tracked_trainer(tmp_path, first, signal_at=4)
-    trainer.extend(status_once_step_6_arrived)  # in both tries: the snapshot holds its trigger
+    # In both tries: the snapshot holds their triggers.
+    trainer.extend(status_once_step_6_arrived)
+    trainer.extend(run_id_known)
     with pytest.raises(Preempted):
         trainer.run()
+    with numpy.load(str(tmp_path / 'snapshot_iter_4')) as snapshot:
+        assert str(snapshot['extensions/MLflowReport/_run_id']) == first.run_id
     assert client.get_run(first.run_id).info.status == 'KILLED'
     second = MLflowReport(mlflow_server.url, experiment_name)
     trainer = tracked_trainer(tmp_path, second)
     trainer.extend(status_once_step_6_arrived)
+    trainer.extend(run_id_known)
     trainer.run()
     assert second.run_id == first.run_id
     assert statuses == ['RUNNING']
