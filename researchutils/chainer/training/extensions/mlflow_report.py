@@ -73,13 +73,16 @@ def send_unsent(path: str | os.PathLike[str], tracking_uri: str | None = None) -
     """Sends to MLflow what an :class:`MLflowReport` could not, then removes the file.
 
     The file (``mlflow_unsent_<key>.json`` in the trainer's ``out`` folder)
-    names its run: the run is found by its id or key, and made when the server
-    never saw it. Metrics keep their steps and times, so sending one twice adds
-    no point to MLflow's charts.
+    names its run and the store the run used: the run is found by its id or
+    key, and made when the server never saw it. Only the points the run lacks
+    are sent (a metric at a step it holds is skipped, so sending a file twice
+    adds nothing), and the run's end only while the run stands where the file
+    left it; a run that moved on (resumed and finished, say) keeps its status,
+    and a logged warning says what was skipped. See docs/tutorials/tracking.rst.
 
     Args:
         path (str or os.PathLike): The file.
-        tracking_uri (str): The server; None: the one the file names.
+        tracking_uri (str): The store; None: the one the file names.
 
     Returns:
         int: The metric values sent.
@@ -123,7 +126,7 @@ class MLflowReport(extension.Extension):
     run, opens a new MLflow run. Under ChainerMN (``comm``) only rank 0
     logs.
 
-    Faults stop nothing: a connection error, a timeout or HTTP 5xx is
+    Faults stop nothing: a connection error, a timeout, HTTP 5xx or 429 is
     retried with exponential back-off (after the retries MLflow's client
     makes itself, which ``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` and
     ``MLFLOW_HTTP_REQUEST_TIMEOUT`` set); what is still not sent when the run
@@ -131,14 +134,17 @@ class MLflowReport(extension.Extension):
     folder, with one :class:`RuntimeWarning` naming it, and
     :func:`send_unsent` or ``python -m
     researchutils.chainer.training.extensions.mlflow_report FILE`` sends it
-    later. Metric names MLflow refuses are renamed (characters it refuses become ``_``,
-    logged once); NaN and infinite values are sent as they are, which
+    later; a store that refuses the run (MLflow 3's file store) is handled
+    the same way. Metric names MLflow refuses are renamed (characters it
+    refuses become ``_``, logged once), and two names never merge (a stable
+    suffix); NaN and infinite values are sent as they are, which
     MLflow's documentation allows (its SQL stores keep NaN and store
     infinities as the largest float). See docs/tutorials/tracking.rst.
 
     Args:
         tracking_uri (str): The MLflow server (``http://host:5000``) or store;
-            None: MLflow's default (``MLFLOW_TRACKING_URI``).
+            None: ``MLFLOW_TRACKING_URI``, else MLflow's default, resolved when the
+            run starts (:attr:`tracking_uri`).
         experiment_name (str): The MLflow experiment, made when missing;
             None: MLflow's Default experiment.
         run_name (str): The run's name; None lets MLflow choose one.
