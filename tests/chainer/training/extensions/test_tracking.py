@@ -157,6 +157,8 @@ def test_a_parameters_without_a_choice_gives_its_fixed_tree_and_other_objects_ar
     params = Parameters({'model': {'n_units': 20}})
     params.choice = None
     assert flat_hyperparameters(params) == {'model/n_units': 20}
+    params.choice = {'lr': 0.5}  # a search's choice, under the search's own name
+    assert flat_hyperparameters(params) == {'model/n_units': 20, 'lr': 0.5}
     with pytest.raises(TypeError, match='parameters must be a Parameters, a dict or None, '
                                         'got 5'):
         flat_hyperparameters(5)
@@ -171,14 +173,19 @@ def test_arguments_are_checked_and_given_back():
     assert check_entries(None) is None
     assert check_entries(('a', 'b')) == ['a', 'b'] and type(check_entries(('a',))) is list
     for bad in ('main/loss', ['a', 1], 5):
-        with pytest.raises(TypeError, match='entries must be a list of str or None, got'):
+        with pytest.raises(TypeError) as refused:
             check_entries(bad)
+        assert str(refused.value) == 'entries must be a list of str or None, got {!r}'.format(
+            bad)
     log_report = extensions.LogReport()
     assert check_log_report(log_report) is log_report and check_log_report('Log') == 'Log'
     with pytest.raises(TypeError, match='log_report must be the name of a LogReport or a '
                                         'LogReport, got 5'):
         check_log_report(5)
     assert check_step('epoch') == 'epoch' and check_step('iteration') == 'iteration'
+    with pytest.raises(ValueError) as refused:
+        check_step('batch')
+    assert str(refused.value) == "step must be one of ('iteration', 'epoch'), got 'batch'"
 
 
 def _log_with(rows):
@@ -225,6 +232,8 @@ def test_a_log_report_not_on_the_trainer_is_refused_naming_it(tmp_path):
                                          "trainer; extend the trainer with a LogReport first"):
         LogRows('Missing', None, 'iteration').check(trainer, 'Who')
     LogRows(extensions.LogReport(), None, 'iteration').check(trainer, 'Who')  # not looked up
+    trainer.extend(extensions.LogReport(), name='Present')
+    LogRows('Present', None, 'iteration').check(trainer, 'Who')  # found: no error
 
 
 def test_the_rows_taken_and_a_driven_log_report_go_into_the_snapshot():
