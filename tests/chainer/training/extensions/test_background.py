@@ -101,3 +101,51 @@ def test_an_idle_thread_ends_and_the_next_item_starts_another():
     writer.offer('second')
     assert writer.close(timeout=10.0) == 0
     assert [item for item, _ in writer.sent] == ['first', 'second']
+
+
+class Held(BackgroundWriter):
+    """Writes an item once :attr:`release` is set; :attr:`started` is set when it begins."""
+
+    def __init__(self):
+        super().__init__('Held', queue_size=4)
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def write(self, item):
+        self.started.set()
+        if self.release.wait(30):
+            self.credit(1)
+
+
+def test_a_close_that_waits_longer_than_the_notice_says_how_long_it_may_still_wait():
+    from researchutils.chainer.training.extensions._background import NOTICE_AFTER
+    writer = Held()
+    notices = []
+    writer.offer('item')
+    assert writer.started.wait(10)
+    try:
+        assert writer.close(NOTICE_AFTER + 0.5, notice=notices.append) == 1
+    finally:
+        writer.release.set()
+    assert notices == [pytest.approx(0.5)]
+    assert writer.abort.is_set()
+
+
+def test_a_close_within_the_notice_or_without_one_says_nothing():
+    from researchutils.chainer.training.extensions._background import NOTICE_AFTER
+    assert NOTICE_AFTER == 3.0
+    writer = Held()
+    notices = []
+    writer.offer('item')
+    assert writer.started.wait(10)
+    writer.release.set()
+    assert writer.close(10.0, notice=notices.append) == 0  # done before the notice is due
+    assert notices == []
+    short = Held()
+    short.offer('item')
+    assert short.started.wait(10)
+    try:
+        assert short.close(0.2, notice=notices.append) == 1  # shorter than the notice
+    finally:
+        short.release.set()
+    assert notices == []
