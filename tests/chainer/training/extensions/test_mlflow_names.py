@@ -25,6 +25,7 @@ def test_a_name_becomes_one_mlflow_takes(name, expected):
 def test_a_long_name_is_cut_to_250_characters():
     assert MAX_NAME == 250
     assert mlflow_name('y' * 260) == 'y' * 250
+    assert mlflow_name('X' * 260) == 'X' * 250  # only a '/' goes from the end of a cut
     assert mlflow_name('y' * 249 + '/z') == 'y' * 249  # the '/' the cut leaves last goes
 
 
