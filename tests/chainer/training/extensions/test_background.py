@@ -149,3 +149,67 @@ def test_a_close_within_the_notice_or_without_one_says_nothing():
     finally:
         short.release.set()
     assert notices == []
+
+
+def test_the_defaults_are_eight_retries_from_one_second_up_to_thirty_and_a_minute_idle():
+    writer = Held()
+    assert (writer.max_retries, writer.retry_backoff, writer.max_retry_backoff,
+            writer.idle_timeout) == (8, 1.0, 30.0, 60.0)
+
+
+def test_the_wait_before_each_retry_doubles_from_retry_backoff_up_to_its_bound():
+    writer = BackgroundWriter('W', 1, retry_backoff=0.25, max_retry_backoff=3.0)
+    assert [writer.backoff(attempt) for attempt in range(6)] == [
+        0.25, 0.5, 1.0, 2.0, 3.0, 3.0]
+
+
+def test_a_disabled_writer_or_a_skipped_send_sends_nothing_more():
+    from researchutils.chainer.training.extensions._background import Skip
+    writer = Flaky(failures=0)
+    writer.disabled = 'the token was refused'
+    assert writer.deliver(writer._send, 'a') is False
+    assert writer.attempts == []
+
+    def skip(item):
+        writer.attempts.append(item)
+        raise Skip()
+
+    writer.disabled = None
+    assert writer.deliver(skip, 'b') is False
+    assert writer.attempts == ['b']  # tried once, never retried
+
+
+def test_a_close_of_exactly_the_notice_s_length_says_nothing():
+    from researchutils.chainer.training.extensions._background import NOTICE_AFTER
+    writer = Held()
+    notices = []
+    writer.offer('item')
+    assert writer.started.wait(10)
+    try:
+        assert writer.close(NOTICE_AFTER, notice=notices.append) == 1
+    finally:
+        writer.release.set()
+    assert notices == []
+
+
+def test_the_queue_refuses_past_its_size_unless_told_and_counts_messages():
+    from researchutils.chainer.training.extensions._background import MessageQueue
+
+    class Rows(object):
+        messages = 3
+
+    queue = MessageQueue(size=2)
+    assert [queue.offer('a'), queue.offer(Rows()), queue.offer('c')] == [True, True, False]
+    assert queue.offer('d', bounded=False) is True
+    assert queue.accepted == 5  # 'a', the three rows of Rows, 'd'
+    assert queue.take_following(lambda item: isinstance(item, str)) == ['a']
+    assert isinstance(queue.take(timeout=0.1), Rows)
+    assert queue.drain() == ['d'] and queue.empty and not queue.finished
+    started = time.monotonic()
+    assert queue.take(timeout=0.2) is None  # empty and open: waits its timeout
+    assert time.monotonic() - started >= 0.15
+    queue.offer('e')
+    queue.close()
+    assert queue.offer('f', bounded=False) is False  # closed
+    assert queue.take(timeout=30) == 'e' and queue.take(timeout=30) is None
+    assert queue.finished
