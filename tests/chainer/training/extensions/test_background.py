@@ -213,3 +213,41 @@ def test_the_queue_refuses_past_its_size_unless_told_and_counts_messages():
     assert queue.offer('f', bounded=False) is False  # closed
     assert queue.take(timeout=30) == 'e' and queue.take(timeout=30) is None
     assert queue.finished
+
+
+class Collector(BackgroundWriter):
+    """Writes items into :attr:`written`; an item 'bad' raises inside write."""
+
+    def __init__(self, **options):
+        super().__init__('Collector', queue_size=4, **options)
+        self.written = []
+
+    def write(self, item):
+        if item == 'bad':
+            raise RuntimeError('a bug in write')
+        self.written.append(item)
+        self.credit(1)
+
+
+def test_an_error_in_write_is_logged_naming_the_writer_and_later_items_are_written(caplog):
+    writer = Collector()
+    writer.offer('bad')
+    writer.offer('good')
+    assert writer.close(30) == 1
+    assert writer.written == ['good']
+    [record] = [record for record in caplog.records if record.exc_info]
+    assert record.getMessage() == 'Collector: an item could not be written'
+    assert record.name == 'researchutils.chainer.training.extensions._background'
+
+
+def test_the_thread_is_a_daemon_that_ends_when_idle_and_starts_again_for_a_new_item():
+    writer = Collector(idle_timeout=0.2)
+    writer.offer('a')
+    assert writer._thread.daemon  # never keeps a process from exiting
+    deadline = time.monotonic() + 30
+    while writer._thread is not None:
+        assert time.monotonic() < deadline, 'the idle thread did not end'
+        time.sleep(0.05)
+    writer.offer('b')
+    assert writer.close(30) == 0
+    assert writer.written == ['a', 'b']
