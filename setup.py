@@ -62,8 +62,9 @@ extras = {
     # graph; onnxruntime runs it (the tests compare it with Chainer). onnx 1.19 removed
     # onnx.mapping, which the compatibility finder supplies to onnx_chainer.
     'onnx': ['onnx>=1.18', 'onnxruntime>=1.17'],
-    # TensorBoardReport writes event files with tensorboardX (no TensorFlow, no PyTorch).
-    'tensorboard': ['tensorboardX>=2.6'],
+    # TensorBoardReport writes event files with tensorboardX (no TensorFlow, no PyTorch);
+    # tensorboard is the viewer (and the reader) that the tutorial runs.
+    'tensorboard': ['tensorboardX>=2.6', 'tensorboard>=2.14'],
     # MLflowReport needs only MLflow's client: mlflow-skinny, without the server's pandas,
     # pyarrow, scikit-learn and scipy.
     'mlflow': ['mlflow-skinny>=3'],

@@ -31,24 +31,47 @@ def mlflow_client_class(who: str) -> type[mlflow.MlflowClient]:
     return MlflowClient
 
 
-def find_or_create_run(client: Any, run: Mapping[str, Any]) -> str:
-    """The id of the run tagged ``run['run_key']`` in its experiment; made when none is."""
-    experiment_name = run['experiment_name']
+def _experiment_id(client: Any, experiment_name: str | None, create: bool) -> str | None:
+    """The id of the MLflow experiment named (None: MLflow's Default); made when missing and
+    ``create``, else None."""
     if experiment_name is None:
-        experiment_id = '0'  # MLflow's Default experiment
-    else:
+        return '0'  # MLflow's Default experiment
+    experiment = client.get_experiment_by_name(experiment_name)
+    if experiment is not None:
+        return str(experiment.experiment_id)
+    if not create:
+        return None
+    try:
+        return str(client.create_experiment(experiment_name))
+    except Exception:
+        # Made meanwhile by another process (the trials of a search).
         experiment = client.get_experiment_by_name(experiment_name)
-        if experiment is not None:
-            experiment_id = experiment.experiment_id
-        else:
-            try:
-                experiment_id = client.create_experiment(experiment_name)
-            except Exception:
-                # Made meanwhile by another process (the trials of a search).
-                experiment = client.get_experiment_by_name(experiment_name)
-                if experiment is None:
-                    raise
-                experiment_id = experiment.experiment_id
+        if experiment is None:
+            raise
+        return str(experiment.experiment_id)
+
+
+def find_run(client: Any, run: Mapping[str, Any]) -> Any:
+    """The MLflow run (``mlflow.entities.Run``) of ``run``: by its id when known, else the
+    one tagged ``run['run_key']`` in its experiment; None when the server has none."""
+    if run.get('run_id'):
+        from mlflow.exceptions import MlflowException
+        try:
+            return client.get_run(run['run_id'])
+        except MlflowException:
+            pass  # deleted, or of another server: found by its key, or none
+    experiment_id = _experiment_id(client, run['experiment_name'], create=False)
+    if experiment_id is None:
+        return None
+    found = client.search_runs([experiment_id], "tags.`{}` = '{}'".format(
+        RUN_KEY_TAG, run['run_key']), max_results=1)
+    return found[0] if found else None
+
+
+def find_or_create_run(client: Any, run: Mapping[str, Any]) -> str:
+    """The id of the run tagged ``run['run_key']`` in its experiment, set running again;
+    made when none is."""
+    experiment_id = _experiment_id(client, run['experiment_name'], create=True)
     found = client.search_runs([experiment_id], "tags.`{}` = '{}'".format(
         RUN_KEY_TAG, run['run_key']), max_results=1)
     if found:
@@ -56,6 +79,13 @@ def find_or_create_run(client: Any, run: Mapping[str, Any]) -> str:
         if found[0].info.status != 'RUNNING':
             client.update_run(run_id, status='RUNNING')
         return run_id
+    return create_run(client, run, str(experiment_id))
+
+
+def create_run(client: Any, run: Mapping[str, Any], experiment_id: str | None = None) -> str:
+    """A new run tagged with ``run['run_key']``; its id."""
+    if experiment_id is None:
+        experiment_id = _experiment_id(client, run['experiment_name'], create=True)
     tags = dict(run.get('tags') or {})
     tags[RUN_KEY_TAG] = run['run_key']
     created = client.create_run(experiment_id, tags=tags, run_name=run.get('run_name'))

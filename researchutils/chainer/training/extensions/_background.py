@@ -22,6 +22,8 @@ from typing import Generic, TypeGuard, TypeVar, TypeVarTuple, Unpack, overload
 __all__ = ['BackgroundWriter', 'MessageQueue']
 
 ItemT = TypeVar('ItemT')
+#: Seconds :meth:`BackgroundWriter.close` waits before it says that it waits.
+NOTICE_AFTER = 3.0
 TakenT = TypeVar('TakenT')
 
 
@@ -169,11 +171,13 @@ class BackgroundWriter(Generic[ItemT]):
         self._start()
         return accepted
 
-    def close(self, timeout: float) -> int:
+    def close(self, timeout: float, notice: Callable[[float], None] | None = None) -> int:
         """Waits up to ``timeout`` s for the queue to empty; returns the items not written.
 
         After the timeout the writer gives up what is left (a send under way
-        finishes on its own, unwaited for: the thread is a daemon).
+        finishes on its own, unwaited for: the thread is a daemon). When the
+        wait lasts over :data:`NOTICE_AFTER` seconds, ``notice`` is called then
+        with the seconds it may still last, to say so.
         """
         self.queue.close()
         if not self.queue.finished:
@@ -181,7 +185,13 @@ class BackgroundWriter(Generic[ItemT]):
         with self._thread_lock:
             thread = self._thread
         if thread is not None:
-            thread.join(timeout)
+            if notice is not None and timeout > NOTICE_AFTER:
+                thread.join(NOTICE_AFTER)
+                if thread.is_alive():
+                    notice(timeout - NOTICE_AFTER)
+                    thread.join(timeout - NOTICE_AFTER)
+            else:
+                thread.join(timeout)
             if thread.is_alive():
                 self.abort.set()
         with self._count_lock:

@@ -5,18 +5,22 @@ PrintReport does: :class:`LogRows` keeps a cursor into its log (serialized, so a
 goes on after the last row reported) and gives the new rows as ``(step, {name: value})``
 with only the numbers of each row. :func:`flat_hyperparameters` turns a run's
 hyper-parameters (a ``Parameters``, a dict or None) into ``{"model/n_units": 20, ...}``.
-Tests: tests/chainer/training/extensions/test_tracking.py.
+:class:`DistinctNames` gives each name the form a tracker takes, and keeps two names apart
+that this form would merge. Tests: tests/chainer/training/extensions/test_tracking.py.
 """
 from __future__ import annotations
 
+import hashlib
+import logging
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import chainer
 from chainer.training.extensions import log_report as log_report_module
 
-__all__ = ['LogRows', 'check_entries', 'check_log_report', 'check_step', 'flat_hyperparameters']
+__all__ = ['DistinctNames', 'LogRows', 'check_entries', 'check_log_report', 'check_step',
+           'flat_hyperparameters']
 
 Scalar = int | float | str | bool
 STEPS = ('iteration', 'epoch')
@@ -161,6 +165,16 @@ class LogRows(object):
         self.taken += len(rows)
         return [(int(row[self.step]), self._numbers(row)) for row in rows]
 
+    def last_step_taken(self, trainer: chainer.training.Trainer) -> int:
+        """The step of the last row taken; -1 when none was."""
+        log_report = self.log_report
+        if isinstance(log_report, str):
+            log_report = trainer.get_extension(log_report)
+        log = log_report.log
+        if self.taken == 0 or len(log) < self.taken:
+            return -1
+        return int(log[self.taken - 1][self.step])
+
     def _numbers(self, row: Mapping[str, object]) -> dict[str, float]:
         keys = self.entries if self.entries is not None else [
             key for key in row if key not in ('epoch', 'iteration', 'elapsed_time')]
@@ -176,3 +190,67 @@ class LogRows(object):
         self.taken = int(serializer('_rows_taken', self.taken))
         if isinstance(self.log_report, log_report_module.LogReport):
             self.log_report.serialize(serializer['_log_report'])
+
+
+class DistinctNames(object):
+    """Each key's name as a tracker takes it, two keys never sharing one.
+
+    ``clean`` makes a key a name the tracker takes (MLflow's ``acc@1`` is
+    ``acc_1``; a name over ``max_length`` is cut). A key whose name another key
+    has already gets a stable suffix, ``_`` and the first hex digits of its
+    SHA-1 (the same in every process, so a resumed run names it the same),
+    with one logged warning that says which key became which name.
+
+    Args:
+        clean: The tracker's form of a name.
+        max_length (int): The longest name the tracker takes, or None.
+        logger (logging.Logger): Where the warnings go.
+        who (str): The extension (starts each warning).
+        what (str): The tracker and the kind of name, as in "MLflow refuses the
+            metric name": ``('MLflow', 'metric')``.
+
+    Example:
+        >>> names = DistinctNames(lambda key: key.replace('@', '_').replace('#', '_'), None,
+        ...                       logging.getLogger('doc'), 'Doc', ('MLflow', 'metric'))
+        >>> names('acc@1'), names('acc#1'), names('acc@1')
+        ('acc_1', 'acc_1_9eb97df2', 'acc_1')
+    """
+
+    def __init__(self, clean: Callable[[str], str], max_length: int | None,
+                 logger: logging.Logger, who: str, what: tuple[str, str]) -> None:
+        self._clean = clean
+        self._max_length = max_length
+        self._logger = logger
+        self._who = who
+        self._tracker, self._kind = what
+        self._names: dict[str, str] = {}  # key -> name
+        self._keys: dict[str, str] = {}  # name -> key
+
+    def __call__(self, key: str) -> str:
+        name = self._names.get(key)
+        if name is not None:
+            return name
+        name = self._clean(key)
+        if name in self._keys:
+            other = self._keys[name]
+            name = self._suffixed(name, key)
+            self._logger.warning(
+                '%s: the %s names %r and %r would both be logged as %r; %r is logged as %r '
+                'and %r as %r', self._who, self._kind, other, key, self._clean(key), other,
+                self._names[other], key, name)
+        elif name != key:
+            self._logger.warning('%s: %s refuses the %s name %r; it is logged as %r',
+                                 self._who, self._tracker, self._kind, key, name)
+        self._names[key] = name
+        self._keys[name] = key
+        return name
+
+    def _suffixed(self, name: str, key: str) -> str:
+        digest = hashlib.sha1(key.encode('utf-8')).hexdigest()
+        for length in range(8, len(digest) + 1):
+            suffix = '_' + digest[:length]
+            base = name if self._max_length is None else name[:self._max_length - len(suffix)]
+            candidate = self._clean(base + suffix)
+            if candidate not in self._keys:
+                return candidate
+        raise ValueError('{}: no distinct name for {!r}'.format(self._who, key))

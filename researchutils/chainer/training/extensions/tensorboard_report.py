@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 import warnings
 from collections.abc import Sequence
@@ -34,6 +35,13 @@ __all__ = ['TensorBoardReport']
 
 logger = logging.getLogger(__name__)
 _DEFAULT_LOGDIR = 'tensorboard'
+# The characters tensorboardX keeps in a tag (it makes the others '_', and drops leading '/').
+_TAG_CHARACTERS = re.compile(r'[^-/\w.]')
+
+
+def _tensorboard_tag(name: str) -> str:
+    """``name`` as tensorboardX writes a tag: ``acc@1`` is ``acc_1``, ``/a`` is ``a``."""
+    return _TAG_CHARACTERS.sub('_', name).lstrip('/')
 
 
 def _summary_writer_class() -> type[tensorboardX.SummaryWriter]:
@@ -141,6 +149,9 @@ class TensorBoardReport(extension.Extension):
                                        _tracking.check_entries(entries),
                                        _tracking.check_step(step))
         self._parameters = _tracking.flat_hyperparameters(parameters)
+        # Two keys that tensorboardX would write as one tag are kept apart.
+        self._tag = _tracking.DistinctNames(_tensorboard_tag, None, logger, 'TensorBoardReport',
+                                            ('TensorBoard', 'scalar'))
         self._comm = check_comm(comm)
         self._queue_size = check_positive_int(queue_size, 'queue_size')
         self._flush_timeout = check_timeout(flush_timeout, 'flush_timeout')
@@ -206,8 +217,8 @@ class TensorBoardReport(extension.Extension):
 
     def _queue_rows(self, trainer: chainer.training.Trainer, bounded: bool) -> None:
         assert self._writer is not None
-        self._pending += [(step, values) for step, values in self._rows.new(trainer)
-                          if step > self._last_step]
+        self._pending += [(step, {self._tag(key): value for key, value in values.items()})
+                          for step, values in self._rows.new(trainer) if step > self._last_step]
         if self._pending and self._writer.offer(('scalars', self._pending), bounded=bounded):
             self._last_step = self._pending[-1][0]
             self._pending = []

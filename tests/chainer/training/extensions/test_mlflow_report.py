@@ -1,6 +1,7 @@
 """MLflowReport against a real MLflow server (tests/support/mlflow_server.py), read back with
 MlflowClient; the reference for every value is the LogReport's log file of the same run.
 Faults (a slow, failing or absent server) are in test_mlflow_report_faults.py."""
+import hashlib
 import math
 import os
 import subprocess
@@ -42,14 +43,14 @@ def _runs(client, experiment_name):
 def test_metrics_and_parameters_reach_the_run_which_ends_finished(
         mlflow_server, tmp_path, experiment_name):
     report = MLflowReport(mlflow_server.url, experiment_name, run_name='tiny',
-                          parameters={'model': {'n_units': 20}, 'lr': 0.1},
+                          parameters={'model': {'n_units': 20}, 'lr': 0.1, 'augment': True},
                           tags={'purpose': 'test'})
     tracked_trainer(tmp_path, report).run()
     client = mlflow.MlflowClient(mlflow_server.url)
     run = client.get_run(report.run_id)
     assert run.info.status == 'FINISHED'
     assert run.info.run_name == 'tiny'
-    assert run.data.params == {'model/n_units': '20', 'lr': '0.1'}
+    assert run.data.params == {'model/n_units': '20', 'lr': '0.1', 'augment': 'True'}
     assert run.data.tags['purpose'] == 'test'
     for key in ('main/loss', 'main/accuracy'):
         assert _history(client, report.run_id, key) == _expected(tmp_path, key)
@@ -126,8 +127,10 @@ def test_nan_infinity_and_refused_names_never_stop_training(
         mlflow_server, tmp_path, experiment_name, caplog):
     report = MLflowReport(mlflow_server.url, experiment_name)
     trainer = tracked_trainer(tmp_path, report, stop_iteration=4)
+    long = 'y' * 260
     trainer.extend(_report_values({'nan': float('nan'), 'inf': float('inf'),
-                                   'acc@1 (top)': 0.5, '/odd//path/': 1.0}))
+                                   'acc@1 (top)': 0.5, '/odd//path/': 1.0,
+                                   'acc#1 (top)': 0.25, long + 'A': 2.0, long + 'B': 3.0}))
     trainer.run()
     client = mlflow.MlflowClient(mlflow_server.url)
     run = client.get_run(report.run_id)
@@ -139,6 +142,15 @@ def test_nan_infinity_and_refused_names_never_stop_training(
     assert _history(client, report.run_id, 'acc_1 _top_') == [(2, 0.5), (4, 0.5)]
     assert _history(client, report.run_id, 'odd/path') == [(2, 1.0), (4, 1.0)]
     assert "'acc@1 (top)'" in caplog.text and "'acc_1 _top_'" in caplog.text
+    # Names cleaned or cut to one stay apart: a suffix of the key's SHA-1, said once.
+    suffix = {key: '_' + hashlib.sha1(key.encode()).hexdigest()[:8]
+              for key in ('acc#1 (top)', long + 'B')}
+    assert _history(client, report.run_id, 'acc_1 _top_' + suffix['acc#1 (top)']) == [
+        (2, 0.25), (4, 0.25)]
+    assert _history(client, report.run_id, long[:250]) == [(2, 2.0), (4, 2.0)]
+    assert _history(client, report.run_id, long[:241] + suffix[long + 'B']) == [
+        (2, 3.0), (4, 3.0)]
+    assert caplog.text.count('would both be logged as') == 2
 
 
 def test_only_rank_zero_logs(mlflow_server, tmp_path, experiment_name):
@@ -216,3 +228,35 @@ def test_a_report_larger_than_one_request_of_mlflow_arrives_whole(
     assert sum(tag.startswith('t') for tag in run.data.tags) == 120
     assert _history(client, report.run_id, 'm1099') == [(2, 1099.0), (4, 1099.0)]
     assert len(run.data.metrics) == 1102
+
+
+def test_a_step_a_crashed_try_logged_after_its_snapshot_is_listed_on_the_run(
+        mlflow_server, tmp_path, experiment_name, caplog):
+    # A snapshot every 2 epochs (4 iterations each), a crash at the end of epoch 3: the rerun
+    # resumes at step 8 and logs 12 again. MLflow keeps points, so step 12 shows twice (the
+    # tutorial says so), and the run's tag lists it.
+    def trainer_of(report):
+        trainer = tracked_trainer(tmp_path, report, stop_iteration=16, log_every=4)
+        trainer.extend(extensions.snapshot(filename='snapshot_iter_{.updater.iteration}'),
+                       trigger=(2, 'epoch'))
+        return trainer
+
+    first = MLflowReport(mlflow_server.url, experiment_name)
+    trainer = trainer_of(first)
+    trainer.extend(crash_at(12))
+    with pytest.raises(Crash):
+        trainer.run()
+    assert 'researchutils.repeated_steps' not in mlflow.MlflowClient(
+        mlflow_server.url).get_run(first.run_id).data.tags
+    second = MLflowReport(mlflow_server.url, experiment_name)
+    trainer = trainer_of(second)
+    trainer.extend(crash_at(10 ** 6))  # the same extensions as the snapshot's
+    trainer.run()
+    client = mlflow.MlflowClient(mlflow_server.url)
+    assert second.run_id == first.run_id
+    assert [step for step, _ in _history(client, first.run_id, 'main/loss')] == [
+        4, 8, 12, 12, 16]
+    run = client.get_run(first.run_id)
+    assert run.info.status == 'FINISHED'
+    assert run.data.tags['researchutils.repeated_steps'] == '12'
+    assert 'already holds steps 12' in caplog.text

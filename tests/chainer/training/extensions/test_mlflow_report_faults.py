@@ -79,7 +79,7 @@ def test_errors_for_a_while_are_retried_and_nothing_is_lost(
     assert _history(mlflow_server.url, report.run_id, 'main/loss') == _expected(
         tmp_path, 'main/loss')
     assert 'retrying in the background' in caplog.text
-    assert 'MLflow answers again' in caplog.text
+    assert 'MLflow at {} answers again'.format(proxy.url) in caplog.text
     assert not [name for name in os.listdir(tmp_path) if name.startswith('mlflow_unsent')]
 
 
@@ -188,3 +188,45 @@ def test_a_kept_file_that_cannot_be_written_is_a_warning_and_the_run_ends(
         os.makedirs(tmp_path / 'mlflow_unsent_{}.json'.format(report.run_key))  # in the way
         with pytest.warns(RuntimeWarning, match='could not be kept in .*mlflow_unsent_'):
             tracked_trainer(tmp_path, report, stop_iteration=2).run()
+
+
+def test_a_store_that_refuses_never_stops_the_run(tmp_path, experiment_name, monkeypatch,
+                                                  caplog, capfd):
+    # MLflow 3's file store refuses to open (it is in maintenance mode).
+    store = 'file://' + str(tmp_path / 'mlruns')
+    monkeypatch.setenv('MLFLOW_TRACKING_URI', store)
+    monkeypatch.delenv('MLFLOW_ALLOW_FILE_STORE', raising=False)
+    report = MLflowReport(experiment_name=experiment_name, flush_timeout=5.0)
+    trainer = tracked_trainer(tmp_path, report)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        trainer.run()
+    assert trainer.updater.iteration == 8
+    refusals = [record.getMessage() for record in caplog.records if 'refuses' in
+                record.getMessage()]
+    assert len(refusals) == 1 and store in refusals[0] and 'MlflowException' in refusals[0]
+    path = tmp_path / 'mlflow_unsent_{}.json'.format(report.run_key)
+    assert any(str(path) in str(warning.message) and store in str(warning.message)
+               for warning in caught)
+    with open(path) as stream:
+        kept = json.load(stream)
+    assert kept['tracking_uri'] == store and kept['end']['status'] == 'FINISHED'
+    assert sorted(metric[3] for batch in kept['batches'] for metric in batch['metrics']) == [
+        2, 2, 4, 4, 6, 6, 8, 8]
+    assert 'Traceback' not in capfd.readouterr().err
+
+
+def test_a_wait_at_the_end_longer_than_a_few_seconds_says_why_and_how_long(
+        mlflow_server, tmp_path, experiment_name, caplog):
+    from researchutils.chainer.training.extensions._background import NOTICE_AFTER
+    with DelayingProxy(mlflow_server.url) as proxy:
+        proxy.down()
+        report = MLflowReport(proxy.url, experiment_name, max_retries=1000,
+                              flush_timeout=NOTICE_AFTER + 1, **FAST_RETRIES)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', RuntimeWarning)
+            tracked_trainer(tmp_path, report, stop_iteration=2).run()
+    [notice] = [record.getMessage() for record in caplog.records
+                if 'waiting up to' in record.getMessage()]
+    assert 'up to 1 s more (flush_timeout)' in notice
+    assert proxy.url in notice and 'mlflow_unsent_' in notice

@@ -41,6 +41,28 @@ def test_every_number_of_every_row_is_written_at_its_iteration(tmp_path):
     assert [step for step, _ in scalars['main/loss']] == [2, 4, 6, 8]
 
 
+def _report_values(values):
+    """An extension reporting ``values`` before LogReport reads the observation."""
+    @chainer.training.make_extension(trigger=(1, 'iteration'),
+                                     priority=chainer.training.PRIORITY_WRITER + 1)
+    def report(trainer):
+        chainer.reporter.report(values)
+    return report
+
+
+def test_keys_that_tensorboard_would_write_as_one_tag_stay_apart(tmp_path, caplog):
+    import hashlib
+    trainer = tracked_trainer(tmp_path, TensorBoardReport(), stop_iteration=4)
+    trainer.extend(_report_values({'acc@1': 1.0, 'acc#1': 2.0}))
+    trainer.run()
+    suffixed = 'acc_1_' + hashlib.sha1(b'acc#1').hexdigest()[:8]
+    scalars = _scalars(tmp_path / 'tensorboard')
+    assert scalars['acc_1'] == [(2, 1.0), (4, 1.0)]
+    assert scalars[suffixed] == [(2, 2.0), (4, 2.0)]
+    assert caplog.text.count('would both be logged as') == 1
+    assert repr(suffixed) in caplog.text
+
+
 def test_entries_choose_the_keys_and_epoch_steps_count_epochs(tmp_path):
     report = TensorBoardReport('events', entries=['main/loss'], step='epoch')
     trainer = tracked_trainer(tmp_path, report, log_every=4)  # 4 iterations an epoch
@@ -54,7 +76,8 @@ def test_entries_choose_the_keys_and_epoch_steps_count_epochs(tmp_path):
 def test_hyperparameters_are_written_once_for_the_hparams_page(tmp_path):
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
     from tensorboard.plugins.hparams import plugin_data_pb2
-    parameters = {'model': {'n_units': 20}, 'lr': 0.1, 'optimizer': chainer.optimizers.Adam}
+    parameters = {'model': {'n_units': 20}, 'lr': 0.1, 'optimizer': chainer.optimizers.Adam,
+                  'augment': True}
     with pytest.raises(Preempted):
         tracked_trainer(tmp_path, TensorBoardReport(parameters=parameters), signal_at=4).run()
     tracked_trainer(tmp_path, TensorBoardReport(parameters=parameters)).run()
@@ -66,7 +89,8 @@ def test_hyperparameters_are_written_once_for_the_hparams_page(tmp_path):
     values = {key: getattr(value, value.WhichOneof('kind'))
               for key, value in start.hparams.items()}
     assert values == {'model/n_units': 20.0, 'lr': 0.1,
-                      'optimizer': 'chainer.optimizers.adam.Adam'}
+                      'optimizer': 'chainer.optimizers.adam.Adam', 'augment': True}
+    assert start.hparams['augment'].WhichOneof('kind') == 'bool_value'  # a bool, not 1.0
     # Written once, by the run that started: not again by the resumed one.
     written = [value.tag for name in os.listdir(tmp_path / 'tensorboard')
                for event in EventFileLoader(str(tmp_path / 'tensorboard' / name)).Load()
