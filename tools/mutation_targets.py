@@ -62,6 +62,10 @@ MODULES = [
     'files.py',
     '_files.py',
     '_process_pool.py',
+    # Tracking (issue 47): the names, the background writer, the shared helpers.
+    'chainer/training/extensions/_tracking.py',
+    'chainer/training/extensions/_mlflow_names.py',
+    'chainer/training/extensions/_background.py',
     # Export and the Trainer's plug-ins the experiment leans on (issue 47).
     'chainer/onnx/exporter.py',
     'chainer/onnx/converters.py',

@@ -52,9 +52,10 @@ SYSTEM = {
         'tests/support/test_run_record.py',
         'tests/test_stacks.py',
     ],
-    "researchutils' wheel and sdist built, installed into a fresh venv as the docs say, and a "
-    "user's mypy run on it": [
+    "researchutils' wheel and sdist built, installed into a fresh venv as the docs say (one "
+    "extra at a time for the tracking tutorial), and a user's mypy run on it": [
         'tests/test_install.py',
+        'tests/test_tracking_extras.py',
         'tests/test_typing.py',
     ],
     "a real MLflow server's start and stop (the fixture the tracking tests share)": [
@@ -167,6 +168,9 @@ EVERY_STACK = {
         'tests/chainer/training/extensions/test_background.py',
         'tests/chainer/training/extensions/test_mlflow_report.py',
         'tests/chainer/training/extensions/test_mlflow_report_faults.py',
+        'tests/chainer/training/extensions/test_mlflow_names.py',
+        'tests/chainer/training/extensions/test_mlflow_sender.py',
+        'tests/chainer/training/extensions/test_mlflow_unsent.py',
         'tests/chainer/training/extensions/test_slack_messages.py',
         'tests/chainer/training/extensions/test_slack_poster.py',
         'tests/chainer/training/extensions/test_slack_queue.py',
