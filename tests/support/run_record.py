@@ -85,11 +85,14 @@ def summary(stacks):
         counts = collections.Counter(outcome for outcome, _ in stacks[stack].values())
         lines.append('  {:<10} {:>6} passed {:>4} failed {:>5} skipped {:>6} left'.format(
             stack, counts['passed'], counts['failed'], counts['skipped'], counts['deselected']))
+    # Each test's best outcome over the stacks: ran (passed or failed), else skipped (with
+    # its reason), else left to another stack by every one.
+    rank = {'deselected': 0, 'skipped': 1, 'passed': 2, 'failed': 2}
     everywhere = {}
     for tests in stacks.values():
         for test, (outcome, why) in tests.items():
             best = everywhere.get(test)
-            if best is None or outcome in ('passed', 'failed'):
+            if best is None or rank[outcome] > rank[best[0]]:
                 everywhere[test] = (outcome, why)
     ran = [test for test, (outcome, _) in everywhere.items() if outcome in ('passed', 'failed')]
     never = sorted((why or outcome, test) for test, (outcome, why) in everywhere.items()

@@ -86,17 +86,19 @@ def test_the_summary_counts_each_stack_and_names_what_ran_nowhere(tmp_path):
     record = tmp_path / 'record'
     rows = [('3.11', 'a', 'passed'), ('3.11', 'b', 'deselected'), ('3.11', 'c', 'skipped'),
             ('3.13', 'a', 'passed'), ('3.13', 'b', 'failed'), ('3.13', 'c', 'skipped'),
-            ('3.13 MPI', 'd', 'passed'), ('3.13', 'd', 'skipped')]
+            ('3.13 MPI', 'd', 'passed'), ('3.13', 'd', 'skipped'),
+            # Left to another stack by one, skipped by the other: it ran nowhere, and why.
+            ('3.11', 'e', 'deselected'), ('3.13', 'e', 'skipped')]
     record.write_text(''.join(json.dumps({'stack': stack, 'id': test, 'outcome': outcome,
-                                          'why': 'needs CUDA' if test == 'c' else ''}) + '\n'
+                                          'why': 'needs CUDA' if test in 'ce' else ''}) + '\n'
                               for stack, test, outcome in rows))
     lines = run_record.summary(run_record.read(str(record)))
-    assert lines[1].split() == ['3.11', '1', 'passed', '0', 'failed', '1', 'skipped', '1',
+    assert lines[1].split() == ['3.11', '1', 'passed', '0', 'failed', '1', 'skipped', '2',
                                 'left']
     assert lines[2].split()[:4] == ['3.13', '1', 'passed', '1']
     assert lines[3].split()[:3] == ['3.13', 'MPI', '1']
-    assert lines[4].strip().startswith('4 distinct tests, 3 ran on at least one stack; 1 ran')
-    assert lines[5].split() == ['1', 'needs', 'CUDA']
+    assert lines[4].strip().startswith('5 distinct tests, 3 ran on at least one stack; 2 ran')
+    assert lines[5].split() == ['2', 'needs', 'CUDA']
 
 
 def test_the_cpu_report_adds_up_tests_by_file_and_fixtures_by_name(tmp_path):
