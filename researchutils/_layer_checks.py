@@ -154,3 +154,29 @@ def subpixel_geometry(input_size: Sequence[int], ksize: tuple[int, int],
         conv_pad.append(max(0, ceil_div(total, 2)))
         crop.append((conv_pad[-1] - total // 2) * s)
     return out_sizes, conv_pad, crop
+
+
+def check_conv_sizes(in_channels: object, out_channels: object, ksize: object, stride: object,
+                     pad: object = 0, *, same_size: bool = False
+                     ) -> tuple[int | None, int, tuple[int, int], tuple[int, int], tuple[int, int]]:
+    """Checks a convolution layer's sizes, as ConvLSTM and DeconvolutionPS and their torch
+    twins take them: ``(in_channels, out_channels, ksize, stride, pad)``.
+
+    ``in_channels`` may be None (known at the first call); ``ksize`` and ``stride`` are an int
+    or a pair of ints >= 1, ``pad`` one >= 0. With ``same_size`` (ConvLSTM's state keeps its
+    size) the kernel must be odd in both directions and the padding is half of it, in place
+    of ``pad``.
+
+    Example:
+        >>> check_conv_sizes(None, 8, 3, 1, same_size=True)
+        (None, 8, (3, 3), (1, 1), (1, 1))
+    """
+    in_channels = check_int(in_channels, 'in_channels', minimum=1, allow_none=True)
+    out_size = check_int(out_channels, 'out_channels', minimum=1)
+    kernel = check_pair('ksize', ksize, 1)  # type: ignore[arg-type]
+    if same_size and (kernel[0] % 2 == 0 or kernel[1] % 2 == 0):
+        raise ValueError('ksize must be odd (the state keeps its size), got {!r}'.format(ksize))
+    strides = check_pair('stride', stride, 1)  # type: ignore[arg-type]
+    padding = ((kernel[0] // 2, kernel[1] // 2) if same_size
+               else check_pair('pad', pad, 0))  # type: ignore[arg-type]
+    return in_channels, out_size, kernel, strides, padding

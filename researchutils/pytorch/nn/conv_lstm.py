@@ -25,8 +25,7 @@ from typing import Any
 
 import torch
 
-from researchutils._checks import check_int
-from researchutils._layer_checks import check_clip_bounds, check_pair
+from researchutils._layer_checks import check_clip_bounds, check_conv_sizes
 from researchutils.pytorch._tensor_checks import check_float_tensor, check_same_dtype
 from researchutils.pytorch.functions import grad_clip_lstm
 from researchutils.pytorch.nn._arguments import (
@@ -119,14 +118,8 @@ class ConvLSTM(torch.nn.Module):
                  initialW: Initializer | None = None, initial_bias: Initializer | None = None,
                  *, clip_min: float | None = None, clip_max: float | None = None) -> None:
         super().__init__()
-        in_channels = check_int(in_channels, 'in_channels', minimum=1, allow_none=True)
-        self.out_channels = check_int(out_channels, 'out_channels', minimum=1)
-        self.ksize = check_pair('ksize', ksize, 1)
-        if self.ksize[0] % 2 == 0 or self.ksize[1] % 2 == 0:
-            raise ValueError('ksize must be odd (the state keeps its size), got {!r}'.format(
-                ksize))
-        self.stride = check_pair('stride', stride, 1)
-        self.pad = (self.ksize[0] // 2, self.ksize[1] // 2)
+        in_channels, self.out_channels, self.ksize, self.stride, self.pad = check_conv_sizes(
+            in_channels, out_channels, ksize, stride, same_size=True)
         self.clip_min, self.clip_max = check_clip_bounds(clip_min, clip_max)
         check_initializer(initialW, 'initialW')
         check_initializer(initial_bias, 'initial_bias')

@@ -11,14 +11,13 @@ import chainer.functions as F
 import chainer.links as L
 from chainer import function_node, initializers
 
-from researchutils._checks import check_int
+from researchutils._layer_checks import check_conv_sizes
 from researchutils._typing import Array, Initializer, Variable, VariableOrArray
 from researchutils.chainer._clip_bounds import check_clip_bounds
 from researchutils.chainer.functions.activation.grad_clip_lstm import grad_clip_lstm
 from researchutils.chainer.links._arguments import (
     check_image_batch,
     check_initializer,
-    check_pair,
 )
 
 # F.lstm's gate order (a, i, f, o); the original names the cell input 'c'.
@@ -123,14 +122,8 @@ class ConvLSTM(chainer.Chain):
                  initialW: Initializer | None = None, initial_bias: Initializer | None = None,
                  *, clip_min: float | None = None, clip_max: float | None = None) -> None:
         super().__init__()
-        in_channels = check_int(in_channels, 'in_channels', minimum=1, allow_none=True)
-        self.out_channels = check_int(out_channels, 'out_channels', minimum=1)
-        self.ksize = check_pair('ksize', ksize, 1)
-        if self.ksize[0] % 2 == 0 or self.ksize[1] % 2 == 0:
-            raise ValueError('ksize must be odd (the state keeps its size), got {!r}'.format(
-                ksize))
-        self.stride = check_pair('stride', stride, 1)
-        self.pad = (self.ksize[0] // 2, self.ksize[1] // 2)
+        in_channels, self.out_channels, self.ksize, self.stride, self.pad = check_conv_sizes(
+            in_channels, out_channels, ksize, stride, same_size=True)
         self.clip_min, self.clip_max = check_clip_bounds(clip_min, clip_max)
         check_initializer(initialW, 'initialW')
         check_initializer(initial_bias, 'initial_bias')

@@ -9,13 +9,17 @@ import chainer.functions as F
 import chainer.links as L
 import numpy
 
-from researchutils._checks import check_bool, check_int
-from researchutils._layer_checks import ceil_div, check_outsize, subpixel_geometry
+from researchutils._checks import check_bool
+from researchutils._layer_checks import (
+    ceil_div,
+    check_conv_sizes,
+    check_outsize,
+    subpixel_geometry,
+)
 from researchutils._typing import Initializer, Variable, VariableOrArray
 from researchutils.chainer.links._arguments import (
     check_image_batch,
     check_initializer,
-    check_pair,
 )
 
 
@@ -110,11 +114,8 @@ class DeconvolutionPS(chainer.Chain):
                  outsize: tuple[int, int] | None = None, initialW: Initializer | None = None,
                  initial_bias: Initializer | None = None) -> None:
         super().__init__()
-        in_channels = check_int(in_channels, 'in_channels', minimum=1, allow_none=True)
-        self.out_channels = check_int(out_channels, 'out_channels', minimum=1)
-        self.ksize = check_pair('ksize', ksize, 1)
-        self.stride = check_pair('stride', stride, 1)
-        self.pad = check_pair('pad', pad, 0)
+        in_channels, self.out_channels, self.ksize, self.stride, self.pad = check_conv_sizes(
+            in_channels, out_channels, ksize, stride, pad)
         nobias = check_bool(nobias, 'nobias')
         check_initializer(initialW, 'initialW')
         check_initializer(initial_bias, 'initial_bias')
