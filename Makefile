@@ -208,13 +208,13 @@ test:
 	tools/step_times.sh table "$$STEP_TIMES"; exit $$status
 
 # The loop while editing: lint, then the newest stack's tests that are neither system tests
-# nor slow, on TEST_WORKERS processes (about two and a half minutes on 2 cores;
+# nor slow, on TEST_WORKERS processes (4 min 23 s on a quiet 2-core machine;
 # docs/testing.rst). `make test` runs everything.
 QUICK_VENV := $(lastword $(foreach v,$(SUPPORTED),$(call venv_of,$(v))))
 test-quick: $(call stamp_of,$(QUICK_VENV))
 	@$(MAKE) --no-print-directory lint
 	$(QUICK_VENV)/bin/python -m pytest -m 'not mpi and not system and not slow and not one_stack' \
-	    $(XDIST) -q $(PYTEST_ARGS)
+	    $(XDIST) -q --durations=$(DURATIONS) $(PYTEST_ARGS)
 
 # The documentation's pictures in docs/images (tools/docs_images.py says which): the main
 # example runs as `make demo` runs it (a few minutes on 2 cores), then its frames and loss
