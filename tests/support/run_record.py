@@ -13,6 +13,7 @@ Tested by tests/support/test_run_record.py.
 import collections
 import json
 import os
+import re
 import sys
 
 RECORD_VARIABLE = 'RESEARCHUTILS_TEST_RECORD'
@@ -64,6 +65,12 @@ def configure(config, mpi):
             del os.environ[RECORD_VARIABLE]
 
 
+# pytest-xdist's loadgroup adds "@<group>" to the id of a test that carries an xdist_group
+# (tests/conftest.py: a module's name, or session-fixture-NAME); a run without xdist (the MPI
+# runs) reports the bare id. The record keeps the bare one, so both name one test.
+_XDIST_GROUP = re.compile(r'@(tests\.[\w.]+|session-fixture-[\w-]+)$')
+
+
 def read(path):
     """{stack: {test id: (outcome, why)}}; a test reported twice (an MPI test on each rank,
     a failing tear-down after a pass) keeps its worst outcome."""
@@ -72,6 +79,7 @@ def read(path):
     with open(path, encoding='utf-8') as f:
         for line in f:
             row = json.loads(line)
+            row['id'] = _XDIST_GROUP.sub('', row['id'])
             seen = stacks[row['stack']].get(row['id'])
             if seen is None or rank[row['outcome']] > rank[seen[0]]:
                 stacks[row['stack']][row['id']] = (row['outcome'], row.get('why', ''))
