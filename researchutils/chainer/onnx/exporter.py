@@ -145,9 +145,8 @@ class _FunctionPlaces(chainer.FunctionHook):
         self.places[id(function)] = (function, self.links.place())
 
 
-def _unconvertible(outputs: Sequence[chainer.Variable], known: Mapping[str, Any],
-                   places: _FunctionPlaces) -> list[str]:
-    """'Name (in /link (Class))' for each function of the graph no converter knows."""
+def _reachable(outputs: Sequence[chainer.Variable]) -> dict[int, Any]:
+    """The function nodes ``outputs`` were computed by, by id (the graph walked back)."""
     found: dict[int, Any] = {}
     pending = [variable.node for variable in outputs]
     while pending:
@@ -156,6 +155,13 @@ def _unconvertible(outputs: Sequence[chainer.Variable], known: Mapping[str, Any]
             continue
         found[id(creator)] = creator
         pending.extend(creator.inputs)
+    return found
+
+
+def _unconvertible(outputs: Sequence[chainer.Variable], known: Mapping[str, Any],
+                   places: _FunctionPlaces) -> list[str]:
+    """'Name (in /link (Class))' for each function of the graph no converter knows."""
+    found = _reachable(outputs)
     missing = []
     for creator in sorted(found.values(), key=lambda node: node.rank):
         name = _function_name(creator)

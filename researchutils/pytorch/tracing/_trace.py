@@ -25,6 +25,7 @@ from researchutils.chainer.onnx.exporter import (  # the export's own tracing ma
     _FunctionPlaces,
     _LinkPlaces,
     _named_outputs,
+    _reachable,
     _state_name,
     _stateful_links,
 )
@@ -185,18 +186,6 @@ def trace(model: chainer.Link, args: Any, *, train: bool, states: Sequence[str],
         raise ValueError('the outputs must have distinct names, got {}'.format(out_names))
     return _graph(model, names, variables, named, recorder, known, train,
                   _output_kind(returned) if not state_links else 'tuple')
-
-
-def _reachable(outputs: Sequence[chainer.Variable]) -> dict[int, Any]:
-    found: dict[int, Any] = {}
-    pending = [variable.node for variable in outputs]
-    while pending:
-        creator = pending.pop().creator_node
-        if creator is None or id(creator) in found:
-            continue
-        found[id(creator)] = creator
-        pending.extend(creator.inputs)
-    return found
 
 
 def _graph(model: chainer.Link, names: list[str], variables: list[chainer.Variable],
